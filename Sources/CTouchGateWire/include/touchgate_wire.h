@@ -1,0 +1,138 @@
+/* touchgate wire protocol: the one definition shared by the Swift daemon/CLI and the C PAM module. */
+#ifndef TOUCHGATE_WIRE_H
+#define TOUCHGATE_WIRE_H
+
+/*
+ * Frame layout (all integers big-endian):
+ *
+ *   offset 0  u32  length      bytes that follow this field (TG_HEADER_REST + fields),
+ *                              TG_HEADER_REST <= length <= TG_MAX_FRAME
+ *   offset 4  u8   version     TG_PROTOCOL_VERSION
+ *   offset 5  u8   kind        TG_KIND_*
+ *   offset 6  u16  flags       0 (reserved; non-zero is rejected)
+ *   offset 8  u32  request_id  chosen by the client, non-zero; every reply and progress frame
+ *                              echoes it, so a frame for another request is never taken as a result
+ *   offset 12 fields           repeated { u16 tag, u16 len, u8 value[len] }
+ *
+ * Field values: TG_TYPE_INT tags carry exactly 4 bytes (signed, two's complement);
+ * TG_TYPE_STRING tags carry 0..TG_MAX_STRING bytes of UTF-8 with no NUL byte.
+ * A tag may appear once, except the repeatable list tags (FINGER, DEVICE).
+ * Unknown kinds, unknown tags, a wrong value size, a repeated non-list tag, trailing bytes,
+ * more than TG_MAX_FIELDS fields: the frame is malformed; the receiver answers (if it is the
+ * daemon) with TG_ERR_BAD_REQUEST and closes the connection.
+ */
+
+#define TG_PROTOCOL_VERSION 1
+#define TG_LENGTH_SIZE      4
+#define TG_HEADER_REST      8       /* version + kind + flags + request_id */
+#define TG_HEADER_SIZE      12      /* TG_LENGTH_SIZE + TG_HEADER_REST */
+#define TG_FIELD_HEADER     4       /* tag + len */
+#define TG_MAX_FRAME        8192    /* max value of the length field */
+#define TG_MAX_STRING       1024
+#define TG_MAX_FIELDS       64
+
+/* Deadlines (milliseconds). Every wait on the socket is bounded. */
+#define TG_CONNECT_DEADLINE_MS  1000  /* connect + first reply of a short request */
+#define TG_REPLY_DEADLINE_MS    2000  /* a short request (canEvaluate, list, …) */
+#define TG_KEEPALIVE_MS         1000  /* the daemon sends a keepalive at least this often during a prompt */
+#define TG_SILENCE_DEADLINE_MS  3500  /* a client gives up on a prompt after this long without any frame */
+
+/* Request kinds (client -> daemon). */
+#define TG_KIND_CAN_EVALUATE     0x01  /* USER POLICY [SERVICE] [RHOST] [LOCALE] */
+#define TG_KIND_EVALUATE         0x02  /* USER POLICY SERVICE [MAX_TRIES] [TIMEOUT] [LOCALE] [TTY] [RHOST] [FLAGS] */
+#define TG_KIND_CANCEL           0x03  /* (no fields) request_id = the request to cancel */
+#define TG_KIND_ENROLL           0x04  /* USER FINGER [LOCALE] */
+#define TG_KIND_LIST             0x05  /* USER */
+#define TG_KIND_DELETE           0x06  /* USER (FINGER | ALL=1) */
+#define TG_KIND_DEVICES          0x07  /* (no fields) */
+#define TG_KIND_STATUS           0x08  /* USER */
+#define TG_KIND_ENABLE           0x09  /* USER */
+#define TG_KIND_DISABLE          0x0A  /* USER */
+#define TG_KIND_LOCK             0x0B  /* USER */
+#define TG_KIND_RESET            0x0C  /* USER */
+#define TG_KIND_DOMAIN_STATE     0x0D  /* USER [SERVICE] */
+#define TG_KIND_MONITOR          0x0E  /* [USER] */
+#define TG_KIND_PASSWORD         0x0F  /* PASSWORD  (during EVALUATE/ENROLL: the password the user typed) */
+#define TG_KIND_PASSWORD_SUCCESS 0x10  /* USER SERVICE (root only: the PAM stack verified the password) */
+
+/* Reply kinds (daemon -> client). */
+#define TG_KIND_RESULT           0x40  /* CODE [MESSAGE] [REASON] [SECONDS] [FINGER…] [DEVICE…] [DOMAIN_STATE] [JSON] */
+#define TG_KIND_PROGRESS         0x41  /* PROGRESS [STYLE] [MESSAGE] [STAGE STAGES] */
+#define TG_KIND_EVENT            0x42  /* JSON (monitor stream) */
+
+/* Field tags. */
+#define TG_TAG_USER          1   /* string */
+#define TG_TAG_POLICY        2   /* int: TG_POLICY_* */
+#define TG_TAG_SERVICE       3   /* string: PAM service name */
+#define TG_TAG_MAX_TRIES     4   /* int: 1..TG_MAX_TRIES_LIMIT, overrides the daemon's max_tries downwards only */
+#define TG_TAG_TIMEOUT       5   /* int: seconds 1..TG_TIMEOUT_LIMIT, overrides the daemon's timeout downwards only */
+#define TG_TAG_LOCALE        6   /* string: the PAM client's LC_ALL / LC_MESSAGES / LANG */
+#define TG_TAG_TTY           7   /* string */
+#define TG_TAG_RHOST         8   /* string */
+#define TG_TAG_FINGER        9   /* string: fprintd finger name; repeatable in RESULT */
+#define TG_TAG_ALL           10  /* int: 1 = all fingers */
+#define TG_TAG_CODE          11  /* int: TG_OK or TG_ERR_* */
+#define TG_TAG_MESSAGE       12  /* string: text for a person, in the requested language */
+#define TG_TAG_STYLE         13  /* int: TG_STYLE_* */
+#define TG_TAG_PROGRESS      14  /* int: TG_PROGRESS_* */
+#define TG_TAG_STAGE         15  /* int */
+#define TG_TAG_STAGES        16  /* int */
+#define TG_TAG_DEVICE        17  /* string: reader name; repeatable in RESULT */
+#define TG_TAG_REASON        18  /* string: machine reason (boot, idle, interval, enrollmentChanged, adminLock, timeout, tooHot, removed, …) */
+#define TG_TAG_SECONDS       19  /* int: seconds left (passwordBackoff) */
+#define TG_TAG_FLAGS         20  /* int: TG_FLAG_* */
+#define TG_TAG_PASSWORD      21  /* string: never logged */
+#define TG_TAG_DOMAIN_STATE  22  /* string: hex */
+#define TG_TAG_JSON          23  /* string: a JSON document (status, events) */
+#define TG_TAG_LAST          23
+
+#define TG_TYPE_INT     1
+#define TG_TYPE_STRING  2
+/* Type of each tag, indexed by tag (0 = no such tag). */
+#define TG_TAG_TYPES { 0, \
+    TG_TYPE_STRING, TG_TYPE_INT, TG_TYPE_STRING, TG_TYPE_INT, TG_TYPE_INT, TG_TYPE_STRING, \
+    TG_TYPE_STRING, TG_TYPE_STRING, TG_TYPE_STRING, TG_TYPE_INT, TG_TYPE_INT, TG_TYPE_STRING, \
+    TG_TYPE_INT, TG_TYPE_INT, TG_TYPE_INT, TG_TYPE_INT, TG_TYPE_STRING, TG_TYPE_STRING, \
+    TG_TYPE_INT, TG_TYPE_INT, TG_TYPE_STRING, TG_TYPE_STRING, TG_TYPE_STRING }
+
+#define TG_POLICY_BIOMETRICS              1
+#define TG_POLICY_BIOMETRICS_OR_PASSWORD  2
+
+#define TG_STYLE_INFO   1   /* PAM_TEXT_INFO */
+#define TG_STYLE_ERROR  2   /* PAM_ERROR_MSG */
+
+#define TG_PROGRESS_PROMPT        1  /* the reader is listening: show the prompt now */
+#define TG_PROGRESS_RETRY         2  /* a retry hint (too short, not centred, …): not a failed match */
+#define TG_PROGRESS_NO_MATCH      3  /* a failed match; the prompt goes on */
+#define TG_PROGRESS_QUEUED        4  /* waiting for the reader (another prompt has it) */
+#define TG_PROGRESS_ENROLL_STAGE  5  /* STAGE of STAGES done */
+#define TG_PROGRESS_KEEPALIVE     6  /* nothing to show; proves the daemon is alive */
+
+#define TG_FLAG_NO_INPUT        0x1  /* the client will not send input (GDM-style fingerprint stack) */
+
+#define TG_MAX_TRIES_LIMIT  100
+#define TG_TIMEOUT_LIMIT    3600
+
+/* Outcome codes: 0 = success; LAError numbers (SPEC §2); touchgate's own below -2000. */
+#define TG_OK                          0
+#define TG_ERR_AUTHENTICATION_FAILED  (-1)   /* REASON "wrongPassword" when it was a password */
+#define TG_ERR_USER_CANCEL            (-2)
+#define TG_ERR_USER_FALLBACK          (-3)
+#define TG_ERR_SYSTEM_CANCEL          (-4)
+#define TG_ERR_PASSWORD_NOT_SET       (-5)
+#define TG_ERR_BIOMETRY_NOT_AVAILABLE (-6)
+#define TG_ERR_BIOMETRY_NOT_ENROLLED  (-7)
+#define TG_ERR_BIOMETRY_LOCKOUT       (-8)
+#define TG_ERR_APP_CANCEL             (-9)
+#define TG_ERR_INVALID_CONTEXT        (-10)
+#define TG_ERR_PASSWORD_REQUIRED      (-11)
+#define TG_ERR_PASSWORD_BACKOFF       (-12)
+#define TG_ERR_NOT_INTERACTIVE        (-1004)
+#define TG_ERR_USER_UNKNOWN           (-2001)  /* no such account */
+#define TG_ERR_NOT_PERMITTED          (-2002)  /* the peer may not do this (SO_PEERCRED) */
+#define TG_ERR_BAD_REQUEST            (-2003)  /* malformed, oversized or unknown message */
+#define TG_ERR_INTERNAL               (-2004)  /* storage or reader failure inside the daemon */
+#define TG_ERR_NOT_FOUND              (-2005)  /* no such finger enrolled */
+#define TG_ERR_TIMEOUT                (-2006)  /* no finger within `timeout` seconds */
+
+#endif /* TOUCHGATE_WIRE_H */
