@@ -22,12 +22,14 @@ let package = Package(
         .target(name: "TouchGateWire", dependencies: ["CTouchGateWire"]),
         // Pure: the LocalAuthentication rules (SPEC §3–4); time is passed in.
         .target(name: "TouchGatePolicy"),
+        // Pure: touchgate.conf parsing and validation, shared by the daemon and `touchgate check-config`.
+        .target(name: "TouchGateConfig", dependencies: ["TouchGatePolicy"]),
         // libfprint-2 and GLib, for the reader only.
         .systemLibrary(name: "CFPrint", pkgConfig: "libfprint-2",
                        providers: [.apt(["libfprint-2-dev"])]),
         .target(name: "TouchGateReader", dependencies: ["CFPrint"]),
         .target(name: "TouchGateDaemon", dependencies: [
-            "TouchGateWire", "TouchGatePolicy", "TouchGateReader",
+            "TouchGateWire", "TouchGatePolicy", "TouchGateConfig", "TouchGateReader",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "SystemPackage", package: "swift-system"),
@@ -38,11 +40,12 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "touchgate", dependencies: [
-            "TouchGateWire",
+            "TouchGateWire", "TouchGateConfig",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .testTarget(name: "TouchGateWireTests", dependencies: ["TouchGateWire"]),
         .testTarget(name: "TouchGatePolicyTests", dependencies: ["TouchGatePolicy"]),
+        .testTarget(name: "TouchGateConfigTests", dependencies: ["TouchGateConfig"]),
         .testTarget(name: "TouchGateDaemonTests", dependencies: ["TouchGateDaemon"]),
     ],
     swiftLanguageModes: [.v6]
