@@ -1,0 +1,19 @@
+// What the daemon observed about the world for one decision: time, boot, prints, reader.
+
+/// Facts read by the daemon at decision time, passed in so the policy stays pure.
+public struct Environment: Sendable, Equatable {
+    public var now: Instant
+    /// `/proc/sys/kernel/random/boot_id` (or whatever the daemon was told to read).
+    public var bootID: String
+    /// The user's current enrollment snapshot; nil when the user has no prints.
+    public var enrollmentSnapshot: String?
+    /// A reader is present and usable (not unplugged, not too hot, not a refused remote session).
+    public var readerAvailable: Bool
+
+    public init(now: Instant, bootID: String, enrollmentSnapshot: String?, readerAvailable: Bool) {
+        self.now = now
+        self.bootID = bootID
+        self.enrollmentSnapshot = enrollmentSnapshot
+        self.readerAvailable = readerAvailable
+    }
+}
