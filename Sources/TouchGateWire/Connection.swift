@@ -147,8 +147,10 @@ public final class Connection: @unchecked Sendable {
         }
     }
 
-    /// Whether a complete frame is already buffered (so `receive` will not block).
-    public func hasBufferedFrame() -> Bool { reader.bytesWanted == 0 }
+    /// The next frame already read from the socket, if a whole one is buffered; never blocks.
+    public func nextBuffered() throws(ConnectionError) -> Frame? {
+        do { return try reader.next() } catch { throw .wire(error) }
+    }
 
     /// Reads what the socket has now into the frame buffer; throws `.closed` at end of stream.
     public func readAvailable() throws(ConnectionError) {
