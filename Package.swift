@@ -28,8 +28,10 @@ let package = Package(
         .systemLibrary(name: "CFPrint", pkgConfig: "libfprint-2",
                        providers: [.apt(["libfprint-2-dev"])]),
         .target(name: "TouchGateReader", dependencies: ["CFPrint"]),
+        // Linux-PAM's application side: the daemon verifies passwords through its own service.
+        .systemLibrary(name: "CPAM", providers: [.apt(["libpam0g-dev"])]),
         .target(name: "TouchGateDaemon", dependencies: [
-            "TouchGateWire", "TouchGatePolicy", "TouchGateConfig", "TouchGateReader",
+            "TouchGateWire", "TouchGatePolicy", "TouchGateConfig", "TouchGateReader", "CPAM",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "SystemPackage", package: "swift-system"),

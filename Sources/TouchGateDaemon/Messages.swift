@@ -1,4 +1,5 @@
 // Every sentence a person sees from the daemon, in English and Simplified Chinese (SPEC §8).
+import TouchGatePolicy
 import TouchGateReader
 import TouchGateWire
 
@@ -36,6 +37,17 @@ public enum Text: Sendable, Equatable {
     case badRequest
     case cancelled
     case shuttingDown
+    case stateUnreadable
+    case notEnabled
+    case lockout(attempts: Int)
+    case passwordRequired(PasswordRequiredReason)
+    case backoff(seconds: Int)
+    case wrongPassword
+    case wrongPasswordBackoff(seconds: Int)
+    case passwordNotSet
+    case passwordNeeded
+    case passwordAccepted
+    case done(String)
 
     public func render(_ language: Language) -> String {
         switch language {
@@ -77,6 +89,24 @@ public enum Text: Sendable, Equatable {
         case .badRequest: return "Malformed request"
         case .cancelled: return "Cancelled"
         case .shuttingDown: return "The fingerprint service is stopping: use your password"
+        case .stateUnreadable: return "Fingerprint unavailable until you enter your password (its saved state could not be read)"
+        case .notEnabled: return "Fingerprint authentication is not enabled for this account"
+        case .lockout(let n): return "Fingerprint locked after \(n) failed attempts: enter your password"
+        case .passwordRequired(let reason):
+            switch reason {
+            case .boot: return "Enter your password: it is required once after the computer starts"
+            case .idle: return "Enter your password: fingerprint has not been used for a long time"
+            case .interval: return "Enter your password: it has not been entered for several days"
+            case .enrollmentChanged: return "Enter your password: the enrolled fingerprints changed"
+            case .adminLock: return "Enter your password: the administrator locked fingerprint authentication"
+            }
+        case .backoff(let s): return "Too many wrong passwords: try again in \(Self.duration(s))"
+        case .wrongPassword: return "Wrong password"
+        case .wrongPasswordBackoff(let s): return "Wrong password: password entry is locked for \(Self.duration(s))"
+        case .passwordNotSet: return "This account has no usable password"
+        case .passwordNeeded: return "Your password is needed for this"
+        case .passwordAccepted: return "Password accepted"
+        case .done(let what): return what
         }
     }
 
@@ -112,6 +142,38 @@ public enum Text: Sendable, Equatable {
         case .badRequest: return "请求格式错误"
         case .cancelled: return "已取消"
         case .shuttingDown: return "指纹服务正在停止：请使用密码"
+        case .stateUnreadable: return "无法读取已保存的状态：输入密码前指纹不可用"
+        case .notEnabled: return "此账户未启用指纹验证"
+        case .lockout(let n): return "指纹连续 \(n) 次验证失败已锁定：请输入密码"
+        case .passwordRequired(let reason):
+            switch reason {
+            case .boot: return "请输入密码：开机后需要输入一次密码"
+            case .idle: return "请输入密码：指纹已长时间未使用"
+            case .interval: return "请输入密码：已有数天未输入密码"
+            case .enrollmentChanged: return "请输入密码：已录入的指纹发生了变化"
+            case .adminLock: return "请输入密码：管理员已锁定指纹验证"
+            }
+        case .backoff(let s): return "密码错误次数过多：请在 \(Self.durationZh(s)) 后重试"
+        case .wrongPassword: return "密码错误"
+        case .wrongPasswordBackoff(let s): return "密码错误：密码输入已锁定 \(Self.durationZh(s))"
+        case .passwordNotSet: return "此账户没有可用的密码"
+        case .passwordNeeded: return "此操作需要输入您的密码"
+        case .passwordAccepted: return "密码正确"
+        case .done(let what): return what
         }
+    }
+
+    /// "45 seconds", "5 minutes", "1 hour": rounded up so the wait is never understated.
+    static func duration(_ s: Int) -> String {
+        if s < 60 { return "\(s) \(s == 1 ? "second" : "seconds")" }
+        if s < 3600 { let m = (s + 59) / 60; return "\(m) \(m == 1 ? "minute" : "minutes")" }
+        let h = (s + 3599) / 3600
+        return "\(h) \(h == 1 ? "hour" : "hours")"
+    }
+
+    static func durationZh(_ s: Int) -> String {
+        if s < 60 { return "\(s) 秒" }
+        if s < 3600 { return "\((s + 59) / 60) 分钟" }
+        return "\((s + 3599) / 3600) 小时"
     }
 }

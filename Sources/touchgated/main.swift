@@ -32,11 +32,14 @@ struct Touchgated: ParsableCommand {
         let env = ProcessInfo.processInfo.environment
         let level: Logger.Level = debug ? .debug : .info
         LoggingSystem.bootstrap { label in
-            var h = StreamLogHandler.standardError(label: label)
-            h.logLevel = level
-            return h
+            // Audit records go to syslog (authpriv) and, for the operator, to stderr as well.
+            var stream = StreamLogHandler.standardError(label: label)
+            stream.logLevel = level
+            guard label == "touchgate.audit" else { return stream }
+            return MultiplexLogHandler([stream, SyslogLogHandler(identifier: "touchgated")])
         }
         let log = Logger(label: "touchgated")
+        let audit = Logger(label: "touchgate.audit")
 
         let settings: DaemonConfig
         do {
@@ -57,13 +60,21 @@ struct Touchgated: ParsableCommand {
         pthread_sigmask(SIG_BLOCK, &signals, nil)
         signal(SIGPIPE, SIG_IGN)
 
-        let store: TemplateStore
-        do { store = try TemplateStore(stateDirectory: stateDirectory) } catch {
-            throw ValidationError("state directory \(stateDirectory): \(error)")
+        // The boot identity decides passwordRequired(boot); without it that rule cannot hold, so stop.
+        guard let bootID = try? String(contentsOfFile: bootIdFile, encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines), !bootID.isEmpty else {
+            throw ValidationError("cannot read the boot identity from \(bootIdFile)")
         }
         let reader = LibfprintReader { message in log.info("\(message)") }
-        let daemon = Daemon(policy: settings.policy, allowRemote: settings.allowRemote,
-                            passwordService: settings.passwordService, store: store, reader: reader, log: log)
+        let daemon: Daemon
+        do {
+            daemon = try Daemon(policy: settings.policy, allowRemote: settings.allowRemote,
+                                stateDirectory: stateDirectory, bootID: bootID, reader: reader,
+                                passwords: PAMPasswordChecker(service: settings.passwordService),
+                                log: log, audit: audit)
+        } catch {
+            throw ValidationError("state directory \(stateDirectory): \(error)")
+        }
         let server: Server
         do { server = try Server(daemon: daemon, socketPath: socketPath) } catch {
             throw ValidationError("socket \(socketPath): \(error)")
