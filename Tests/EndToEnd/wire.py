@@ -1,0 +1,95 @@
+"""A minimal client of touchgated's wire protocol (touchgate_wire.h), for tests that need exact codes.
+
+Runs in-process as root, or as a test user in a child process (`as_user`), since the daemon decides
+rights from the socket peer's credentials."""
+
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+
+KIND = {"can_evaluate": 0x01, "evaluate": 0x02, "cancel": 0x03, "enroll": 0x04, "list": 0x05,
+        "delete": 0x06, "devices": 0x07, "status": 0x08, "enable": 0x09, "disable": 0x0A,
+        "lock": 0x0B, "reset": 0x0C, "domain_state": 0x0D, "monitor": 0x0E, "password": 0x0F,
+        "password_success": 0x10}
+RESULT, PROGRESS, EVENT = 0x40, 0x41, 0x42
+TAG = {"user": 1, "policy": 2, "service": 3, "max_tries": 4, "timeout": 5, "locale": 6, "tty": 7,
+       "rhost": 8, "finger": 9, "all": 10, "code": 11, "message": 12, "style": 13, "progress": 14,
+       "stage": 15, "stages": 16, "device": 17, "reason": 18, "seconds": 19, "flags": 20,
+       "password": 21, "domain_state": 22, "json": 23}
+INT_TAGS = {2, 4, 5, 10, 11, 13, 14, 15, 16, 19, 20}
+NAME = {v: k for k, v in TAG.items()}
+KEEPALIVE = 6
+
+
+def encode(kind, request_id, **fields):
+    body = struct.pack(">BBHI", 1, KIND[kind], 0, request_id)
+    for key, value in fields.items():
+        tag = TAG[key]
+        if tag in INT_TAGS:
+            body += struct.pack(">HHi", tag, 4, value)
+        else:
+            data = value.encode()
+            body += struct.pack(">HH", tag, len(data)) + data
+    return struct.pack(">I", len(body)) + body
+
+
+def read_frame(sock):
+    def exactly(n):
+        data = b""
+        while len(data) < n:
+            chunk = sock.recv(n - len(data))
+            if not chunk:
+                raise EOFError("daemon closed the connection")
+            data += chunk
+        return data
+    (length,) = struct.unpack(">I", exactly(4))
+    body = exactly(length)
+    _, kind, _, request_id = struct.unpack(">BBHI", body[:8])
+    fields, p = {}, 8
+    while p < len(body):
+        tag, n = struct.unpack(">HH", body[p:p + 4])
+        raw = body[p + 4:p + 4 + n]
+        p += 4 + n
+        value = struct.unpack(">i", raw)[0] if tag in INT_TAGS else raw.decode()
+        fields.setdefault(NAME.get(tag, str(tag)), []).append(value)
+    return kind, request_id, {k: (v[0] if len(v) == 1 and k not in ("finger", "device") else v)
+                              for k, v in fields.items()}
+
+
+def request(socket_path, kind, timeout=5.0, **fields):
+    """Sends one request; returns (RESULT fields, [progress messages]). Keepalives are skipped."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(str(socket_path))
+        s.sendall(encode(kind, 7, **fields))
+        progress = []
+        while True:
+            k, rid, f = read_frame(s)
+            assert rid == 7, "reply for another request id: %r" % rid
+            if k == PROGRESS:
+                if f.get("progress") != KEEPALIVE:
+                    progress.append(f.get("message"))
+                continue
+            assert k == RESULT, "unexpected frame kind %#x" % k
+            return f, progress
+
+
+# The test users may read neither this checkout nor root's own interpreter: the child gets the
+# system interpreter and this file's source inline.
+SYSTEM_PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+
+
+def request_as(user_uid, socket_path, kind, **fields):
+    """`request` from a child process running as `user_uid` (so SO_PEERCRED names that user)."""
+    with open(os.path.abspath(__file__)) as f:
+        source = f.read()
+    code = source + ("\nr, _ = request(%r, %r, **json.loads(sys.argv[1]))\nprint(json.dumps(r))\n"
+                     % (str(socket_path), kind))
+    out = subprocess.run([SYSTEM_PYTHON, "-c", code, json.dumps(fields)], capture_output=True, text=True,
+                         timeout=10, user=user_uid, group=user_uid, extra_groups=[], cwd="/",
+                         env={"PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
