@@ -100,8 +100,7 @@ public final class Daemon: Sendable {
     func recordFailedMatch(_ ctx: RequestContext) throws(StorageError) -> Refusal? {
         var locked = false
         let s = try states.update(ctx.user) { stored in
-            guard case .state(let s) = stored else { return UserState() }
-            let (next, became) = policyEngine.recordFailedMatch(s, at: Clock.now())
+            let (next, became) = policyEngine.recordFailedMatch(stored.stateOrFailClosed, at: Clock.now())
             locked = became
             return next
         }
@@ -115,8 +114,7 @@ public final class Daemon: Sendable {
     func recordFingerprintSuccess(_ ctx: RequestContext) {
         do {
             try states.update(ctx.user) { stored in
-                guard case .state(let s) = stored else { return UserState() }
-                return policyEngine.recordFingerprintSuccess(s, at: Clock.now())
+                policyEngine.recordFingerprintSuccess(stored.stateOrFailClosed, at: Clock.now())
             }
         } catch {
             // The match happened; a lost reset only leaves the counters higher (fail closed).
@@ -170,9 +168,7 @@ public final class Daemon: Sendable {
             var count = 0
             do {
                 try states.update(ctx.user) { stored in
-                    let s: UserState
-                    if case .state(let current) = stored { s = current } else { s = UserState() }
-                    let (next, b) = policyEngine.recordWrongPassword(s, at: Clock.now())
+                    let (next, b) = policyEngine.recordWrongPassword(stored.stateOrFailClosed, at: Clock.now())
                     backoff = b
                     count = next.consecutiveWrongPasswords
                     return next
@@ -201,13 +197,8 @@ public final class Daemon: Sendable {
     // MARK: admin
 
     func adminChange(_ ctx: RequestContext, action: String, _ change: @escaping (UserState) -> UserState) throws(StorageError) {
-        try states.update(ctx.user) { stored in
-            switch stored {
-            case .state(let s): return change(s)
-            // An admin action never turns an unreadable state into a clean one.
-            case .corrupt: return change(UserState(consecutiveFailedMatches: 0, biometryLockedOut: true))
-            }
-        }
+        // An admin action never turns an unreadable state into a clean one.
+        try states.update(ctx.user) { stored in change(stored.stateOrFailClosed) }
         events.publish(event("admin", ctx, method: "admin", outcome: .success, reason: action))
     }
 

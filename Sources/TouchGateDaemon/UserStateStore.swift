@@ -8,6 +8,15 @@ enum StoredState: Sendable, Equatable {
     /// The file exists but cannot be read as a state: that user's biometrics stay refused until a
     /// password success (fail closed); it is never silently reset to zero.
     case corrupt
+
+    /// The state to build on: an unreadable one counts as locked out (and opted in, since it had
+    /// prints), so only a password success ever leaves it.
+    var stateOrFailClosed: UserState {
+        switch self {
+        case .state(let s): return s
+        case .corrupt: return UserState(enabled: true, biometryLockedOut: true)
+        }
+    }
 }
 
 final class UserStateStore: Sendable {

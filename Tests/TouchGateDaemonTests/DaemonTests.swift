@@ -336,9 +336,7 @@ struct DaemonTests {
             try corruptAlicesState(dir)
             let daemon = try makeDaemon(stateDirectory: dir)
             #expect(daemon.verifyPassword(request(), "wrong") == wrongPassword)
-            withKnownIssue("verifyPassword's wrong-password path turns a corrupt state into a fresh UserState() (Daemon.swift)") {
-                #expect(preflight(daemon)?.outcome == .biometryLockout)
-            }
+            #expect(preflight(daemon)?.outcome == .biometryLockout)
         }
     }
 }

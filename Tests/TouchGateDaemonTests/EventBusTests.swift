@@ -107,12 +107,11 @@ struct EventBusTests {
         e.service = "sudo user=root outcome=success"
         e.tty = "pts/1\nevent=unlock"
         e.outcome = "authenticationFailed"
-        withKnownIssue("auditLine writes request-supplied values unescaped (Events.swift, auditLine)") {
-            let words = e.auditLine.split(whereSeparator: { $0 == " " || $0 == "\n" })
-            #expect(!e.auditLine.contains("\n"))
-            #expect(!words.contains("user=root"))
-            #expect(!words.contains("outcome=success"))
-            #expect(!words.contains("event=unlock"))
-        }
+        let words = e.auditLine.split(whereSeparator: { $0 == " " || $0 == "\n" })
+        #expect(!e.auditLine.contains("\n"))
+        #expect(!words.contains("user=root"))
+        #expect(!words.contains("outcome=success"))
+        #expect(!words.contains("event=unlock"))
+        #expect(words.contains("service=sudo\\x20user\\x3droot\\x20outcome\\x3dsuccess"))
     }
 }
