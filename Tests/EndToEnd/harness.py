@@ -1,0 +1,630 @@
+"""End-to-end harness: a real touchgated on libfprint's virtual reader, the real CLI, real PAM.
+
+Shared by the pytest tests and demo.py. Every wait has a deadline; nothing sleeps to wait for
+something to happen (the only loops are bounded polls for an event, at 5-10 ms steps).
+
+Pieces:
+  World        a temp dir with test users (nss_wrapper), PAM service files (pam_wrapper) and a daemon
+  Daemon       touchgated with a virtual reader; ready = its socket accepts connections
+  VirtualReader  sends one command per connection to libfprint's virtual_device socket
+  run_cli / CliProcess   the `touchgate` binary, one-shot or followed line by line
+  PamSession   pamtester inside a pty, through pam_wrapper; transcript with timestamps and PAM result
+  enroll       `touchgate enroll` driven by its own output: one SCAN per prompt/stage line shown
+"""
+
+import ctypes
+import errno
+import glob
+import os
+import pty
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+BIN_DIR = Path(os.environ.get("TOUCHGATE_BIN_DIR", REPO / ".build" / "debug"))
+TOUCHGATED = BIN_DIR / "touchgated"
+TOUCHGATE = BIN_DIR / "touchgate"
+PAM_MODULE = Path(os.environ.get("TOUCHGATE_PAM_MODULE", REPO / "pam" / "pam_touchgate.so"))
+# pam_wrapper's password database module: the daemon's own password service uses it here.
+PAM_MATRIX = next(iter(sorted(glob.glob("/usr/lib/*/pam_wrapper/pam_matrix.so"))), "pam_matrix.so")
+
+SERVICE = "touchgate-test"     # the PAM service pamtester runs (pam_touchgate.so alone, `required`)
+PASSWORD_SERVICE = "touchgate"  # the daemon's default `password_service`: pam_matrix here
+
+DEFAULT_WAIT = 5.0  # seconds; any single expected event arrives in milliseconds
+
+# What the daemon tells a person (English, SPEC §8); one place, so a wording change is one edit.
+PROMPT = "Swipe your finger across the fingerprint reader"
+RETRY_TOO_SHORT = "Swipe was too short, try again"
+NOT_ENROLLED = "No fingerprints enrolled"
+PASSWORD_AFTER_BOOT = "Enter your password: it is required once after the computer starts"
+
+
+def no_match(tries_left):
+    return "Fingerprint not recognised, try again (%d %s left)" % (tries_left, "try" if tries_left == 1 else "tries")
+
+
+def not_recognised(tries):
+    return "Fingerprint not recognised after %d %s: use your password" % (tries, "try" if tries == 1 else "tries")
+
+
+def queued(ahead):
+    return "Waiting for the fingerprint reader (%d ahead in the queue)" % ahead
+
+
+# PAM return codes (security/_pam_types.h, Linux-PAM 1.5) and their pam_strerror() texts,
+# taken from the system's libpam so that pamtester's output maps back to the exact code.
+PAM_CODE_NAMES = [
+    "PAM_SUCCESS", "PAM_OPEN_ERR", "PAM_SYMBOL_ERR", "PAM_SERVICE_ERR", "PAM_SYSTEM_ERR",
+    "PAM_BUF_ERR", "PAM_PERM_DENIED", "PAM_AUTH_ERR", "PAM_CRED_INSUFFICIENT",
+    "PAM_AUTHINFO_UNAVAIL", "PAM_USER_UNKNOWN", "PAM_MAXTRIES", "PAM_NEW_AUTHTOK_REQD",
+    "PAM_ACCT_EXPIRED", "PAM_SESSION_ERR", "PAM_CRED_UNAVAIL", "PAM_CRED_EXPIRED", "PAM_CRED_ERR",
+    "PAM_NO_MODULE_DATA", "PAM_CONV_ERR", "PAM_AUTHTOK_ERR", "PAM_AUTHTOK_RECOVERY_ERR",
+    "PAM_AUTHTOK_LOCK_BUSY", "PAM_AUTHTOK_DISABLE_AGING", "PAM_TRY_AGAIN", "PAM_IGNORE",
+    "PAM_ABORT", "PAM_AUTHTOK_EXPIRED", "PAM_MODULE_UNKNOWN", "PAM_BAD_ITEM", "PAM_CONV_AGAIN",
+    "PAM_INCOMPLETE",
+]
+
+
+def _pam_texts():
+    libpam = ctypes.CDLL("libpam.so.0")
+    libpam.pam_strerror.restype = ctypes.c_char_p
+    libpam.pam_strerror.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    return {libpam.pam_strerror(None, code).decode(): name for code, name in enumerate(PAM_CODE_NAMES)}
+
+
+PAM_RESULT_BY_TEXT = _pam_texts()
+
+
+class WaitTimeout(AssertionError):
+    """An expected event did not happen before its deadline (an AssertionError: the test fails)."""
+
+
+def now():
+    return time.monotonic()
+
+
+def ms(seconds):
+    return seconds * 1000.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Lines from a stream, with arrival times, and waits with deadlines
+
+
+class LineLog:
+    """Lines read by a background thread, each with its monotonic arrival time.
+
+    A line still waiting for its newline (a prompt such as "Password: ") can be waited for too:
+    once a wait matches it, it becomes a line of its own, and the newline that ends it later
+    (the Enter after the answer) adds no empty line."""
+
+    def __init__(self, name):
+        self.name = name
+        self.lines = []  # [(t, text)]
+        self.closed = False
+        self._pending = b""
+        self._pending_t = None
+        self._promoted = False  # the pending text was taken as a line by a wait
+        self._cv = threading.Condition()
+
+    def add(self, text, t=None):
+        with self._cv:
+            self.lines.append((now() if t is None else t, text))
+            self._cv.notify_all()
+
+    def feed(self, chunk, t):
+        """Bytes as read; complete lines (CR stripped) become lines."""
+        with self._cv:
+            if not self._pending:
+                self._pending_t = t
+            self._pending += chunk
+            *complete, self._pending = self._pending.split(b"\n")
+            for raw in complete:
+                text = _text(raw)
+                if self._promoted:
+                    self._promoted = False
+                    if not text:
+                        continue
+                self.lines.append((self._pending_t, text))
+                self._pending_t = t
+            self._cv.notify_all()
+
+    def close(self):
+        with self._cv:
+            if self._pending and not self._promoted:
+                self.lines.append((self._pending_t, _text(self._pending)))
+            self._pending = b""
+            self.closed = True
+            self._cv.notify_all()
+
+    def _match_pending(self, match):
+        """Takes the unfinished line as a line if it matches (caller holds the lock)."""
+        if self._pending and not self._promoted and match(_text(self._pending)):
+            self.lines.append((self._pending_t, _text(self._pending)))
+            self._pending = b""
+            self._promoted = True
+            return len(self.lines) - 1
+        return None
+
+    def texts(self):
+        with self._cv:
+            return [text for _, text in self.lines]
+
+    def wait_for(self, pattern, timeout=DEFAULT_WAIT, start=0):
+        """Index of the first line at or after `start` matching `pattern` (substring or compiled regex)."""
+        match = pattern.search if hasattr(pattern, "search") else (lambda line: pattern in line)
+        deadline = now() + timeout
+        with self._cv:
+            while True:
+                for i in range(start, len(self.lines)):
+                    if match(self.lines[i][1]):
+                        return i
+                start = max(start, len(self.lines))
+                i = self._match_pending(match)
+                if i is not None:
+                    return i
+                left = deadline - now()
+                if self.closed or left <= 0:
+                    why = "stream ended" if self.closed else "no such line within %.1f s" % timeout
+                    raise WaitTimeout("%s: waiting for %r: %s; lines so far:\n%s"
+                                      % (self.name, getattr(pattern, "pattern", pattern), why, self.dump()))
+                self._cv.wait(left)
+
+    def wait_closed(self, timeout=DEFAULT_WAIT):
+        deadline = now() + timeout
+        with self._cv:
+            while not self.closed:
+                left = deadline - now()
+                if left <= 0:
+                    raise WaitTimeout("%s: output not closed within %.1f s" % (self.name, timeout))
+                self._cv.wait(left)
+
+    def dump(self):
+        return "\n".join("    | " + text for _, text in self.lines)
+
+
+def _text(raw):
+    return raw.decode("utf-8", "replace").rstrip("\r")
+
+
+def _pump_lines(read_chunk, log):
+    """Feeds `log` the chunks read until EOF, then closes it."""
+    try:
+        while True:
+            chunk = read_chunk()
+            if not chunk:
+                break
+            log.feed(chunk, now())
+    finally:
+        log.close()
+
+
+def _pty_reader(fd):
+    def read():
+        try:
+            return os.read(fd, 4096)
+        except OSError as e:  # EIO: every holder of the slave side has closed it
+            if e.errno == errno.EIO:
+                return b""
+            raise
+    return read
+
+
+# ---------------------------------------------------------------------------------------------
+# The world: temp dir, users, PAM services
+
+
+USERS = {"root": (0, "/root"), "alice": (1001, "/nonexistent"), "bob": (1002, "/nonexistent")}
+PASSWORDS = {"alice": "alice-secret", "bob": "bob-secret"}
+
+
+class World:
+    """A private temp dir holding test accounts, PAM service files, the daemon's socket and state."""
+
+    def __init__(self):
+        # Short path: Unix socket paths are limited to 108 bytes.
+        self.dir = Path(tempfile.mkdtemp(prefix="tg-e2e-"))
+        self.dir.chmod(0o711)  # the test users reach the socket and the CLI by path, nothing more
+        self.socket = self.dir / "touchgated.sock"
+        self.vdev = self.dir / "vdev.sock"
+        self.state = self.dir / "state"
+        self.pam_dir = self.dir / "pam.d"
+        self.pam_dir.mkdir()
+        self.passwd = self.dir / "passwd"
+        self.group = self.dir / "group"
+        self.passwd.write_text("".join("%s:x:%d:%d:%s:%s:/bin/sh\n" % (u, uid, uid, u, home)
+                                       for u, (uid, home) in USERS.items()))
+        self.group.write_text("".join("%s:x:%d:\n" % (u, uid) for u, (uid, _) in USERS.items()))
+        # pam_wrapper needs "other"; deny, so a missing service can never authenticate.
+        (self.pam_dir / "other").write_text("auth required pam_deny.so\n")
+        self.service()
+        # The daemon checks passwords through its own PAM service: pam_matrix and a password file.
+        self.passdb = self.dir / "passdb"
+        self.passdb.write_text("".join("%s:%s:%s\n" % (u, pw, PASSWORD_SERVICE) for u, pw in PASSWORDS.items()))
+        (self.pam_dir / PASSWORD_SERVICE).write_text("auth required %s passdb=%s\n" % (PAM_MATRIX, self.passdb))
+        # A copy of the CLI that the test users may run (a CI checkout may sit in a 0700 dir).
+        self.cli_binary = self.dir / "touchgate"
+        if TOUCHGATE.exists():
+            shutil.copy2(TOUCHGATE, self.cli_binary)
+            self.cli_binary.chmod(0o755)
+        self.daemon = None
+        self.reader = VirtualReader(self.vdev)
+        self.sessions = []
+
+    def nss_env(self):
+        return {"NSS_WRAPPER_PASSWD": str(self.passwd), "NSS_WRAPPER_GROUP": str(self.group)}
+
+    def service(self, name=SERVICE, socket_path=None, options=""):
+        """Writes a PAM service file: `auth required <abs module> socket=… <options>`; returns its name."""
+        line = "auth required %s socket=%s %s" % (PAM_MODULE, socket_path or self.socket, options)
+        (self.pam_dir / name).write_text(line.rstrip() + "\n")
+        return name
+
+    def start_daemon(self, config="/nonexistent", timeout=10.0):
+        self.daemon = Daemon(self, config=config)
+        self.daemon.wait_ready(timeout)
+        return self.daemon
+
+    def pam(self, user, service=SERVICE):
+        session = PamSession(self, user, service)
+        self.sessions.append(session)
+        return session
+
+    def cli(self, *args, timeout=DEFAULT_WAIT, as_user=None, password=None):
+        return run_cli(self, *args, timeout=timeout, as_user=as_user, password=password)
+
+    def close(self):
+        for session in self.sessions:
+            session.kill()
+        if self.daemon:
+            self.daemon.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _env(extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "NSS_WRAPPER", "PAM_WRAPPER", "FP_"))}
+    env.pop("LD_PRELOAD", None)
+    env.pop("TOUCHGATE_SOCKET", None)
+    env["LANG"] = "C.UTF-8"  # English messages whatever the caller's locale
+    env.update(extra)
+    return env
+
+
+# ---------------------------------------------------------------------------------------------
+# The daemon
+
+
+def daemon_env(world):
+    """A virtual reader (libfprint's own variables), the test users, and PAM for its password checks."""
+    return _env(dict(world.nss_env(), LD_PRELOAD="libpam_wrapper.so libnss_wrapper.so",
+                     PAM_WRAPPER="1", PAM_WRAPPER_SERVICE_DIR=str(world.pam_dir),
+                     FP_VIRTUAL_DEVICE=str(world.vdev), FP_DRIVERS_WHITELIST="virtual_device"))
+
+
+class Daemon:
+    """touchgated on a virtual reader, with nss_wrapper users; stderr kept line by line."""
+
+    def __init__(self, world, config="/nonexistent", args=()):
+        self.world = world
+        self.log = LineLog("touchgated stderr")
+        env = daemon_env(world)
+        self.argv = [str(TOUCHGATED), "--socket", str(world.socket), "--state-dir", str(world.state),
+                     "--config", str(config)] + list(args)
+        self.started = now()
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, env=env, start_new_session=True)
+        self._thread = threading.Thread(target=_pump_lines, args=(lambda: self.proc.stderr.read1(4096), self.log),
+                                        daemon=True)
+        self._thread.start()
+        self.ready_after = None
+
+    def wait_ready(self, timeout=10.0):
+        """Ready = the socket accepts connections (SPEC §6). Bounded poll; fails if the daemon exits."""
+        deadline = now() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                self.log.wait_closed(2.0)
+                raise AssertionError("touchgated exited with status %d before it was ready:\n%s"
+                                     % (self.proc.returncode, self.log.dump()))
+            try:
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                    s.connect(str(self.world.socket))
+                self.ready_after = now() - self.started
+                return self
+            except (FileNotFoundError, ConnectionRefusedError):
+                pass
+            if now() > deadline:
+                raise WaitTimeout("touchgated not accepting connections after %.1f s:\n%s"
+                                  % (timeout, self.log.dump()))
+            time.sleep(0.005)
+
+    def reader_line(self):
+        for text in self.log.texts():
+            m = re.search(r"reader: (.*)", text)
+            if m:
+                return m.group(1)
+        return None
+
+    def signal(self, sig):
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, sig)
+
+    def stop(self, timeout=5.0):
+        """SIGTERM, then SIGKILL if it has not exited within `timeout`. Returns the exit status."""
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGCONT)  # in case a test froze it
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout)
+        self._thread.join(timeout)
+        _remove_pam_wrapper_dir(self.proc.pid)  # left behind if it was killed
+        return self.proc.returncode
+
+
+def run_daemon_once(world, config, timeout=DEFAULT_WAIT):
+    """Runs touchgated expecting it to stop by itself (e.g. invalid config); returns CompletedProcess."""
+    env = daemon_env(world)
+    argv = [str(TOUCHGATED), "--socket", str(world.socket), "--state-dir", str(world.state), "--config", str(config)]
+    return subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=timeout)
+
+
+# ---------------------------------------------------------------------------------------------
+# The virtual reader
+
+
+class VirtualReader:
+    """libfprint's virtual_device control socket: one command per connection, the driver closes it."""
+
+    def __init__(self, path):
+        self.path = str(path)
+        self.sent = []  # [(t, command)]
+
+    def send(self, command, timeout=DEFAULT_WAIT):
+        deadline = now() + timeout
+        while True:  # the socket exists while the daemon holds the device open
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.settimeout(max(0.01, deadline - now()))
+                s.connect(self.path)
+                break
+            except (FileNotFoundError, ConnectionRefusedError):
+                s.close()
+                if now() > deadline:
+                    raise WaitTimeout("virtual reader socket %s not accepting within %.1f s" % (self.path, timeout))
+                time.sleep(0.005)
+        with s:
+            s.sendall(command.encode() + b"\n")
+            self.sent.append((now(), command))
+            while True:  # the driver closes the connection once it has taken the command
+                s.settimeout(max(0.01, deadline - now()))
+                try:
+                    if not s.recv(256):
+                        return
+                except socket.timeout:
+                    raise WaitTimeout("virtual reader did not take %r within %.1f s" % (command, timeout))
+
+    def scan(self, print_id):
+        self.send("SCAN %s" % print_id)
+
+
+# ---------------------------------------------------------------------------------------------
+# The CLI
+
+
+def cli_env(world):
+    return _env(dict(world.nss_env(), LD_PRELOAD="libnss_wrapper.so", TOUCHGATE_SOCKET=str(world.socket)))
+
+
+class CliResult:
+    def __init__(self, argv, returncode, stdout, stderr, elapsed):
+        self.argv, self.returncode, self.stdout, self.stderr, self.elapsed = argv, returncode, stdout, stderr, elapsed
+
+    def __repr__(self):
+        return "<%s: exit %s\nstdout:\n%s\nstderr:\n%s>" % (" ".join(self.argv), self.returncode, self.stdout, self.stderr)
+
+
+def _as_user(user):
+    """Popen arguments that run a child as a test user instead of root."""
+    if user is None:
+        return {}
+    uid = USERS[user][0]
+    return {"user": uid, "group": uid, "extra_groups": []}
+
+
+def run_cli(world, *args, timeout=DEFAULT_WAIT, as_user=None, password=None):
+    """Runs `touchgate ARGS` (socket from TOUCHGATE_SOCKET) to completion, with a deadline; as root,
+    or as a test user who types `password` (the CLI reads it from stdin when that is not a tty)."""
+    argv = [str(world.cli_binary if as_user else TOUCHGATE)] + [str(a) for a in args]
+    t0 = now()
+    p = subprocess.run(argv, input="" if password is None else password + "\n", capture_output=True,
+                       text=True, env=cli_env(world), timeout=timeout, **_as_user(as_user))
+    return CliResult(["touchgate"] + list(map(str, args)), p.returncode, p.stdout, p.stderr, now() - t0)
+
+
+class CliProcess:
+    """`touchgate ARGS` followed line by line on stdout (the CLI flushes every line)."""
+
+    def __init__(self, world, *args, as_user=None, password=None):
+        self.argv = ["touchgate"] + [str(a) for a in args]
+        self.out = LineLog(" ".join(self.argv))
+        self.started = now()
+        binary = world.cli_binary if as_user else TOUCHGATE
+        self.proc = subprocess.Popen([str(binary)] + [str(a) for a in args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(world),
+                                     **_as_user(as_user))
+        try:
+            self.proc.stdin.write(b"" if password is None else password.encode() + b"\n")
+            self.proc.stdin.close()
+        except BrokenPipeError:  # it already exited; wait() reports how
+            pass
+        self._thread = threading.Thread(target=_pump_lines,
+                                        args=(lambda: self.proc.stdout.read1(4096), self.out), daemon=True)
+        self._thread.start()
+
+    def wait(self, timeout=DEFAULT_WAIT):
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise WaitTimeout("%s still running after %.1f s:\n%s" % (" ".join(self.argv), timeout, self.out.dump()))
+        self.out.wait_closed(timeout)
+        self.stderr = self.proc.stderr.read().decode("utf-8", "replace")
+        self.elapsed = now() - self.started
+        return rc
+
+
+STAGE = re.compile(r"\b(\d+)\s*/\s*(\d+)\b")
+
+
+def enroll(world, user, print_id, finger=None, as_user=None, on_event=None, timeout=DEFAULT_WAIT):
+    """`touchgate enroll --user USER`: a SCAN for the prompt line, then one after each stage line
+    until the last stage; returns (exit status, CliProcess). `on_event(kind, text)` sees each step.
+    As root by default; `as_user=USER` runs it as that user, who types their password."""
+    args = ["enroll", "--user", user] + (["--finger", finger] if finger else [])
+    cli = CliProcess(world, *args, as_user=as_user, password=PASSWORDS.get(as_user) if as_user else None)
+    report = on_event or (lambda kind, text: None)
+    try:
+        i = cli.out.wait_for(re.compile(r"\S"), timeout)  # the prompt: the reader is listening
+        report("shown", cli.out.lines[i][1])
+        world.reader.scan(print_id)
+        report("scan", "SCAN %s" % print_id)
+        while True:
+            i = cli.out.wait_for(STAGE, timeout, start=i + 1)
+            line = cli.out.lines[i][1]
+            report("shown", line)
+            stage, stages = map(int, STAGE.search(line).groups())
+            if stage >= stages:
+                break
+            world.reader.scan(print_id)
+            report("scan", "SCAN %s" % print_id)
+    except WaitTimeout as e:
+        rc = cli.wait(timeout)
+        raise WaitTimeout("%s\n(exit status %s, stderr: %s)" % (e, rc, cli.stderr.strip())) from None
+    rc = cli.wait(timeout)
+    for _, line in cli.out.lines[i + 1:]:
+        report("shown", line)
+    return rc, cli
+
+
+# ---------------------------------------------------------------------------------------------
+# PAM: pamtester in a pty, through pam_wrapper
+
+
+TRACE = re.compile(r"^pamtester: (invoking |performing operation)")
+
+
+class PamSession:
+    """`pamtester -v SERVICE USER authenticate` with pam_wrapper and nss_wrapper, in a pty.
+
+    stdout (PAM_TEXT_INFO) and stderr (PAM_ERROR_MSG, result) share the pty, so the transcript is
+    in the order the person would see it, each line timed on arrival (a tty is line-buffered)."""
+
+    def __init__(self, world, user, service="touchgate"):
+        self.user = user
+        self.service = service
+        self.out = LineLog("pamtester %s %s" % (service, user))
+        env = _env(dict(world.nss_env(), LD_PRELOAD="libpam_wrapper.so libnss_wrapper.so",
+                        PAM_WRAPPER="1", PAM_WRAPPER_SERVICE_DIR=str(world.pam_dir)))
+        master, slave = pty.openpty()
+        self.started = now()
+        try:
+            self.proc = subprocess.Popen(["pamtester", "-v", service, user, "authenticate"],
+                                         stdin=slave, stdout=slave, stderr=slave, env=env,
+                                         start_new_session=True)
+        finally:
+            os.close(slave)
+        self._master = master
+        self._thread = threading.Thread(target=self._pump, daemon=True)
+        self._thread.start()
+        self.ended = None
+
+    def _pump(self):
+        try:
+            _pump_lines(_pty_reader(self._master), self.out)
+        finally:
+            os.close(self._master)
+
+    def wait_for(self, pattern, timeout=DEFAULT_WAIT, start=0):
+        return self.out.wait_for(pattern, timeout, start)
+
+    def wait(self, timeout=DEFAULT_WAIT):
+        """Waits for pamtester to exit and its output to end; returns self."""
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise WaitTimeout("pamtester %s %s still running after %.1f s:\n%s"
+                              % (self.service, self.user, timeout, self.out.dump()))
+        self.ended = now()
+        self.out.wait_closed(timeout)
+        return self
+
+    def kill(self):
+        """SIGKILL (what a closed terminal or a crashed client amounts to); returns once reaped."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(DEFAULT_WAIT)
+            self.ended = now()
+        self.out.wait_closed(DEFAULT_WAIT)
+        _remove_pam_wrapper_dir(self.proc.pid)
+
+    # The transcript
+
+    def messages(self):
+        """What the person saw: every line that pamtester did not write itself."""
+        return [text for text in self.out.texts() if not text.startswith("pamtester: ")]
+
+    @property
+    def result(self):
+        """PAM result name, from pamtester's last line ('successfully authenticated' or pam_strerror)."""
+        for text in reversed(self.out.texts()):
+            if text.startswith("pamtester: ") and not TRACE.match(text):
+                rest = text[len("pamtester: "):]
+                if rest.startswith("successfully "):
+                    return "PAM_SUCCESS"
+                return PAM_RESULT_BY_TEXT.get(rest.rstrip("."), "unknown (%s)" % rest)
+        return None
+
+    @property
+    def returncode(self):
+        return self.proc.returncode
+
+    def time_of(self, index):
+        """Arrival time of line `index`, in ms after pamtester started."""
+        return ms(self.out.lines[index][0] - self.started)
+
+    def auth_started(self):
+        """Arrival time (monotonic) of the 'performing operation - authenticate' trace line."""
+        i = self.out.wait_for("performing operation", 0)
+        return self.out.lines[i][0]
+
+    def transcript(self):
+        return self.out.dump()
+
+
+def _remove_pam_wrapper_dir(pid):
+    """pam_wrapper copies the services to /tmp/pam.X and removes it at exit; a killed client
+    cannot, so remove the one whose pid file names it (pam_wrapper keeps only 62 such names)."""
+    for pid_file in glob.glob("/tmp/pam.?/pid"):
+        try:
+            if Path(pid_file).read_text().strip() == str(pid):
+                shutil.rmtree(os.path.dirname(pid_file), ignore_errors=True)
+        except OSError:
+            pass

@@ -1,0 +1,239 @@
+"""End to end: touchgated on libfprint's virtual reader, the touchgate CLI, and pam_touchgate.so
+inside real Linux-PAM (pam_wrapper + pamtester in a pty). A fresh temp dir and daemon per test."""
+
+import re
+import signal
+
+import pytest
+
+import harness
+from harness import PROMPT, RETRY_TOO_SHORT, NOT_ENROLLED, PASSWORD_AFTER_BOOT, no_match, not_recognised, queued
+
+STRANGERS = ["stranger-1", "stranger-2", "stranger-3"]
+
+
+def scan_and_wait(world, session, print_id):
+    world.reader.scan(print_id)
+    return session.wait()
+
+
+def assert_no_prompt(session):
+    assert PROMPT not in session.messages(), session.transcript()
+
+
+# --- CLI -----------------------------------------------------------------------------------------
+
+
+def test_enrolled_finger_is_listed(world, daemon):
+    seen = []
+    rc, cli = harness.enroll(world, "alice", "alice-left-thumb", finger="left-thumb", as_user="alice",
+                             on_event=lambda kind, text: seen.append((kind, text)))
+    assert rc == 0, cli.stderr
+    assert [k for k, _ in seen].count("scan") == 5  # the virtual reader has 5 enroll stages
+    assert cli.stderr == ""
+
+    for who in (None, "alice"):  # root, and alice herself
+        listed = world.cli("list", "--user", "alice", as_user=who)
+        assert listed.returncode == 0, listed
+        assert listed.stdout.splitlines() == ["left-thumb"]
+
+    others = world.cli("list", "--user", "bob")
+    assert others.returncode == 0, others
+    assert "left-thumb" not in others.stdout
+
+
+def test_enroll_with_a_wrong_password_is_refused(world, daemon):
+    result = world.cli("enroll", "--user", "alice", as_user="alice", password="not-her-password")
+    assert result.returncode != 0
+    assert len(result.stderr.splitlines()) == 1, result
+    listed = world.cli("list", "--user", "alice")
+    assert listed.returncode == 0 and "right-index-finger" not in listed.stdout, listed
+
+
+def test_another_user_may_not_list(world, alice):
+    result = world.cli("list", "--user", "alice", as_user="bob")
+    assert result.returncode != 0
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1, result
+
+
+def test_devices_lists_the_virtual_reader(world, daemon):
+    result = world.cli("devices")
+    assert result.returncode == 0, result
+    assert result.stdout.splitlines() == ["Virtual device for debugging (virtual_device)"]
+
+
+def test_cli_without_daemon_fails_with_one_line(world):
+    result = world.cli("devices", "--socket", "/nonexistent")
+    assert result.returncode != 0
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result
+    assert "/nonexistent" in lines[0]
+
+
+def test_invalid_config_stops_the_daemon_naming_the_line(world):
+    config = world.dir / "touchgate.conf"
+    config.write_text("max_tries = 3\n# a comment\nno_such_key = 1\n")
+    result = harness.run_daemon_once(world, config)
+    assert result.returncode != 0
+    assert re.search(r"line 3\b", result.stderr) and "no_such_key" in result.stderr, result.stderr
+    assert not world.socket.exists()
+
+    # The CLI's check-config runs the same validator.
+    checked = world.cli("check-config", config)
+    assert checked.returncode != 0
+    assert re.search(r"(line 3\b|:3:)", checked.stderr) and "no_such_key" in checked.stderr, checked
+
+
+# --- PAM -----------------------------------------------------------------------------------------
+
+
+def test_matching_finger_succeeds(world, alice):
+    pam = world.pam("alice")
+    pam.wait_for(PROMPT)
+    scan_and_wait(world, pam, alice)
+    assert pam.result == "PAM_SUCCESS", pam.transcript()
+    assert pam.returncode == 0
+    assert pam.messages() == [PROMPT]
+
+
+def test_three_wrong_fingers_end_with_maxtries(world, alice):
+    pam = world.pam("alice")
+    expected = [PROMPT, no_match(2), no_match(1), not_recognised(3)]
+    pam.wait_for(PROMPT)
+    for i, stranger in enumerate(STRANGERS[:2]):
+        world.reader.scan(stranger)
+        pam.wait_for(no_match(2 - i))
+    scan_and_wait(world, pam, STRANGERS[2])
+    assert pam.result == "PAM_MAXTRIES", pam.transcript()
+    assert pam.returncode != 0
+    assert pam.messages() == expected
+
+
+@pytest.mark.parametrize("config, options, tries", [
+    ("max_tries = 2\n", "", 2),        # the daemon's config
+    ("", "max_tries=1", 1),            # the module's option, which may only tighten it
+])
+def test_max_tries_comes_from_config_or_module_option(world, config, options, tries):
+    conf = world.dir / "touchgate.conf"
+    conf.write_text(config)
+    world.service(options=options)
+    world.start_daemon(config=conf)
+    assert harness.enroll(world, "alice", "alice-print", as_user="alice")[0] == 0
+    pam = world.pam("alice")
+    pam.wait_for(PROMPT)
+    for i in range(tries - 1):
+        world.reader.scan(STRANGERS[i])
+        pam.wait_for(no_match(tries - 1 - i))
+    scan_and_wait(world, pam, STRANGERS[tries - 1])
+    assert pam.result == "PAM_MAXTRIES", pam.transcript()
+    assert pam.messages()[-1] == not_recognised(tries)
+
+
+def test_retry_hint_is_shown_then_match_succeeds(world, alice):
+    pam = world.pam("alice")
+    pam.wait_for(PROMPT)
+    world.reader.send("RETRY 1")  # swipe too short: a hint, not a failed match
+    pam.wait_for(RETRY_TOO_SHORT)
+    scan_and_wait(world, pam, alice)
+    assert pam.result == "PAM_SUCCESS", pam.transcript()
+    assert pam.messages() == [PROMPT, RETRY_TOO_SHORT]
+
+
+def test_after_root_enrolls_the_user_types_their_password_once(world, daemon):
+    rc, cli = harness.enroll(world, "alice", "alice-print")  # root enrolls for alice
+    assert rc == 0, cli.stderr
+
+    pam = world.pam("alice").wait()
+    assert pam.result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
+    assert pam.messages() == [PASSWORD_AFTER_BOOT]  # passwordRequired(boot): no prompt
+
+    # alice proves her password to the daemon (its own PAM service checks it): biometrics work.
+    enabled = world.cli("enable", "--user", "alice", as_user="alice", password=harness.PASSWORDS["alice"])
+    assert enabled.returncode == 0, enabled
+    pam = world.pam("alice")
+    pam.wait_for(PROMPT)
+    scan_and_wait(world, pam, "alice-print")
+    assert pam.result == "PAM_SUCCESS", pam.transcript()
+
+
+def test_user_without_prints_gets_no_prompt(world, alice):
+    pam = world.pam("bob").wait()
+    assert pam.result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
+    assert_no_prompt(pam)
+    assert pam.messages() in ([], [NOT_ENROLLED]), pam.transcript()
+
+
+def test_unknown_user_is_user_unknown(world, alice):
+    pam = world.pam("carol").wait()
+    assert pam.result == "PAM_USER_UNKNOWN", pam.transcript()
+    assert_no_prompt(pam)
+
+
+@pytest.mark.parametrize("how", ["no socket", "stale socket"])
+def test_daemon_not_running_is_authinfo_unavail_at_once(world, how):
+    if how == "stale socket":
+        # A daemon killed with SIGKILL leaves its socket file behind: connect is refused.
+        daemon = world.start_daemon()
+        daemon.signal(signal.SIGKILL)
+        daemon.proc.wait(harness.DEFAULT_WAIT)
+        assert world.socket.exists()
+    pam = world.pam("alice").wait()
+    assert pam.result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
+    assert_no_prompt(pam)
+    elapsed = harness.ms(pam.ended - pam.auth_started())
+    assert elapsed < 500, "pam_authenticate took %.0f ms with no daemon" % elapsed
+
+
+def test_frozen_daemon_gives_up_within_seconds(world, alice):
+    world.daemon.signal(signal.SIGSTOP)
+    pam = world.pam("alice").wait(timeout=10)
+    assert pam.result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
+    assert pam.messages() == ["Fingerprint service not responding: use your password"]
+    elapsed = harness.ms(pam.ended - pam.auth_started())
+    assert elapsed < 5000, "gave up after %.0f ms" % elapsed  # TG_SILENCE_DEADLINE_MS is 3.5 s
+
+
+def test_client_killed_mid_prompt_frees_the_reader(world, alice):
+    first = world.pam("alice")
+    first.wait_for(PROMPT)
+    first.kill()
+    # The daemon notices the closed connection and cancels the scan (its log says so).
+    world.daemon.log.wait_for("client left")
+
+    second = world.pam("alice")
+    i = second.wait_for(PROMPT)
+    waited = second.time_of(i) - harness.ms(second.auth_started() - second.started)
+    assert waited < 1000, "prompt shown %.0f ms after pam_authenticate began" % waited
+    scan_and_wait(world, second, alice)
+    assert second.result == "PAM_SUCCESS", second.transcript()
+    assert second.messages() == [PROMPT]  # in particular, no "Waiting for the fingerprint reader"
+
+
+def test_concurrent_prompts_queue_and_both_succeed(world, alice):
+    first = world.pam("alice")
+    first.wait_for(PROMPT)
+    second = world.pam("alice")
+    second.wait_for(queued(1))
+    assert PROMPT not in second.messages(), second.transcript()
+
+    scan_and_wait(world, first, alice)
+    assert first.result == "PAM_SUCCESS", first.transcript()
+    assert first.messages() == [PROMPT]
+
+    second.wait_for(PROMPT)
+    scan_and_wait(world, second, alice)
+    assert second.result == "PAM_SUCCESS", second.transcript()
+    assert second.messages() == [queued(1), PROMPT]
+
+
+def test_deleted_finger_no_longer_authenticates(world, alice):
+    deleted = world.cli("delete", "--user", "alice", "--finger", "right-index-finger")
+    assert deleted.returncode == 0, deleted
+    listed = world.cli("list", "--user", "alice")
+    assert listed.returncode == 0 and "right-index-finger" not in listed.stdout, listed
+
+    pam = world.pam("alice").wait()
+    assert pam.result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
+    assert_no_prompt(pam)

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Builds everything: touchgated and touchgate (swift build), pam_touchgate.so (make -C pam).
+# Idempotent. --tests also builds the Swift test targets.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+cd "$TOUCHGATE_ROOT"
+
+tests=no
+for arg in "$@"; do
+    case "$arg" in
+        --tests) tests=yes ;;
+        *) echo "usage: $0 [--tests]" >&2; exit 2 ;;
+    esac
+done
+
+./scripts/deps.sh
+if [ "$tests" = yes ]; then
+    swift build --build-tests
+else
+    swift build
+fi
+make -C pam

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The demo: builds everything, then enrolls a finger on a virtual reader and runs real PAM
+# authentications against it (see Tests/EndToEnd/demo.py). Needs root (it installs packages).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+cd "$TOUCHGATE_ROOT"
+
+./scripts/build.sh
+exec python3 -B Tests/EndToEnd/demo.py

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the build, the tests and the demo need, only those missing.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+
+packages=(
+    # build: the daemon links libfprint/GLib and Linux-PAM; the PAM module is plain C
+    libfprint-2-dev libglib2.0-dev libpam0g-dev pkg-config gcc make libc6-dev binutils
+    # swift build fetches its package dependencies over https
+    git ca-certificates
+    # real PAM without touching /etc: pam_wrapper (and its pam_matrix), nss_wrapper users, pamtester
+    libpam-wrapper libnss-wrapper pamtester
+    # the end-to-end tests and the demo
+    python3
+)
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"
+    elif command -v sudo >/dev/null 2>&1; then sudo "$@"
+    else echo "deps.sh: need root to run: $*" >&2; exit 1
+    fi
+}
+
+missing=()
+for p in "${packages[@]}"; do
+    # "install ok installed" only: a removed package keeps its status entry.
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$p")
+    fi
+done
+updated=no
+apt_install() {
+    if [ "$updated" = no ]; then as_root apt-get update -q; updated=yes; fi
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@"
+}
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "deps.sh: installing ${missing[*]}"
+    apt_install "${missing[@]}"
+fi
+
+# pytest for the end-to-end tests: pip for a python3 of its own (pyenv, venv), else Debian's package.
+if ! python3 -m pytest --version >/dev/null 2>&1; then
+    echo "deps.sh: installing pytest"
+    if ! python3 -m pip install -q pytest 2>/dev/null; then
+        apt_install python3-pytest
+    fi
+    python3 -m pytest --version >/dev/null 2>&1 || { echo "deps.sh: python3 -m pytest still does not work" >&2; exit 1; }
+fi
+
+if ! command -v swift >/dev/null 2>&1; then
+    echo "deps.sh: no Swift toolchain found (install Swift 6 from swift.org, e.g. to /opt/swift)" >&2
+    exit 1
+fi

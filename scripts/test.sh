@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The test command: builds everything (test targets included), then runs the three test runners,
+# each printing its own summary: swift test, the C tests of the PAM module, the end-to-end tests.
+# All three run even if one fails; the exit status is non-zero if anything failed.
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+cd "$TOUCHGATE_ROOT"
+exec </dev/null  # nothing here reads standard input (CI has none)
+
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+failed=()
+
+# run NAME TIMEOUT COMMAND...: runs it with a hard time limit, its output shown and kept.
+run() {
+    local name=$1 limit=$2; shift 2
+    echo
+    echo "=== $name: $*"
+    timeout --kill-after=10 "$limit" "$@" 2>&1 | tee "$logs/$name.log"
+    local rc=${PIPESTATUS[0]}
+    if [ "$rc" -ne 0 ]; then
+        [ "$rc" -eq 124 ] && echo "=== $name: stopped after ${limit}s"
+        failed+=("$name (exit $rc)")
+    fi
+    return 0
+}
+
+started=$(date +%s)
+run build 1800 ./scripts/build.sh --tests
+run swift-test 1200 swift test
+run c-tests 600 make -C pam check
+run e2e 600 python3 -B -m pytest -q -p no:cacheprovider Tests/EndToEnd
+
+echo
+echo "=== summary ($(( $(date +%s) - started )) s)"
+# Each runner's own summary lines, again, in one place.
+grep -hE "^[[:space:]]*Executed [0-9]+ tests?, with" "$logs/swift-test.log" | tail -n 1 | sed 's/^[[:space:]]*/XCTest: /' || true
+grep -hE "Test run with [0-9]+ tests?" "$logs/swift-test.log" | tail -n 1 || true
+grep -h "^C tests:" "$logs/c-tests.log" || true
+grep -h "^e2e:" "$logs/e2e.log" || true
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "FAILED: ${failed[*]}"
+    exit 1
+fi
+echo "all passed"
