@@ -12,8 +12,10 @@ Pieces:
   enroll       `touchgate enroll` driven by its own output: one SCAN per prompt/stage line shown
 """
 
+import atexit
 import ctypes
 import errno
+import fcntl
 import glob
 import os
 import pty
@@ -23,6 +25,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import termios
 import threading
 import time
 from pathlib import Path
@@ -81,6 +84,22 @@ def _pam_texts():
 
 
 PAM_RESULT_BY_TEXT = _pam_texts()
+
+
+# Worlds and daemons still there when the interpreter exits (an interrupted run) are cleaned then.
+_live_worlds = set()
+_live_daemons = set()
+
+
+@atexit.register
+def _clean_up_at_exit():
+    for world in list(_live_worlds):
+        world.close()
+    for proc in list(_live_daemons):
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        _remove_pam_wrapper_dir(proc.pid)
 
 
 class WaitTimeout(AssertionError):
@@ -258,6 +277,7 @@ class World:
         self.daemon = None
         self.reader = VirtualReader(self.vdev)
         self.sessions = []
+        _live_worlds.add(self)
 
     def nss_env(self):
         return {"NSS_WRAPPER_PASSWD": str(self.passwd), "NSS_WRAPPER_GROUP": str(self.group)}
@@ -273,8 +293,8 @@ class World:
         self.daemon.wait_ready(timeout)
         return self.daemon
 
-    def pam(self, user, service=SERVICE):
-        session = PamSession(self, user, service)
+    def pam(self, user, service=SERVICE, ctty=False):
+        session = PamSession(self, user, service, ctty=ctty)
         self.sessions.append(session)
         return session
 
@@ -287,6 +307,7 @@ class World:
         if self.daemon:
             self.daemon.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
+        _live_worlds.discard(self)
 
     def __enter__(self):
         return self
@@ -327,6 +348,7 @@ class Daemon:
         self.started = now()
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, env=env, start_new_session=True)
+        _live_daemons.add(self.proc)
         self._thread = threading.Thread(target=_pump_lines, args=(lambda: self.proc.stderr.read1(4096), self.log),
                                         daemon=True)
         self._thread.start()
@@ -375,6 +397,7 @@ class Daemon:
                 self.proc.wait(timeout)
         self._thread.join(timeout)
         _remove_pam_wrapper_dir(self.proc.pid)  # left behind if it was killed
+        _live_daemons.discard(self.proc)
         return self.proc.returncode
 
 
@@ -535,9 +558,13 @@ class PamSession:
     """`pamtester -v SERVICE USER authenticate` with pam_wrapper and nss_wrapper, in a pty.
 
     stdout (PAM_TEXT_INFO) and stderr (PAM_ERROR_MSG, result) share the pty, so the transcript is
-    in the order the person would see it, each line timed on arrival (a tty is line-buffered)."""
+    in the order the person would see it, each line timed on arrival (a tty is line-buffered).
 
-    def __init__(self, world, user, service="touchgate"):
+    By default the pty is not pamtester's controlling terminal, so there is no /dev/tty for the
+    module to read keys from (like a client without a terminal); `ctty=True` makes it one, as for
+    a person at a terminal. `type(text)` sends keys either way."""
+
+    def __init__(self, world, user, service=SERVICE, ctty=False):
         self.user = user
         self.service = service
         self.out = LineLog("pamtester %s %s" % (service, user))
@@ -548,7 +575,7 @@ class PamSession:
         try:
             self.proc = subprocess.Popen(["pamtester", "-v", service, user, "authenticate"],
                                          stdin=slave, stdout=slave, stderr=slave, env=env,
-                                         start_new_session=True)
+                                         start_new_session=True, preexec_fn=_take_ctty if ctty else None)
         finally:
             os.close(slave)
         self._master = master
@@ -564,6 +591,10 @@ class PamSession:
 
     def wait_for(self, pattern, timeout=DEFAULT_WAIT, start=0):
         return self.out.wait_for(pattern, timeout, start)
+
+    def type(self, text):
+        """Keys typed at pamtester's terminal (the pty's master side)."""
+        os.write(self._master, text.encode())
 
     def wait(self, timeout=DEFAULT_WAIT):
         """Waits for pamtester to exit and its output to end; returns self."""
@@ -617,6 +648,11 @@ class PamSession:
 
     def transcript(self):
         return self.out.dump()
+
+
+def _take_ctty():
+    """In the child, after setsid: its stdin (the pty) becomes its controlling terminal."""
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
 def _remove_pam_wrapper_dir(pid):
