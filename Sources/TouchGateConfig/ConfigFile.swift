@@ -1,0 +1,159 @@
+// touchgate.conf: `key = value` lines parsed and validated into a DaemonConfig (SPEC §6).
+#if canImport(Glibc)
+import Glibc
+#endif
+import TouchGatePolicy
+
+public enum ConfigFile {
+    public static let defaultPath = "/etc/touchgate/touchgate.conf"
+
+    /// Larger than any sane config; a bigger file is refused rather than read into memory.
+    public static let maxSize = 1 << 20
+
+    /// Every key the file accepts, in the order the shipped file documents them.
+    public static var keys: [String] { settings.map(\.key) }
+
+    /// Parses and validates the whole text; the first problem stops it, naming its line.
+    /// Used by the daemon at start and by `touchgate check-config`, so both refuse the same files.
+    public static func parse(_ text: String) throws(ConfigError) -> DaemonConfig {
+        var config = DaemonConfig()
+        var firstLine: [String: Int] = [:]
+        // An editor's byte-order mark is not part of the first key.
+        let body = text.hasPrefix("\u{FEFF}") ? text.dropFirst() : Substring(text)
+        let lines = body.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
+        for (index, raw) in lines.enumerated() {
+            let line = index + 1
+            func fail(_ message: String) -> ConfigError { ConfigError(line: line, message: message) }
+
+            // '#' starts a comment anywhere: no value may contain one.
+            let content = raw.firstIndex(of: "#").map { raw[..<$0] } ?? raw
+            let statement = ConfigValues.trimmed(content)
+            if statement.isEmpty { continue }
+
+            guard let equals = statement.firstIndex(of: "=") else {
+                throw fail("expected 'key = value', got '\(statement)'")
+            }
+            let key = ConfigValues.trimmed(statement[..<equals])
+            let value = ConfigValues.trimmed(statement[statement.index(after: equals)...])
+            guard !key.isEmpty else { throw fail("missing key before '='") }
+            guard let setting = settings.first(where: { $0.key == key }) else {
+                throw fail("unknown key '\(key)'")
+            }
+            if let first = firstLine[key] {
+                throw fail("\(key) is given twice (first on line \(first))")
+            }
+            firstLine[key] = line
+            guard !value.isEmpty else { throw fail("\(key) has an empty value") }
+            do {
+                try setting.apply(value, &config)
+            } catch {
+                throw fail("\(key) \(error.reason)")
+            }
+        }
+        // The policy's own validator too, so the daemon can never start with values it would refuse.
+        if let problem = config.policy.problems.first {
+            throw ConfigError(line: firstLine[problem.key] ?? 0, message: "\(problem.key) \(problem.reason)")
+        }
+        return config
+    }
+
+    /// Reads and parses the file at `path`. A missing file means the defaults (SPEC §6);
+    /// an unreadable one throws `ConfigReadError`, an invalid one `ConfigError`.
+    public static func load(path: String) throws -> DaemonConfig {
+        guard let bytes = try readFile(path) else { return DaemonConfig() }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw ConfigError(line: firstLineNotUTF8(bytes), message: "the line is not valid UTF-8")
+        }
+        return try parse(text)
+    }
+
+    // MARK: keys
+
+    private struct Setting: Sendable {
+        let key: String
+        let apply: @Sendable (String, inout DaemonConfig) throws(ValueProblem) -> Void
+    }
+
+    private static let maxDuration: Int64 = 3650 * ConfigValues.day
+
+    private static let settings: [Setting] = [
+        Setting(key: "max_tries") { v, c throws(ValueProblem) in
+            c.policy.maxTries = try ConfigValues.count(v, in: 1...100)
+        },
+        Setting(key: "timeout") { v, c throws(ValueProblem) in
+            c.policy.timeout = try ConfigValues.duration(v, in: 1...3600)
+        },
+        Setting(key: "lockout_threshold") { v, c throws(ValueProblem) in
+            c.policy.lockoutThreshold = try ConfigValues.count(v, in: 1...1000)
+        },
+        Setting(key: "require_password_after_boot") { v, c throws(ValueProblem) in
+            c.policy.requirePasswordAfterBoot = try ConfigValues.boolean(v)
+        },
+        Setting(key: "unlock_idle_timeout") { v, c throws(ValueProblem) in
+            c.policy.unlockIdleTimeout = try ConfigValues.duration(v, in: 1...maxDuration)
+        },
+        Setting(key: "password_interval") { v, c throws(ValueProblem) in
+            c.policy.passwordInterval = try ConfigValues.duration(v, in: 1...maxDuration)
+        },
+        Setting(key: "password_interval_grace") { v, c throws(ValueProblem) in
+            c.policy.passwordIntervalGrace = try ConfigValues.duration(v, in: 1...maxDuration)
+        },
+        Setting(key: "require_password_after_enrollment_change") { v, c throws(ValueProblem) in
+            c.policy.requirePasswordAfterEnrollmentChange = try ConfigValues.boolean(v)
+        },
+        Setting(key: "password_backoff_after") { v, c throws(ValueProblem) in
+            c.policy.passwordBackoffAfter = try ConfigValues.count(v, in: 1...1000)
+        },
+        Setting(key: "password_backoff") { v, c throws(ValueProblem) in
+            c.policy.passwordBackoff = try ConfigValues.durations(v, steps: 1...16, each: 1...(30 * ConfigValues.day))
+        },
+        Setting(key: "password_service") { v, c throws(ValueProblem) in
+            c.passwordService = try ConfigValues.serviceName(v)
+        },
+        Setting(key: "allow_remote") { v, c throws(ValueProblem) in
+            c.allowRemote = try ConfigValues.boolean(v)
+        },
+    ]
+
+    // MARK: reading
+
+    /// The file's bytes; nil when it does not exist.
+    private static func readFile(_ path: String) throws(ConfigReadError) -> [UInt8]? {
+        func failure(_ e: Int32) -> ConfigReadError { ConfigReadError(path: path, reason: String(cString: strerror(e))) }
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)
+        if fd < 0 {
+            let e = errno
+            if e == ENOENT { return nil }
+            throw failure(e)
+        }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw failure(errno) }
+        guard (st.st_mode & S_IFMT) == S_IFREG else {
+            throw ConfigReadError(path: path, reason: (st.st_mode & S_IFMT) == S_IFDIR ? "is a directory" : "not a regular file")
+        }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n == 0 { break }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw failure(errno)
+            }
+            bytes.append(contentsOf: chunk[0..<n])
+            guard bytes.count <= maxSize else {
+                throw ConfigReadError(path: path, reason: "larger than \(maxSize / 1024) KiB")
+            }
+        }
+        return bytes
+    }
+
+    private static func firstLineNotUTF8(_ bytes: [UInt8]) -> Int {
+        for (i, line) in bytes.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated()
+        where String(validating: line, as: UTF8.self) == nil {
+            return i + 1
+        }
+        return 0
+    }
+}

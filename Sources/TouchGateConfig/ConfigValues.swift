@@ -1,0 +1,129 @@
+// Typed values of touchgate.conf: counts, durations, booleans, duration lists, PAM service names.
+
+/// Why one value cannot be used; the parser puts the key in front and the line number around it.
+struct ValueProblem: Error, Equatable {
+    let reason: String
+}
+
+enum ConfigValues {
+    static let minute: Int64 = 60
+    static let hour: Int64 = 3600
+    static let day: Int64 = 86_400
+
+    /// A whole number in `range`, written as plain decimal digits.
+    static func count(_ text: String, in range: ClosedRange<Int>) throws(ValueProblem) -> Int {
+        guard let digits = decimalDigits(text) else {
+            throw ValueProblem(reason: "must be a whole number between \(range.lowerBound) and \(range.upperBound), got '\(text)'")
+        }
+        guard let n = decimalValue(digits), n <= Int64(range.upperBound), n >= Int64(range.lowerBound) else {
+            throw ValueProblem(reason: "must be between \(range.lowerBound) and \(range.upperBound), got \(text)")
+        }
+        return Int(n)
+    }
+
+    /// Seconds, written as plain seconds or a number with `s`, `m`, `h` or `d` (`90m`, `48h`).
+    static func duration(_ text: String, in range: ClosedRange<Int64>) throws(ValueProblem) -> Int64 {
+        var number = Substring(text)
+        var unit: Int64 = 1
+        if let last = number.last, let u = unitSeconds(last) {
+            unit = u
+            number = number.dropLast()
+        }
+        guard let digits = decimalDigits(number) else {
+            throw ValueProblem(reason: "must be a duration such as 30, 45s, 90m, 48h or 7d, got '\(text)'")
+        }
+        let (seconds, overflow) = (decimalValue(digits) ?? Int64.max).multipliedReportingOverflow(by: unit)
+        guard !overflow, range.contains(seconds) else {
+            throw ValueProblem(reason: "must be between \(describe(range.lowerBound)) and \(describe(range.upperBound)), got \(text)")
+        }
+        return seconds
+    }
+
+    /// `yes`/`no`/`true`/`false`, lower case as the documentation writes them.
+    static func boolean(_ text: String) throws(ValueProblem) -> Bool {
+        switch text {
+        case "yes", "true": return true
+        case "no", "false": return false
+        default: throw ValueProblem(reason: "must be yes, no, true or false, got '\(text)'")
+        }
+    }
+
+    /// Comma-separated durations (`1m,5m,15m,1h`), `steps` of them, each in `range`.
+    static func durations(_ text: String, steps: ClosedRange<Int>, each range: ClosedRange<Int64>) throws(ValueProblem) -> [Int64] {
+        let items = text.split(separator: ",", omittingEmptySubsequences: false).map { trimmed($0) }
+        if items.contains(where: \.isEmpty) {
+            throw ValueProblem(reason: "has an empty step in '\(text)' (write steps like 1m,5m,15m,1h)")
+        }
+        guard steps.contains(items.count) else {
+            throw ValueProblem(reason: "must have between \(steps.lowerBound) and \(steps.upperBound) steps, got \(items.count)")
+        }
+        var result: [Int64] = []
+        for (i, item) in items.enumerated() {
+            do {
+                result.append(try duration(item, in: range))
+            } catch {
+                throw ValueProblem(reason: "step \(i + 1) \(error.reason)")
+            }
+        }
+        return result
+    }
+
+    /// A PAM service name: it becomes a file name under /etc/pam.d, so no '/', no '.' or '..'.
+    static func serviceName(_ text: String) throws(ValueProblem) -> String {
+        let allowed = text.utf8.allSatisfy { b in
+            (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
+                || b == UInt8(ascii: "_") || b == UInt8(ascii: ".") || b == UInt8(ascii: "-")
+        }
+        guard allowed, (1...64).contains(text.utf8.count), text != ".", text != ".." else {
+            throw ValueProblem(reason: "must be a PAM service name (1 to 64 letters, digits, '_', '.' or '-'; not '.' or '..'), got '\(text)'")
+        }
+        return text
+    }
+
+    // MARK: helpers
+
+    /// Whitespace around keys and values: spaces, tabs, and the CR of a CRLF file.
+    static func isBlank(_ c: Character) -> Bool { c == " " || c == "\t" || c == "\r" || c == "\u{0B}" || c == "\u{0C}" }
+
+    static func trimmed(_ s: Substring) -> String {
+        String(s.drop(while: isBlank).reversed().drop(while: isBlank).reversed())
+    }
+
+    /// Readable bounds in messages: `1 second`, `1 hour`, `3650 days`.
+    static func describe(_ seconds: Int64) -> String {
+        func plural(_ n: Int64, _ unit: String) -> String { n == 1 ? "1 \(unit)" : "\(n) \(unit)s" }
+        if seconds != 0 && seconds % day == 0 { return plural(seconds / day, "day") }
+        if seconds != 0 && seconds % hour == 0 { return plural(seconds / hour, "hour") }
+        if seconds != 0 && seconds % minute == 0 { return plural(seconds / minute, "minute") }
+        return plural(seconds, "second")
+    }
+
+    private static func unitSeconds(_ c: Character) -> Int64? {
+        switch c {
+        case "s": return 1
+        case "m": return minute
+        case "h": return hour
+        case "d": return day
+        default: return nil
+        }
+    }
+
+    /// The text's ASCII digits, or nil unless it is one or more of them and nothing else.
+    private static func decimalDigits(_ text: some StringProtocol) -> [UInt8]? {
+        let bytes = Array(text.utf8)
+        guard !bytes.isEmpty, bytes.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return bytes
+    }
+
+    /// The digits' value, or nil when it does not fit in 64 bits.
+    private static func decimalValue(_ digits: [UInt8]) -> Int64? {
+        var n: Int64 = 0
+        for d in digits {
+            let (times10, o1) = n.multipliedReportingOverflow(by: 10)
+            let (sum, o2) = times10.addingReportingOverflow(Int64(d - 0x30))
+            if o1 || o2 { return nil }
+            n = sum
+        }
+        return n
+    }
+}

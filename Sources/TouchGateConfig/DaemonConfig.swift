@@ -1,0 +1,48 @@
+// The daemon's configuration as one immutable value, and the error that names the bad line.
+import TouchGatePolicy
+
+/// Everything `touchgate.conf` can set (SPEC §6). Built only by `ConfigFile.parse`, already validated.
+public struct DaemonConfig: Sendable, Equatable {
+    /// The numbers of the LocalAuthentication rules (SPEC §3).
+    public var policy: PolicyConfig
+    /// The PAM service the daemon uses to verify a password itself.
+    public var passwordService: String
+    /// Whether remote sessions (PAM_RHOST, SSH) may get a fingerprint prompt.
+    public var allowRemote: Bool
+
+    public init(policy: PolicyConfig = .defaults, passwordService: String = "touchgate", allowRemote: Bool = false) {
+        self.policy = policy
+        self.passwordService = passwordService
+        self.allowRemote = allowRemote
+    }
+
+    public static let defaults = DaemonConfig()
+}
+
+/// A config file the daemon must refuse: where (1-based line; 0 = the file as a whole) and why.
+public struct ConfigError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let line: Int
+    public let message: String
+
+    public init(line: Int, message: String) {
+        self.line = line
+        self.message = message
+    }
+
+    /// `line 7: unknown key 'max_try'`
+    public var description: String { line > 0 ? "line \(line): \(message)" : message }
+}
+
+/// The config file exists but cannot be read (permissions, a directory, I/O error, too large).
+public struct ConfigReadError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let path: String
+    public let reason: String
+
+    public init(path: String, reason: String) {
+        self.path = path
+        self.reason = reason
+    }
+
+    /// `cannot read: Permission denied`; like `ConfigError`, the caller puts the path in front.
+    public var description: String { "cannot read: \(reason)" }
+}

@@ -1,0 +1,114 @@
+// enable, disable, status, lock, reset, domain-state: a user's fingerprint state.
+import ArgumentParser
+import TouchGateWire
+
+struct Enable: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Offer fingerprint authentication to the user again.",
+        discussion: "A user other than root is asked for their password first.")
+
+    @ParentCommand var root: Touchgate
+    @OptionGroup var user: UserOption
+
+    func run() throws {
+        let user = try user.resolved()
+        let client = DaemonClient(socketPath: root.socketPath)
+        if !Caller.isRoot { try client.checkReachable() }
+        _ = try client.call(.enable, [Field(.user, user)] + (try PasswordPrompt.fieldIfNeeded()))
+        say(tr("Fingerprint authentication enabled for \(user).", "已为 \(user) 启用指纹认证。"))
+    }
+}
+
+struct Disable: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Stop offering fingerprint authentication; the prints are kept.")
+
+    @ParentCommand var root: Touchgate
+    @OptionGroup var user: UserOption
+
+    func run() throws {
+        let user = try user.resolved()
+        _ = try DaemonClient(socketPath: root.socketPath).call(.disable, [Field(.user, user)])
+        say(tr("Fingerprint authentication disabled for \(user).", "已为 \(user) 停用指纹认证。"))
+    }
+}
+
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show enabled state, fingers, counters, lockout and password requirements.")
+
+    @ParentCommand var root: Touchgate
+    @OptionGroup var user: UserOption
+    @Flag(name: .long, help: "Print the daemon's JSON document on one line.") var json = false
+
+    func run() throws {
+        let user = try user.resolved()
+        let result = try DaemonClient(socketPath: root.socketPath).call(.status, [Field(.user, user)])
+        guard let document = result.string(.json) else {
+            throw Failure(tr("touchgated sent no status", "touchgated 没有返回状态"))
+        }
+        if json {
+            say(oneLine(document))
+        } else {
+            guard let value = JSONValue.parse(document) else {
+                throw Failure(tr("touchgated sent a status that is not JSON", "touchgated 返回的状态不是 JSON"))
+            }
+            for line in keyValueLines(value) { say(line) }
+        }
+    }
+}
+
+struct Lock: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Refuse the user's fingerprints until a password success (root only).")
+
+    @ParentCommand var root: Touchgate
+    @Option(name: .long, help: ArgumentHelp("The account to lock.", valueName: "user")) var user: String
+
+    func validate() throws { try Caller.validateUserName(user) }
+
+    func run() throws {
+        _ = try DaemonClient(socketPath: root.socketPath).call(.lock, [Field(.user, user)])
+        say(tr("Locked fingerprint authentication for \(user) until a password success.",
+                 "已锁定 \(user) 的指纹认证，直到成功输入密码。"))
+    }
+}
+
+struct Reset: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Clear the user's failure counters and lockout (root only).")
+
+    @ParentCommand var root: Touchgate
+    @Option(name: .long, help: ArgumentHelp("The account to reset.", valueName: "user")) var user: String
+
+    func validate() throws { try Caller.validateUserName(user) }
+
+    func run() throws {
+        _ = try DaemonClient(socketPath: root.socketPath).call(.reset, [Field(.user, user)])
+        say(tr("Reset the counters of \(user).", "已重置 \(user) 的计数器。"))
+    }
+}
+
+struct DomainState: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "domain-state",
+        abstract: "Print the value that changes when the set of enrolled prints changes (hex, or none).")
+
+    @ParentCommand var root: Touchgate
+    @OptionGroup var user: UserOption
+    @Option(name: .long, help: ArgumentHelp("The PAM service the value is for.", valueName: "service"))
+    var service: String?
+
+    func validate() throws {
+        if let service, service.isEmpty || service.utf8.contains(0) {
+            throw ValidationError("--service must be a PAM service name.")
+        }
+    }
+
+    func run() throws {
+        let user = try user.resolved()
+        let fields = [Field(.user, user)] + (service.map { [Field(.service, $0)] } ?? [])
+        let result = try DaemonClient(socketPath: root.socketPath).call(.domainState, fields)
+        say(result.string(.domainState).flatMap { $0.isEmpty ? nil : $0 } ?? "none")
+    }
+}

@@ -1,0 +1,47 @@
+// Facts about the person running the CLI: user name, uid, locale, terminal, environment.
+import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
+
+enum Caller {
+    static let defaultSocket = "/run/touchgate/touchgated.sock"
+
+    /// A non-empty environment variable.
+    static func environment(_ name: String) -> String? {
+        guard let p = getenv(name) else { return nil }
+        let value = String(cString: p)
+        return value.isEmpty ? nil : value
+    }
+
+    /// LOCALE on the wire: the first non-empty of LC_ALL, LC_MESSAGES, LANG (SPEC §8).
+    static var locale: String? {
+        environment("LC_ALL") ?? environment("LC_MESSAGES") ?? environment("LANG")
+    }
+
+    static var isRoot: Bool { getuid() == 0 }
+
+    /// The name of the real uid (who typed the command, also under a setuid wrapper).
+    static func invokingUserName() throws(Failure) -> String {
+        let uid = getuid()
+        guard let pw = getpwuid(uid), let name = pw.pointee.pw_name else {
+            throw Failure(tr("cannot find the user name of uid \(uid); use --user",
+                             "找不到 uid \(uid) 的用户名；请使用 --user"))
+        }
+        return String(cString: name)
+    }
+
+    /// The terminal on standard input, for the daemon's events and audit records.
+    static var tty: String? {
+        guard isatty(STDIN_FILENO) == 1, let name = ttyname(STDIN_FILENO) else { return nil }
+        return String(cString: name)
+    }
+
+    /// A user name that can go on the wire; the daemon decides whether it exists.
+    static func validateUserName(_ name: String) throws {
+        guard !name.isEmpty else { throw ValidationError("--user must not be empty.") }
+        guard !name.utf8.contains(0), name.utf8.count <= 256 else {
+            throw ValidationError("--user '\(name)' is not a user name.")
+        }
+    }
+}

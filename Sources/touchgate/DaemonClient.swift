@@ -1,0 +1,157 @@
+// One request to touchgated: connect, send, check every reply's request id, await the RESULT.
+import TouchGateWire
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct DaemonClient {
+    let socketPath: String
+
+    /// Fails early when nothing listens at the path, before asking anyone for a password.
+    func checkReachable() throws(Failure) {
+        var st = stat()
+        guard stat(socketPath, &st) == 0 else { throw unreachable(strerror(errno)) }
+        guard (st.st_mode & S_IFMT) == S_IFSOCK else { throw unreachable(strerror(ENOTSOCK)) }
+    }
+
+    /// A short request: the successful RESULT within TG_REPLY_DEADLINE_MS; any other outcome throws.
+    func call(_ kind: Kind, _ fields: [Field]) throws(Failure) -> Frame {
+        let exchange = try start(kind, fields)
+        let deadline = monotonicMilliseconds() + Int64(WireLimits.replyDeadlineMilliseconds)
+        while true {
+            let left = Int(max(0, deadline - monotonicMilliseconds()))
+            let frame = try exchange.next(deadlineMilliseconds: left, silence: false)
+            if frame.kind == .result { return try succeeded(frame) }
+            // Progress during a short request carries nothing to show; the deadline still runs.
+        }
+    }
+
+    /// An interactive request (enroll, verify): shows progress until the RESULT, with no overall cap;
+    /// only TG_SILENCE_DEADLINE_MS without any frame (keepalives included) gives up.
+    func prompt(_ kind: Kind, _ fields: [Field], progress: (Frame) -> Void) throws(Failure) -> Frame {
+        let exchange = try start(kind, fields)
+        while true {
+            let frame = try exchange.next(deadlineMilliseconds: WireLimits.silenceDeadlineMilliseconds, silence: true)
+            switch frame.kind {
+            case .result: return try succeeded(frame)
+            case .progress: progress(frame)
+            default: throw Failure(tr("touchgated sent an unexpected message", "touchgated 发来了意外的消息"))
+            }
+        }
+    }
+
+    /// A stream (monitor): every EVENT to `event` until the daemon closes the connection.
+    func stream(_ kind: Kind, _ fields: [Field], event: (Frame) -> Void) throws(Failure) {
+        let exchange = try start(kind, fields)
+        while true {
+            guard let frame = try exchange.nextOrEnd(deadlineMilliseconds: nil, silence: false) else { return }
+            switch frame.kind {
+            case .event: event(frame)
+            case .result: _ = try succeeded(frame)  // an acknowledgement; a refusal throws
+            case .progress: break
+            default: throw Failure(tr("touchgated sent an unexpected message", "touchgated 发来了意外的消息"))
+            }
+        }
+    }
+
+    // MARK: internals
+
+    private func unreachable(_ cause: UnsafeMutablePointer<CChar>?) -> Failure {
+        unreachable(cause.map { String(cString: $0) } ?? "?")
+    }
+
+    private func unreachable(_ cause: String) -> Failure {
+        Failure(tr("cannot reach touchgated at \(socketPath): \(cause)", "无法连接 touchgated（\(socketPath)）：\(cause)"))
+    }
+
+    private func start(_ kind: Kind, _ fields: [Field]) throws(Failure) -> Exchange {
+        let connection: Connection
+        do {
+            connection = try Connection.connect(path: socketPath)
+        } catch {
+            switch error {
+            case .cannotConnect(_, let e), .io(let e): throw unreachable(strerror(e))
+            case .socketPathTooLong: throw unreachable(tr("socket path too long", "套接字路径过长"))
+            case .timedOut: throw unreachable(tr("timed out", "超时"))
+            default: throw unreachable(error.description)
+            }
+        }
+        let exchange = Exchange(connection: connection, requestID: UInt32.random(in: 1...UInt32.max))
+        try exchange.send(kind, fields)
+        return exchange
+    }
+
+    /// The RESULT when its CODE is 0; otherwise its MESSAGE, or a sentence for the outcome, as a Failure.
+    private func succeeded(_ result: Frame) throws(Failure) -> Frame {
+        guard let code = result.int(.code) else {
+            throw Failure(tr("touchgated sent a result without a code", "touchgated 的回复缺少结果代码"))
+        }
+        if code == Outcome.success.rawValue { return result }
+        if let message = result.string(.message), !message.isEmpty { throw Failure(message) }
+        throw Failure(sentence(for: code, reason: result.string(.reason), seconds: result.int(.seconds)))
+    }
+}
+
+/// A connection carrying one request; every frame read back must echo its request id.
+private struct Exchange {
+    let connection: Connection
+    let requestID: UInt32
+
+    func send(_ kind: Kind, _ fields: [Field]) throws(Failure) {
+        do {
+            try connection.send(Frame(kind, requestID: requestID, fields))
+        } catch {
+            throw failure(error, silence: false)
+        }
+    }
+
+    /// The next frame for this request; a frame for another request is an error, never a result.
+    func next(deadlineMilliseconds: Int?, silence: Bool) throws(Failure) -> Frame {
+        guard let frame = try nextOrEnd(deadlineMilliseconds: deadlineMilliseconds, silence: silence) else {
+            throw Failure(tr("touchgated closed the connection before answering", "touchgated 在回复前关闭了连接"))
+        }
+        return frame
+    }
+
+    /// Like `next`, but nil when the daemon closed the connection.
+    func nextOrEnd(deadlineMilliseconds: Int?, silence: Bool) throws(Failure) -> Frame? {
+        let frame: Frame
+        do {
+            frame = try connection.receive(deadlineMilliseconds: deadlineMilliseconds)
+        } catch .closed {
+            return nil
+        } catch {
+            throw failure(error, silence: silence)
+        }
+        guard frame.requestID == requestID else {
+            throw Failure(tr("touchgated answered request \(frame.requestID), not \(requestID)",
+                             "touchgated 回复的是请求 \(frame.requestID)，而不是 \(requestID)"))
+        }
+        guard !frame.kind.isRequest else {
+            throw Failure(tr("touchgated sent an unexpected message", "touchgated 发来了意外的消息"))
+        }
+        return frame
+    }
+
+    private func failure(_ error: ConnectionError, silence: Bool) -> Failure {
+        switch error {
+        case .closed:
+            return Failure(tr("touchgated closed the connection", "touchgated 关闭了连接"))
+        case .timedOut where silence:
+            let s = Double(WireLimits.silenceDeadlineMilliseconds) / 1000
+            return Failure(tr("touchgated stopped answering (nothing for \(s) s)", "touchgated 停止响应（\(s) 秒无消息）"))
+        case .timedOut:
+            let s = WireLimits.replyDeadlineMilliseconds / 1000
+            return Failure(tr("touchgated did not answer within \(s) s", "touchgated 未在 \(s) 秒内回复"))
+        case .wire(let w):
+            return Failure(tr("bad message from touchgated: \(w)", "来自 touchgated 的消息有误：\(w)"))
+        case .io(let e):
+            return Failure(tr("socket error: \(String(cString: strerror(e)))", "套接字错误：\(String(cString: strerror(e)))"))
+        case .socketPathTooLong, .cannotConnect:
+            return Failure(error.description)
+        }
+    }
+}
+
+/// The LOCALE field when the caller has a locale.
+func localeField() -> [Field] { Caller.locale.map { [Field(.locale, $0)] } ?? [] }

@@ -1,0 +1,109 @@
+// enroll, verify, list, delete: the commands about a user's prints.
+import ArgumentParser
+import TouchGateWire
+
+/// Checks a finger name, listing the valid ones when it is not one of them.
+func validateFinger(_ name: String) throws {
+    guard Finger(rawValue: name) != nil else {
+        let valid = Finger.allCases.map(\.rawValue).joined(separator: ", ")
+        throw ValidationError("Unknown finger '\(name)'. Valid names: \(valid).")
+    }
+}
+
+let fingerHelp = ArgumentHelp(
+    "The finger, as fprintd names it: \(Finger.allCases.map(\.rawValue).joined(separator: ", ")).",
+    valueName: "finger")
+
+struct Enroll: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Enroll a finger (and enable fingerprint authentication).",
+        discussion: "A user other than root is asked for their password first.")
+
+    @ParentCommand var root: Touchgate
+    @OptionGroup var user: UserOption
+    @Option(name: .long, help: fingerHelp) var finger: String = Finger.rightIndex.rawValue
+
+    func validate() throws { try validateFinger(finger) }
+
+    func run() throws {
+        let user = try user.resolved()
+        let client = DaemonClient(socketPath: root.socketPath)
+        if !Caller.isRoot { try client.checkReachable() }
+        let fields = [Field(.user, user), Field(.finger, finger)] + localeField() + (try PasswordPrompt.fieldIfNeeded())
+        _ = try client.prompt(.enroll, fields) { frame in
+            if let line = progressLine(frame, enrolling: finger) { say(line) }
+        }
+        say(tr("Enrolled \(finger) for \(user).", "已为 \(user) 录入 \(finger)。"))
+    }
+}
+
+struct Verify: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check a fingerprint against the enrolled ones, as a login would.",
+        discussion: "Counts towards the lockout like any prompt; exit status 0 only on a match.")
+
+    @ParentCommand var root: Touchgate
+    @OptionGroup var user: UserOption
+
+    func run() throws {
+        let user = try user.resolved()
+        var fields = [
+            Field(.user, user), Field(.policy, EvaluationPolicy.biometrics.rawValue), Field(.service, "touchgate"),
+        ] + localeField()
+        if let tty = Caller.tty { fields.append(Field(.tty, tty)) }
+        _ = try DaemonClient(socketPath: root.socketPath).prompt(.evaluate, fields) { frame in
+            if let line = progressLine(frame) { say(line) }
+        }
+        say(tr("Fingerprint recognised.", "指纹已识别。"))
+    }
+}
+
+struct List: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List the enrolled fingers, one per line.")
+
+    @ParentCommand var root: Touchgate
+    @OptionGroup var user: UserOption
+
+    func run() throws {
+        let user = try user.resolved()
+        let result = try DaemonClient(socketPath: root.socketPath).call(.list, [Field(.user, user)])
+        let fingers = result.strings(.finger)
+        if fingers.isEmpty {
+            say(tr("No fingers enrolled for \(user).", "\(user) 没有录入任何手指。"))
+        }
+        for finger in fingers { say(finger) }
+    }
+}
+
+struct Delete: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Delete one enrolled finger, or all of them.",
+        discussion: "A user other than root is asked for their password first.")
+
+    @ParentCommand var root: Touchgate
+    @OptionGroup var user: UserOption
+    @Option(name: .long, help: fingerHelp) var finger: String?
+    @Flag(name: .long, help: "Delete every enrolled finger.") var all = false
+
+    func validate() throws {
+        switch (finger, all) {
+        case (nil, false): throw ValidationError("Give either --finger or --all.")
+        case (.some, true): throw ValidationError("Give --finger or --all, not both.")
+        case (let name?, false): try validateFinger(name)
+        case (nil, true): break
+        }
+    }
+
+    func run() throws {
+        let user = try user.resolved()
+        let client = DaemonClient(socketPath: root.socketPath)
+        if !Caller.isRoot { try client.checkReachable() }
+        let which = finger.map { Field(.finger, $0) } ?? Field(.all, 1)
+        _ = try client.call(.delete, [Field(.user, user), which] + (try PasswordPrompt.fieldIfNeeded()))
+        if let finger {
+            say(tr("Deleted \(finger) for \(user).", "已删除 \(user) 的 \(finger)。"))
+        } else {
+            say(tr("Deleted all fingers for \(user).", "已删除 \(user) 的所有手指。"))
+        }
+    }
+}

@@ -1,0 +1,118 @@
+// Reads the caller's password: on the terminal with echo off (always restored), or one line of stdin.
+import TouchGateWire
+#if canImport(Glibc)
+import Glibc
+#endif
+
+enum PasswordPrompt {
+    /// The PASSWORD field for enroll, delete and enable: the daemon checks it when the caller is not root.
+    static func fieldIfNeeded() throws(Failure) -> [Field] {
+        guard !Caller.isRoot else { return [] }
+        return [Field(.password, try read())]
+    }
+
+    /// The password, from the terminal when stdin is one (prompt `Password: `), else one line of stdin.
+    static func read() throws(Failure) -> String {
+        var bytes: [UInt8]
+        if isatty(STDIN_FILENO) == 1 {
+            let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
+            let fd = tty >= 0 ? tty : STDIN_FILENO
+            defer { if tty >= 0 { close(tty) } }
+            bytes = try readWithoutEcho(fd: fd, promptFD: tty >= 0 ? tty : STDERR_FILENO)
+        } else {
+            bytes = try readLine(fd: STDIN_FILENO)
+        }
+        defer { for i in bytes.indices { bytes[i] = 0 } }
+        guard bytes.count <= WireLimits.maxString else {
+            throw Failure(tr("the password is too long", "密码过长"))
+        }
+        guard !bytes.contains(0), let password = String(validating: bytes, as: UTF8.self) else {
+            throw Failure(tr("the password is not valid text", "密码不是有效的文本"))
+        }
+        return password
+    }
+
+    private static func readWithoutEcho(fd: Int32, promptFD: Int32) throws(Failure) -> [UInt8] {
+        var saved = termios()
+        guard tcgetattr(fd, &saved) == 0 else { return try readLine(fd: fd) }
+        var quiet = saved
+        quiet.c_lflag &= ~tcflag_t(ECHO | ECHONL)
+
+        // A signal while echo is off must not leave the terminal silent: restore, then die as usual.
+        TerminalGuard.arm(fd: fd, saved: saved)
+        defer { TerminalGuard.disarm() }
+        writeAll(promptFD, tr("Password: ", "密码："))
+        guard tcsetattr(fd, TCSAFLUSH, &quiet) == 0 else {
+            throw Failure(tr("cannot turn off echo on the terminal", "无法关闭终端回显"))
+        }
+        defer {
+            _ = tcsetattr(fd, TCSAFLUSH, &saved)
+            writeAll(promptFD, "\n")  // the Enter the user typed was not echoed
+        }
+        return try readLine(fd: fd)
+    }
+
+    /// Bytes up to the newline, read one at a time so nothing after it is consumed.
+    private static func readLine(fd: Int32) throws(Failure) -> [UInt8] {
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while true {
+            let n = Glibc.read(fd, &byte, 1)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw Failure(tr("cannot read the password: \(String(cString: strerror(errno)))",
+                                 "无法读取密码：\(String(cString: strerror(errno)))"))
+            }
+            if n == 0 {
+                if line.isEmpty { throw Failure(tr("no password given", "未输入密码")) }
+                break
+            }
+            if byte == 0x0A { break }
+            // Keep a bounded amount; one byte over the limit is enough to refuse it later.
+            if line.count <= WireLimits.maxString { line.append(byte) }
+        }
+        if line.last == 0x0D { line.removeLast() }
+        return line
+    }
+
+    private static func writeAll(_ fd: Int32, _ text: String) {
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return }
+            bytes = bytes.dropFirst(n)
+        }
+    }
+}
+
+/// Restores the terminal from a signal handler; global because a C signal handler captures nothing.
+private enum TerminalGuard {
+    nonisolated(unsafe) static var fd: Int32 = -1
+    nonisolated(unsafe) static var saved = termios()
+    nonisolated(unsafe) static var previous: [Int32: __sighandler_t?] = [:]
+    static let fatal: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
+
+    static func arm(fd: Int32, saved: termios) {
+        Self.saved = saved
+        Self.fd = fd
+        for s in fatal { previous[s] = signal(s, restoreAndRaise) }
+        // Ctrl-Z would stop us with echo off and resume us with it on: not while a password is typed.
+        previous[SIGTSTP] = signal(SIGTSTP, SIG_IGN)
+    }
+
+    static func disarm() {
+        for s in fatal + [SIGTSTP] { _ = signal(s, previous[s] ?? SIG_DFL) }
+        fd = -1
+    }
+}
+
+/// Async-signal-safe: tcsetattr, write, signal and raise only.
+private func restoreAndRaise(_ sig: Int32) {
+    if TerminalGuard.fd >= 0 {
+        _ = tcsetattr(TerminalGuard.fd, TCSAFLUSH, &TerminalGuard.saved)
+        _ = write(TerminalGuard.fd, "\n", 1)
+    }
+    _ = signal(sig, SIG_DFL)
+    _ = raise(sig)
+}

@@ -1,0 +1,80 @@
+// devices, monitor, check-config: the commands about the daemon and its readers.
+import ArgumentParser
+import TouchGateConfig
+import TouchGateWire
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Devices: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the fingerprint readers, one per line (exit status 1 when there is none).")
+
+    @ParentCommand var root: Touchgate
+
+    func run() throws {
+        let result = try DaemonClient(socketPath: root.socketPath).call(.devices, [])
+        let devices = result.strings(.device)
+        guard !devices.isEmpty else { throw Failure(tr("No fingerprint reader found.", "未找到指纹读取器。")) }
+        for device in devices { say(device) }
+    }
+}
+
+struct Monitor: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print authentication events as they happen, until interrupted.",
+        discussion: """
+            One line per event: time user service outcome reason. Root sees every user's events \
+            unless --user is given; other users see their own.
+            """)
+
+    @ParentCommand var root: Touchgate
+    @Option(name: .long, help: ArgumentHelp("Only this account's events.", valueName: "user")) var user: String?
+    @Flag(name: .long, help: "Print each event's JSON document as it is.") var json = false
+
+    func validate() throws {
+        if let user { try Caller.validateUserName(user) }
+    }
+
+    func run() throws {
+        let fields = user.map { [Field(.user, $0)] } ?? []
+        try DaemonClient(socketPath: root.socketPath).stream(.monitor, fields) { frame in
+            guard let document = frame.string(.json) else { return }
+            if json {
+                say(oneLine(document))
+            } else if let value = JSONValue.parse(document) {
+                say(eventSummary(value))
+            } else {
+                say(oneLine(document))
+            }
+        }
+    }
+}
+
+struct CheckConfig: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check-config",
+        abstract: "Check a touchgate.conf with the daemon's own validator, without contacting the daemon.",
+        discussion: "Prints 'FILE: ok', or 'FILE:LINE: reason' on standard error with exit status 1.")
+
+    @Argument(help: ArgumentHelp("The file to check.", valueName: "file"))
+    var file: String = ConfigFile.defaultPath
+
+    func run() throws {
+        do {
+            _ = try ConfigFile.load(path: file)
+        } catch let error as ConfigError {
+            let place = error.line > 0 ? "\(file):\(error.line)" : file
+            complain("\(place): \(error.message)")
+            throw ExitCode.failure
+        } catch let error as ConfigReadError {
+            complain("\(file): \(error)")
+            throw ExitCode.failure
+        }
+        if access(file, F_OK) != 0 && errno == ENOENT {
+            say(tr("\(file): ok (no such file: the defaults apply)", "\(file)：正常（文件不存在：使用默认值）"))
+        } else {
+            say(tr("\(file): ok", "\(file)：正常"))
+        }
+    }
+}

@@ -1,0 +1,69 @@
+// The `touchgate` command: its subcommands, the global --socket option, and one-line failures.
+import ArgumentParser
+import TouchGateWire
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@main
+struct Touchgate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "touchgate",
+        abstract: "Manage fingerprint authentication (touchgated).",
+        discussion: """
+            Talks to touchgated over its socket; never touches the reader itself. \
+            Exit status 0 on success; otherwise one line on standard error.
+            """,
+        subcommands: [
+            Enroll.self, Verify.self, List.self, Delete.self, Enable.self, Disable.self,
+            Status.self, Lock.self, Reset.self, DomainState.self, Monitor.self, Devices.self,
+            CheckConfig.self,
+        ])
+
+    @Option(name: .long, help: ArgumentHelp(
+        "touchgated's socket (default: $TOUCHGATE_SOCKET, else \(Caller.defaultSocket)).",
+        valueName: "path"))
+    var socket: String?
+
+    /// The socket to use: --socket, else $TOUCHGATE_SOCKET, else the packaged default.
+    var socketPath: String { socket ?? Caller.environment("TOUCHGATE_SOCKET") ?? Caller.defaultSocket }
+
+    /// Like `ParsableCommand.main()`, but a `Failure` becomes exactly one `touchgate: …` line.
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch let failure as Failure {
+            complain("touchgate: \(failure.reason)")
+            Glibc.exit(failure.status)
+        } catch {
+            exit(withError: error)
+        }
+    }
+}
+
+/// Why a command failed, for a person: printed as `touchgate: <reason>` with exit status `status`.
+struct Failure: Error {
+    let reason: String
+    var status: Int32 = 1
+    init(_ reason: String, status: Int32 = 1) {
+        self.reason = reason
+        self.status = status
+    }
+}
+
+/// `--user U`, defaulting to the user who runs the command.
+struct UserOption: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The account (default: you).", valueName: "user"))
+    var user: String?
+
+    func validate() throws {
+        if let user { try Caller.validateUserName(user) }
+    }
+
+    /// The named user, or the invoking user's name.
+    func resolved() throws(Failure) -> String {
+        if let user { return user }
+        return try Caller.invokingUserName()
+    }
+}
