@@ -46,7 +46,7 @@ struct Touchgated: ParsableCommand {
             settings = try ConfigFile.load(path: config)
         } catch {
             // An invalid file stops the daemon at start, with the line and the reason.
-            throw ValidationError("\(config): \(error)")
+            throw startFailure("\(config): \(error)")
         }
         let socketPath = socket ?? env["RUNTIME_DIRECTORY"].map { "\($0.split(separator: ":").first ?? "")/touchgated.sock" }
             ?? "/run/touchgate/touchgated.sock"
@@ -63,7 +63,7 @@ struct Touchgated: ParsableCommand {
         // The boot identity decides passwordRequired(boot); without it that rule cannot hold, so stop.
         guard let bootID = try? String(contentsOfFile: bootIdFile, encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines), !bootID.isEmpty else {
-            throw ValidationError("cannot read the boot identity from \(bootIdFile)")
+            throw startFailure("cannot read the boot identity from \(bootIdFile)")
         }
         let reader = LibfprintReader { message in log.info("\(message)") }
         let daemon: Daemon
@@ -73,11 +73,11 @@ struct Touchgated: ParsableCommand {
                                 passwords: PAMPasswordChecker(service: settings.passwordService),
                                 log: log, audit: audit)
         } catch {
-            throw ValidationError("state directory \(stateDirectory): \(error)")
+            throw startFailure("state directory \(stateDirectory): \(error)")
         }
         let server: Server
         do { server = try Server(daemon: daemon, socketPath: socketPath) } catch {
-            throw ValidationError("socket \(socketPath): \(error)")
+            throw startFailure("socket \(socketPath): \(error)")
         }
         Thread.detachNewThread { server.run() }
         server.notifyReady()
@@ -88,4 +88,10 @@ struct Touchgated: ParsableCommand {
         log.info("stopping on signal \(received)")
         server.removeSocket()
     }
+}
+
+/// A reason the daemon cannot start: one line on stderr and exit status 1 (not a usage error).
+private func startFailure(_ reason: String) -> ExitCode {
+    FileHandle.standardError.write(Data("touchgated: \(reason)\n".utf8))
+    return ExitCode.failure
 }
