@@ -1,0 +1,31 @@
+/* Test-only PAM module: shows the application the PAM_AUTHTOK that earlier modules left. */
+#include <stdio.h>
+#include <string.h>
+
+#include <security/pam_modules.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* Applications may not read PAM_AUTHTOK; this puts it in the PAM environment as
+ * TG_PROBE_AUTHTOK, where pam_getenv can. Never in a real stack. */
+EXPORT int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const char **argv)
+{
+    const void *tok = NULL;
+    char entry[600];
+    (void)flags;
+    (void)argc;
+    (void)argv;
+    if (pam_get_item(pamh, PAM_AUTHTOK, &tok) == PAM_SUCCESS && tok != NULL &&
+        snprintf(entry, sizeof(entry), "TG_PROBE_AUTHTOK=%s", (const char *)tok) < (int)sizeof(entry))
+        pam_putenv(pamh, entry);
+    return PAM_IGNORE;
+}
+
+EXPORT int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const char **argv)
+{
+    (void)pamh;
+    (void)flags;
+    (void)argc;
+    (void)argv;
+    return PAM_IGNORE;
+}

@@ -1,0 +1,157 @@
+/* The PAM client's terminal during a prompt: keys in without echo, the exact termios back out. */
+#include "tg_tty.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#define KEY_CTRL_C    0x03
+#define KEY_CTRL_D    0x04
+#define KEY_BACKSPACE 0x08
+#define KEY_CTRL_U    0x15
+#define KEY_DEL       0x7f
+
+void tg_tty_init(struct tg_tty *t)
+{
+    memset(t, 0, sizeof(*t));
+    t->fd = -1;
+}
+
+bool tg_tty_open(struct tg_tty *t)
+{
+    tg_tty_init(t);
+    /* O_NOCTTY: never acquire a terminal; O_NONBLOCK: this open file description is ours
+     * alone, and no read or write of ours may hang the prompt. */
+    int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return false;
+    /* Only the foreground may use it: from the background, changing or reading the terminal
+     * would stop the whole process (SIGTTOU, SIGTTIN) with the terminal half set up. */
+    if (!isatty(fd) || tcgetpgrp(fd) != getpgrp()) {
+        close(fd);
+        return false;
+    }
+    t->fd = fd;
+    return true;
+}
+
+bool tg_tty_raw(struct tg_tty *t)
+{
+    struct termios raw;
+
+    if (t->fd < 0 || t->raw)
+        goto done;
+    if (tcgetattr(t->fd, &t->saved) != 0)
+        goto done;
+    raw = t->saved;
+    /* No echo (a password may be typed), no line editing by the kernel (Enter must reach us
+     * at once), no signals (Ctrl-C must not kill the client with echo still off). */
+    raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO | ECHONL | ISIG);
+    raw.c_cc[VMIN] = 1;
+    raw.c_cc[VTIME] = 0;
+    /* Marked changed before the call: a partly applied tcsetattr is still undone. */
+    t->raw = true;
+    if (tcsetattr(t->fd, TCSANOW, &raw) != 0)
+        tg_tty_restore(t);
+done:
+    return t->raw;
+}
+
+void tg_tty_restore(struct tg_tty *t)
+{
+    if (t->fd < 0 || !t->raw)
+        return;
+    /* TCSANOW, not TCSAFLUSH: keys typed ahead for the next prompt must not be thrown away. */
+    while (tcsetattr(t->fd, TCSANOW, &t->saved) != 0 && errno == EINTR)
+        ;
+    t->raw = false;
+}
+
+void tg_tty_close(struct tg_tty *t)
+{
+    tg_tty_restore(t);
+    if (t->fd >= 0)
+        close(t->fd);
+    t->fd = -1;
+}
+
+enum tg_tty_read tg_tty_read_key(const struct tg_tty *t, uint8_t *key)
+{
+    ssize_t n = read(t->fd, key, 1);
+    if (n == 1)
+        return TG_TTY_KEY;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return TG_TTY_NONE;
+    return TG_TTY_GONE;
+}
+
+void tg_tty_write(const struct tg_tty *t, const char *text)
+{
+    size_t len = strlen(text);
+    size_t off = 0;
+    while (t->fd >= 0 && off < len) {
+        ssize_t n = write(t->fd, text + off, len - off);
+        if (n > 0)
+            off += (size_t)n;
+        else if (n < 0 && errno == EINTR)
+            continue;
+        else
+            return;  /* EAGAIN (output stopped) or an error: the line is only a courtesy */
+    }
+}
+
+void tg_line_wipe(struct tg_line *line)
+{
+    explicit_bzero(line, sizeof(*line));
+}
+
+/* Removes the last character: a UTF-8 sequence's continuation bytes, then its first byte. */
+static void erase_last(struct tg_line *line)
+{
+    while (line->len > 0 && ((uint8_t)line->buf[line->len - 1] & 0xC0) == 0x80)
+        line->buf[--line->len] = '\0';
+    if (line->len > 0)
+        line->buf[--line->len] = '\0';
+}
+
+enum tg_key_action tg_line_key(struct tg_line *line, uint8_t key)
+{
+    bool empty = line->len == 0 && !line->overflow;
+
+    switch (key) {
+    case '\r':
+    case '\n':
+        if (empty)
+            return TG_KEY_FALLBACK;
+        if (line->overflow) {
+            /* Fail closed: a cut-down line is not what the user typed, so it is never sent
+             * as a password; the password module asks afresh. */
+            tg_line_wipe(line);
+            return TG_KEY_FALLBACK;
+        }
+        return TG_KEY_SUBMIT;
+    case KEY_CTRL_D:
+        return empty ? TG_KEY_FALLBACK : TG_KEY_NONE;
+    case KEY_CTRL_C:
+        return TG_KEY_CANCEL;
+    case KEY_BACKSPACE:
+    case KEY_DEL:
+        erase_last(line);
+        return TG_KEY_NONE;
+    case KEY_CTRL_U:
+        tg_line_wipe(line);
+        return TG_KEY_NONE;
+    default:
+        break;
+    }
+    if (key < 0x20 && key != '\t')
+        return TG_KEY_NONE;  /* other control keys (Esc, Ctrl-Z, …) mean nothing here */
+    if (line->len >= TG_LINE_MAX) {
+        line->overflow = true;
+        return TG_KEY_TYPED;
+    }
+    line->buf[line->len++] = (char)key;
+    line->buf[line->len] = '\0';
+    return TG_KEY_TYPED;
+}
