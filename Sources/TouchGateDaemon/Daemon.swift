@@ -136,7 +136,7 @@ public final class Daemon: Sendable {
                 s.enabled = env.enrollmentSnapshot != nil
             }
             wasLocked = s.biometryLockedOut || s.adminLocked
-            if enable { s.enabled = true }
+            if enable { s = policyEngine.enable(s) }
             return policyEngine.recordPasswordSuccess(s, in: env)
         }
         if wasLocked { events.publish(event("unlock", ctx, method: "password", outcome: .success, reason: "passwordSuccess")) }

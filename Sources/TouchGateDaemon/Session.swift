@@ -124,11 +124,11 @@ final class Session: @unchecked Sendable {
         case .enable:
             let user = try frame.requireString(.user)
             guard authorizeWithPassword(frame, user: user, language) else { return true }
-            return adminChange(frame, user: user, action: "enable", language) { var s = $0; s.enabled = true; return s }
+            return adminChange(frame, user: user, action: "enable", language) { [daemon] in daemon.policyEngine.enable($0) }
         case .disable:
             let user = try frame.requireString(.user)
             guard authorizeSelfOrRoot(frame, user: user, language) else { return true }
-            return adminChange(frame, user: user, action: "disable", language) { var s = $0; s.enabled = false; return s }
+            return adminChange(frame, user: user, action: "disable", language) { [daemon] in daemon.policyEngine.disable($0) }
         case .lock:
             let user = try frame.requireString(.user)
             guard authorizeRoot(frame, user: user, language) else { return true }
@@ -461,7 +461,7 @@ final class Session: @unchecked Sendable {
                 try daemon.store.save(template, user: user, finger: finger)
                 // Enrolling opts in. A user who proved their password just now has seen the new
                 // set of prints; after root enrolls for someone, their password is asked once.
-                try daemon.adminChange(ctx, action: "enroll:\(finger.rawValue)") { var s = $0; s.enabled = true; return s }
+                try daemon.adminChange(ctx, action: "enroll:\(finger.rawValue)") { [daemon] in daemon.policyEngine.enable($0) }
                 if !peer.isRoot { try daemon.recordPasswordSuccess(ctx) }
             } catch {
                 log.error("cannot store template: \(error)")

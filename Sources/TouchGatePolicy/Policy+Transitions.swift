@@ -27,16 +27,11 @@ extension Policy {
     /// biometric and password counter and every passwordRequired reason, and records the boot,
     /// the enrollment snapshot and the time that later rules compare against.
     public func recordPasswordSuccess(_ s: UserState, in env: Environment) -> UserState {
-        var next = s
-        next.consecutiveFailedMatches = 0
-        next.biometryLockedOut = false
-        next.adminLocked = false
+        // Everything reset clears, plus the record of this success.
+        var next = reset(s)
         next.lastPasswordSuccess = env.now
         next.bootIDAtPasswordSuccess = env.bootID
         next.enrollmentAtPasswordSuccess = env.enrollmentSnapshot
-        next.consecutiveWrongPasswords = 0
-        next.backoffStep = 0
-        next.backoffUntil = nil
         return next
     }
 
