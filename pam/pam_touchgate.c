@@ -38,6 +38,7 @@
  *   GDM fingerprint:   auth required   pam_touchgate.so noinput
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <pwd.h>
@@ -276,6 +277,43 @@ static const char *pam_string_item(pam_handle_t *pamh, int item)
 
 /* PAM_RHOST, else "ssh" inside an SSH session: sudo and su there leave PAM_RHOST unset, and
  * without it the daemon's allow_remote rule would take a remote person for a local one. */
+/* Whether the environment the process was started with names `name` with a non-empty value.
+ * sudo swaps environ for its env_reset copy before it authenticates, so getenv misses an SSH
+ * session's variables there; /proc/self/environ still holds the exec-time block. Bounded read. */
+static bool initial_environment_has(const char *const *names, size_t count)
+{
+    char buf[4096];
+    char entry[256];
+    size_t len = 0, total = 0;
+    bool found = false;
+    int fd = open("/proc/self/environ", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return false;
+    while (!found && total < (1u << 20)) {
+        ssize_t n = read(fd, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        total += (size_t)n;
+        for (ssize_t i = 0; i < n && !found; i++) {
+            if (buf[i] != '\0') {
+                if (len < sizeof(entry) - 1)
+                    entry[len++] = buf[i];  /* only the name and the first byte of the value matter */
+                continue;
+            }
+            entry[len] = '\0';
+            for (size_t k = 0; k < count && !found; k++) {
+                size_t nl = strlen(names[k]);
+                found = strncmp(entry, names[k], nl) == 0 && entry[nl] == '=' && entry[nl + 1] != '\0';
+            }
+            len = 0;
+        }
+    }
+    close(fd);
+    return found;
+}
+
 static const char *remote_host(pam_handle_t *pamh)
 {
     static const char *const names[] = { "SSH_CONNECTION", "SSH_CLIENT" };
@@ -289,6 +327,9 @@ static const char *remote_host(pam_handle_t *pamh)
         if (v != NULL && v[0] != '\0')
             return "ssh";
     }
+    /* Remote if the client was started from an SSH session, whatever it did to environ since. */
+    if (initial_environment_has(names, sizeof(names) / sizeof(names[0])))
+        return "ssh";
     return NULL;
 }
 

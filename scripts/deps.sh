@@ -12,6 +12,8 @@ packages=(
     libpam-wrapper libnss-wrapper pamtester
     # the end-to-end tests and the demo
     python3
+    # the real-client tests: sudo, su, login and vlock in a private mount namespace
+    sudo vlock login util-linux openssl
 )
 
 as_root() {

@@ -317,7 +317,7 @@ class World:
 
 
 def _env(extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "NSS_WRAPPER", "PAM_WRAPPER", "FP_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "NSS_WRAPPER", "PAM_WRAPPER", "FP_", "SSH_"))}
     env.pop("LD_PRELOAD", None)
     env.pop("TOUCHGATE_SOCKET", None)
     env["LANG"] = "C.UTF-8"  # English messages whatever the caller's locale
