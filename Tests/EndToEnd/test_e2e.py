@@ -237,3 +237,28 @@ def test_deleted_finger_no_longer_authenticates(world, alice):
     pam = world.pam("alice").wait()
     assert pam.result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
     assert_no_prompt(pam)
+
+
+# --- the reader goes away or overheats (SPEC §9) -------------------------------------------------
+
+
+def test_reader_unplugged_mid_prompt_ends_it_at_once_and_says_why(world, alice):
+    pam = world.pam("alice")
+    pam.wait_for(PROMPT)
+    world.reader.send("UNPLUG")
+    pam.wait()
+    assert pam.result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
+    assert pam.messages()[-1] == "The fingerprint reader was removed: use your password"
+    # Later prompts are not shown at all: no reader.
+    later = world.pam("alice").wait()
+    assert later.result == "PAM_AUTHINFO_UNAVAIL" and PROMPT not in later.messages(), later.transcript()
+    assert later.messages() == ["No fingerprint reader available: use your password"]
+
+
+def test_a_reader_too_hot_ends_the_prompt_and_says_why(world, alice):
+    pam = world.pam("alice")
+    pam.wait_for(PROMPT)
+    world.reader.send("ERROR 257")  # FP_DEVICE_ERROR_TOO_HOT
+    pam.wait()
+    assert pam.result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
+    assert pam.messages()[-1] == "The fingerprint reader is too hot: use your password"
