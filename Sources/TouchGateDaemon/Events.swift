@@ -102,10 +102,9 @@ public struct SyslogLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    public func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?,
-                    source: String, file: String, function: String, line: UInt) {
+    public func log(event: LogEvent) {
         let priority: Int32
-        switch level {
+        switch event.level {
         case .trace, .debug: priority = LOG_DEBUG
         case .info: priority = LOG_INFO
         case .notice: priority = LOG_NOTICE
@@ -113,7 +112,7 @@ public struct SyslogLogHandler: LogHandler {
         case .error: priority = LOG_ERR
         case .critical: priority = LOG_CRIT
         }
-        let text = message.description
+        let text = event.message.description
         withVaList([text]) { vsyslog(LOG_AUTHPRIV | priority, "%s", $0) }
     }
 }
