@@ -2,9 +2,11 @@
 #ifndef TG_FAKE_H
 #define TG_FAKE_H
 
+#include <limits.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -14,6 +16,25 @@
 #include "tg_codec.h"
 
 #define FAKE_TEXT_PROMPT "Swipe your finger across the fingerprint reader"
+
+/* The common start of a PAM run test program: the module's absolute path (service files need
+ * one), a private temp dir (`dir` holds a mkdtemp template) with the fake daemon's socket path in
+ * it, English messages, no SSH session. Returns NULL, or what could not be had. */
+static inline const char *fake_setup(const char *so, char module[PATH_MAX], char dir[PATH_MAX],
+                                     char *sock, size_t sock_size)
+{
+    if (realpath(so, module) == NULL)
+        return "no module at the given path";
+    if (mkdtemp(dir) == NULL)
+        return "mkdtemp failed";
+    snprintf(sock, sock_size, "%s/touchgated.sock", dir);
+    unsetenv("LC_ALL");
+    unsetenv("LC_MESSAGES");
+    setenv("LANG", "en_US.UTF-8", 1);
+    unsetenv("SSH_CONNECTION");  /* run from an SSH session, every request would be remote */
+    unsetenv("SSH_CLIENT");
+    return NULL;
+}
 
 static inline void fake_send(int fd, struct tg_writer *w)
 {

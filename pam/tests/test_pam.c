@@ -638,21 +638,12 @@ int main(int argc, char **argv)
 {
     const char *so = argc > 2 ? argv[2] : "./pam_touchgate.so";
     detach_from_terminal();
-    if (realpath(so, module) == NULL) {
-        CHECK(false, "no module at %s", so);
-        return check_summary("test_pam");
-    }
     snprintf(dir, sizeof(dir), "/tmp/tg-pam-XXXXXX");
-    if (mkdtemp(dir) == NULL) {
-        CHECK(false, "mkdtemp");
+    const char *why = fake_setup(so, module, dir, daemon_sock, sizeof(daemon_sock));
+    if (why != NULL) {
+        CHECK(false, "%s (%s)", why, so);
         return check_summary("test_pam");
     }
-    snprintf(daemon_sock, sizeof(daemon_sock), "%s/touchgated.sock", dir);
-    unsetenv("LC_ALL");
-    unsetenv("LC_MESSAGES");
-    setenv("LANG", "en_US.UTF-8", 1);
-    unsetenv("SSH_CONNECTION");  /* run from an SSH session, every request would be remote */
-    unsetenv("SSH_CLIENT");
 
     test_unreachable();
     test_fake_daemon();

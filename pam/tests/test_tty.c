@@ -645,8 +645,10 @@ int main(int argc, char **argv)
 {
     const char *so = argc > 2 ? argv[2] : "./pam_touchgate.so";
     char probe_path[PATH_MAX + 32];
-    if (realpath(so, module) == NULL) {
-        CHECK(false, "no module at %s", so);
+    snprintf(dir, sizeof(dir), "/tmp/tg-tty-XXXXXX");
+    const char *why = fake_setup(so, module, dir, daemon_sock, sizeof(daemon_sock));
+    if (why != NULL) {
+        CHECK(false, "%s (%s)", why, so);
         return check_summary("test_tty");
     }
     snprintf(probe_path, sizeof(probe_path), "%.*s/tests/pam_probe.so",
@@ -655,17 +657,6 @@ int main(int argc, char **argv)
         CHECK(false, "no probe module at %s", probe_path);
         return check_summary("test_tty");
     }
-    snprintf(dir, sizeof(dir), "/tmp/tg-tty-XXXXXX");
-    if (mkdtemp(dir) == NULL) {
-        CHECK(false, "mkdtemp");
-        return check_summary("test_tty");
-    }
-    snprintf(daemon_sock, sizeof(daemon_sock), "%s/touchgated.sock", dir);
-    unsetenv("LC_ALL");
-    unsetenv("LC_MESSAGES");
-    setenv("LANG", "en_US.UTF-8", 1);
-    unsetenv("SSH_CONNECTION");
-    unsetenv("SSH_CLIENT");
     write_stack("tg-tty-bio", "");
     write_stack("tg-tty-bop", "policy=biometrics-or-password");
     write_stack("tg-tty-noinput", "noinput");
