@@ -13,13 +13,14 @@ public enum WireLimits {
     public static let replyDeadlineMilliseconds = Int(TG_REPLY_DEADLINE_MS)
     public static let maxTriesLimit = Int(TG_MAX_TRIES_LIMIT)
     public static let timeoutLimit = Int(TG_TIMEOUT_LIMIT)
+    public static let unsolicitedRequestID = UInt32(TG_UNSOLICITED_ID)
 }
 
 public enum Kind: UInt8, Sendable, CaseIterable {
     case canEvaluate = 0x01, evaluate = 0x02, cancel = 0x03, enroll = 0x04, list = 0x05
     case delete = 0x06, devices = 0x07, status = 0x08, enable = 0x09, disable = 0x0A
     case lock = 0x0B, reset = 0x0C, domainState = 0x0D, monitor = 0x0E, password = 0x0F
-    case passwordSuccess = 0x10
+    case passwordSuccess = 0x10, verifyPassword = 0x11
     case result = 0x40, progress = 0x41, event = 0x42
 
     public var isRequest: Bool { rawValue < 0x40 }

@@ -23,6 +23,8 @@ public enum Outcome: Int32, Sendable, CaseIterable, Codable {
     case internalError = -2004
     case notFound = -2005
     case timeout = -2006
+    case templateDamaged = -2007
+    case busy = -2008
 
     /// The stable name used in `--json` output and events.
     public var name: String {
@@ -45,6 +47,7 @@ public let headerOutcomeCodes: [Outcome: Int32] = [
     .notInteractive: TG_ERR_NOT_INTERACTIVE, .userUnknown: TG_ERR_USER_UNKNOWN,
     .notPermitted: TG_ERR_NOT_PERMITTED, .badRequest: TG_ERR_BAD_REQUEST,
     .internalError: TG_ERR_INTERNAL, .notFound: TG_ERR_NOT_FOUND, .timeout: TG_ERR_TIMEOUT,
+    .templateDamaged: TG_ERR_TEMPLATE_DAMAGED, .busy: TG_ERR_BUSY,
 ]
 
 public enum EvaluationPolicy: Int32, Sendable, CaseIterable {

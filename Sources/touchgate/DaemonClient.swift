@@ -76,7 +76,7 @@ struct DaemonClient {
             default: throw unreachable(error.description)
             }
         }
-        let exchange = Exchange(connection: connection, requestID: UInt32.random(in: 1...UInt32.max))
+        let exchange = Exchange(connection: connection, requestID: UInt32.random(in: 1..<WireLimits.unsolicitedRequestID))
         try exchange.send(kind, fields)
         return exchange
     }

@@ -44,6 +44,8 @@ func sentence(for code: Int32, reason: String?, seconds: Int32?) -> String {
     case .internalError: return tr("internal error in touchgated", "touchgated 内部错误")
     case .notFound: return tr("no such finger enrolled", "未录入该手指")
     case .timeout: return tr("no finger was presented in time", "未在规定时间内按下手指")
+    case .templateDamaged: return tr("the enrolled fingerprints are damaged: enroll them again", "已录入的指纹已损坏：请重新录入")
+    case .busy: return tr("touchgated is busy (too many connections): try again", "touchgated 正忙（连接过多）：请重试")
     }
 }
 

@@ -32,10 +32,15 @@
 #define TG_MAX_FIELDS       64
 
 /* Deadlines (milliseconds). Every wait on the socket is bounded. */
-#define TG_CONNECT_DEADLINE_MS  1000  /* connect + first reply of a short request */
-#define TG_REPLY_DEADLINE_MS    2000  /* a short request (canEvaluate, list, …) */
-#define TG_KEEPALIVE_MS         1000  /* the daemon sends a keepalive at least this often during a prompt */
-#define TG_SILENCE_DEADLINE_MS  3500  /* a client gives up on a prompt after this long without any frame */
+#define TG_CONNECT_DEADLINE_MS  1000  /* connect + sending the request */
+#define TG_REPLY_DEADLINE_MS    1500  /* a short request (canEvaluate, list, …) */
+#define TG_KEEPALIVE_MS          500  /* the daemon sends a keepalive at least this often during a prompt */
+#define TG_SILENCE_DEADLINE_MS  1500  /* a client gives up on a prompt after this long without any frame */
+
+/* request_id of a RESULT the daemon sends before it has read any request: the connection was
+ * refused at accept (TG_ERR_BUSY) or its first frame could not be read (TG_ERR_BAD_REQUEST).
+ * Clients never choose this id, so such a RESULT is never mistaken for another request's. */
+#define TG_UNSOLICITED_ID       0xFFFFFFFFu
 
 /* Request kinds (client -> daemon). */
 #define TG_KIND_CAN_EVALUATE     0x01  /* USER POLICY [SERVICE] [RHOST] [LOCALE] */
@@ -54,9 +59,12 @@
 #define TG_KIND_MONITOR          0x0E  /* [USER] */
 #define TG_KIND_PASSWORD         0x0F  /* PASSWORD  (during EVALUATE/ENROLL: the password the user typed) */
 #define TG_KIND_PASSWORD_SUCCESS 0x10  /* USER SERVICE (root only: the PAM stack verified the password) */
+#define TG_KIND_VERIFY_PASSWORD  0x11  /* USER PASSWORD [SERVICE] [TTY] [RHOST] [LOCALE]: the daemon checks the
+                                        * user's password itself (back-off applies; a success clears lockout
+                                        * and passwordRequired); the user themself or root */
 
 /* Reply kinds (daemon -> client). */
-#define TG_KIND_RESULT           0x40  /* CODE [MESSAGE] [REASON] [SECONDS] [FINGER…] [DEVICE…] [DOMAIN_STATE] [JSON] */
+#define TG_KIND_RESULT           0x40  /* CODE [MESSAGE] [REASON] [SECONDS] [FLAGS] [FINGER…] [DEVICE…] [DOMAIN_STATE] [JSON] */
 #define TG_KIND_PROGRESS         0x41  /* PROGRESS [STYLE] [MESSAGE] [STAGE STAGES] */
 #define TG_KIND_EVENT            0x42  /* JSON (monitor stream) */
 
@@ -78,9 +86,9 @@
 #define TG_TAG_STAGE         15  /* int */
 #define TG_TAG_STAGES        16  /* int */
 #define TG_TAG_DEVICE        17  /* string: reader name; repeatable in RESULT */
-#define TG_TAG_REASON        18  /* string: machine reason (boot, idle, interval, enrollmentChanged, adminLock, timeout, tooHot, removed, …) */
+#define TG_TAG_REASON        18  /* string: machine reason (boot, idle, interval, enrollmentChanged, adminLock, timeout, tooHot, removed, shutdown, …) */
 #define TG_TAG_SECONDS       19  /* int: seconds left (passwordBackoff) */
-#define TG_TAG_FLAGS         20  /* int: TG_FLAG_* */
+#define TG_TAG_FLAGS         20  /* int: TG_FLAG_* (EVALUATE: NO_INPUT; RESULT: ASK_PASSWORD) */
 #define TG_TAG_PASSWORD      21  /* string: never logged */
 #define TG_TAG_DOMAIN_STATE  22  /* string: hex */
 #define TG_TAG_JSON          23  /* string: a JSON document (status, events) */
@@ -108,7 +116,10 @@
 #define TG_PROGRESS_ENROLL_STAGE  5  /* STAGE of STAGES done */
 #define TG_PROGRESS_KEEPALIVE     6  /* nothing to show; proves the daemon is alive */
 
-#define TG_FLAG_NO_INPUT        0x1  /* the client will not send input (GDM-style fingerprint stack) */
+#define TG_FLAG_NO_INPUT        0x1  /* EVALUATE: the client will not send input (GDM-style fingerprint stack) */
+#define TG_FLAG_ASK_PASSWORD    0x2  /* RESULT of EVALUATE (policy biometrics-or-password): the fingerprint
+                                      * cannot be used now; show MESSAGE, ask for the password and send it
+                                      * in a VERIFY_PASSWORD request */
 
 #define TG_MAX_TRIES_LIMIT  100
 #define TG_TIMEOUT_LIMIT    3600
@@ -134,5 +145,7 @@
 #define TG_ERR_INTERNAL               (-2004)  /* storage or reader failure inside the daemon */
 #define TG_ERR_NOT_FOUND              (-2005)  /* no such finger enrolled */
 #define TG_ERR_TIMEOUT                (-2006)  /* no finger within `timeout` seconds */
+#define TG_ERR_TEMPLATE_DAMAGED       (-2007)  /* every enrolled print of the user is damaged; FINGER names them */
+#define TG_ERR_BUSY                   (-2008)  /* too many connections (from this user, or in all) */
 
 #endif /* TOUCHGATE_WIRE_H */
