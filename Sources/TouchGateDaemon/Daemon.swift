@@ -10,6 +10,8 @@ struct Refusal: Sendable, Equatable, Error {
     var reason: String?
     var text: Text?
     var seconds: Int? = nil
+    /// deviceOwnerAuthentication: the client should ask for the password now (VERIFY_PASSWORD).
+    var askPassword = false
 }
 
 /// Who asked and from where, for events and audit.
@@ -81,6 +83,23 @@ public final class Daemon: Sendable {
         case .available: return nil
         case .refused(let r): return refusal(for: r)
         }
+    }
+
+    /// The refusal of a `biometrics-or-password` evaluation: when the fingerprint is locked out, a
+    /// password is required, or the tries are used up, the password comes next — unless password
+    /// entry itself is in back-off, which the person is told at once instead of after typing.
+    func offeringPassword(_ refusal: Refusal, user: String) -> Refusal {
+        let passwordNext = refusal.outcome == .biometryLockout || refusal.outcome == .passwordRequired
+            || (refusal.outcome == .authenticationFailed && refusal.reason == "maxTries")
+        guard passwordNext else { return refusal }
+        var offer = refusal
+        if case .state(let s) = states.load(user),
+           case .refused(.backoff(let left)) = policyEngine.canAttemptPassword(s, at: Clock.now()) {
+            offer.text = .lines([refusal.text, .backoff(seconds: Int(left))].compactMap { $0 })
+        } else {
+            offer.askPassword = true
+        }
+        return offer
     }
 
     func refusal(for r: BiometricRefusal) -> Refusal {

@@ -48,8 +48,11 @@ public enum Text: Sendable, Equatable {
     case passwordNeeded
     case passwordAccepted
     case done(String)
+    /// Several sentences, one per line.
+    indirect case lines([Text])
 
     public func render(_ language: Language) -> String {
+        if case .lines(let texts) = self { return texts.map { $0.render(language) }.joined(separator: "\n") }
         switch language {
         case .english: return english
         case .chinese: return chinese
@@ -107,6 +110,7 @@ public enum Text: Sendable, Equatable {
         case .passwordNeeded: return "Your password is needed for this"
         case .passwordAccepted: return "Password accepted"
         case .done(let what): return what
+        case .lines: return ""  // rendered in render(_:)
         }
     }
 
@@ -160,6 +164,7 @@ public enum Text: Sendable, Equatable {
         case .passwordNeeded: return "此操作需要输入您的密码"
         case .passwordAccepted: return "密码正确"
         case .done(let what): return what
+        case .lines: return ""  // rendered in render(_:)
         }
     }
 

@@ -5,6 +5,7 @@ import Logging
 import Synchronization
 import TouchGatePolicy
 import TouchGateReader
+import CTouchGateWire
 import TouchGateWire
 
 /// What other threads (the reader, the arbiter) tell a session; it handles them on its own thread.
@@ -150,6 +151,21 @@ final class Session: @unchecked Sendable {
             return true
         case .monitor:
             return monitor(frame, language)
+        case .verifyPassword:
+            // deviceOwnerAuthentication's password step: the user themself (a screen locker) or root.
+            let user = try frame.requireString(.user)
+            let password = try frame.requireString(.password)
+            guard authorizeSelfOrRoot(frame, user: user, language) else { return true }
+            let ctx = context(frame, user: user)
+            switch checkPassword(frame.requestID, ctx, password) {
+            case nil: return false
+            case .correct?:
+                daemon.publishOutcome(ctx, method: "password", outcome: .success, reason: nil)
+                reply(frame.requestID, .success, .passwordAccepted, language, reason: "password")
+            case .refused(let refusal)?:
+                reply(frame.requestID, refusal, language)  // already published by verifyPassword
+            }
+            return true
         case .passwordSuccess:
             // Only root callers (sudo, login, su run the PAM stack as root) may vouch for a password.
             let user = try frame.requireString(.user)
@@ -313,9 +329,12 @@ final class Session: @unchecked Sendable {
         var log = self.log
         log[metadataKey: "user"] = "\(user)"
         log[metadataKey: "service"] = "\(ctx.service ?? "-")"
+        // deviceOwnerAuthentication: a refused or failed fingerprint is followed by the password,
+        // which the module asks for and sends back in VERIFY_PASSWORD (not when it takes no input).
+        let offersPassword = policy == .biometricsOrPassword && (frame.int(.flags) ?? 0) & Int32(TG_FLAG_NO_INPUT) == 0
         func finish(_ refusal: Refusal, method: String?) -> Bool {
             daemon.publishOutcome(ctx, method: method, outcome: refusal.outcome, reason: refusal.reason)
-            reply(rid, refusal, language)
+            reply(rid, offersPassword ? daemon.offeringPassword(refusal, user: user) : refusal, language)
             return true
         }
         if let refusal = daemon.preflight(user: user, policy: policy, rhost: ctx.rhost) {
@@ -597,15 +616,17 @@ final class Session: @unchecked Sendable {
     }
 
     func reply(_ rid: UInt32, _ outcome: Outcome, _ text: Text?, _ language: Language = .english,
-               reason: String? = nil, seconds: Int? = nil) {
+               reason: String? = nil, seconds: Int? = nil, flags: Int32? = nil) {
         var fields = [Field(.code, outcome.rawValue)]
         if let reason { fields.append(Field(.reason, reason)) }
         if let seconds { fields.append(Field(.seconds, Int32(clamping: seconds))) }
+        if let flags { fields.append(Field(.flags, flags)) }
         if let text { fields.append(Field(.message, text.render(language))) }
         send(Frame(.result, requestID: rid, fields))
     }
 
     func reply(_ rid: UInt32, _ refusal: Refusal, _ language: Language) {
-        reply(rid, refusal.outcome, refusal.text, language, reason: refusal.reason, seconds: refusal.seconds)
+        reply(rid, refusal.outcome, refusal.text, language, reason: refusal.reason, seconds: refusal.seconds,
+              flags: refusal.askPassword ? Int32(TG_FLAG_ASK_PASSWORD) : nil)
     }
 }
