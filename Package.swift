@@ -13,7 +13,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
-        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
     targets: [
         // One C header with the wire constants, #included by pam/ as well.
@@ -27,17 +26,29 @@ let package = Package(
         // libfprint-2 and GLib, for the reader only.
         .systemLibrary(name: "CFPrint", pkgConfig: "libfprint-2",
                        providers: [.apt(["libfprint-2-dev"])]),
-        .target(name: "TouchGateReader", dependencies: ["CFPrint"]),
+        // Threads and a semaphore on pthreads (no Dispatch in the daemon).
+        .target(name: "TouchGateThreads", dependencies: ["CTouchGateLoop"]),
+        .target(name: "TouchGateReader", dependencies: ["CFPrint", "TouchGateThreads"]),
+        // GLib and GIO for the core's event loop and the D-Bus front-end (never libfprint).
+        .systemLibrary(name: "CGIO", pkgConfig: "gio-unix-2.0", providers: [.apt(["libglib2.0-dev"])]),
+        // The event loop (a GLib main context on one thread) and the socket calls Glibc lacks.
+        .target(name: "CTouchGateLoop", dependencies: ["CGIO"]),
         // Linux-PAM's application side: the daemon verifies passwords through its own service.
         .systemLibrary(name: "CPAM", providers: [.apt(["libpam0g-dev"])]),
-        .target(name: "TouchGateDaemon", dependencies: [
-            "TouchGateWire", "TouchGatePolicy", "TouchGateConfig", "TouchGateReader", "CPAM",
+        // The daemon's core: requests, authorization, policy decisions, stores, events; no transport.
+        .target(name: "TouchGateCore", dependencies: [
+            "TouchGateWire", "TouchGatePolicy", "TouchGateConfig", "TouchGateReader", "TouchGateThreads",
+            "CTouchGateLoop", "CPAM",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Crypto", package: "swift-crypto"),
-            .product(name: "SystemPackage", package: "swift-system"),
+        ]),
+        // The Unix-socket front-end: frames in, the core's typed results out.
+        .target(name: "TouchGateSocket", dependencies: [
+            "TouchGateCore", "TouchGateWire", "CTouchGateLoop",
+            .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "touchgated", dependencies: [
-            "TouchGateDaemon",
+            "TouchGateCore", "TouchGateSocket", "TouchGateReader", "TouchGateConfig",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -48,7 +59,8 @@ let package = Package(
         .testTarget(name: "TouchGateWireTests", dependencies: ["TouchGateWire"]),
         .testTarget(name: "TouchGatePolicyTests", dependencies: ["TouchGatePolicy"]),
         .testTarget(name: "TouchGateConfigTests", dependencies: ["TouchGateConfig"]),
-        .testTarget(name: "TouchGateDaemonTests", dependencies: ["TouchGateDaemon"]),
+        .testTarget(name: "TouchGateCoreTests", dependencies: ["TouchGateCore"]),
+        .testTarget(name: "TouchGateSocketTests", dependencies: ["TouchGateSocket", "TouchGateCore"]),
     ],
     swiftLanguageModes: [.v6]
 )

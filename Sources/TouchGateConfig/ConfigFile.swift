@@ -113,6 +113,9 @@ public enum ConfigFile {
         Setting(key: "allow_remote") { v, c throws(ValueProblem) in
             c.allowRemote = try ConfigValues.boolean(v)
         },
+        Setting(key: "print_store") { v, c throws(ValueProblem) in
+            c.printStore = try ConfigValues.absolutePath(v)
+        },
     ]
 
     // MARK: reading

@@ -80,6 +80,16 @@ enum ConfigValues {
         return text
     }
 
+    /// An absolute directory path: starts with '/', no NUL, no "." or ".." component.
+    static func absolutePath(_ text: String) throws(ValueProblem) -> String {
+        let parts = text.split(separator: "/", omittingEmptySubsequences: true)
+        guard text.hasPrefix("/"), text.utf8.count <= 1024, !text.utf8.contains(0),
+              !parts.contains(where: { $0 == "." || $0 == ".." }) else {
+            throw ValueProblem(reason: "must be an absolute path without '.' or '..' components, got '\(text)'")
+        }
+        return text
+    }
+
     // MARK: helpers
 
     /// Whitespace around keys and values: spaces, tabs, and the CR of a CRLF file.

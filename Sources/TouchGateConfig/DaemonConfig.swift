@@ -9,11 +9,18 @@ public struct DaemonConfig: Sendable, Equatable {
     public var passwordService: String
     /// Whether remote sessions (PAM_RHOST, SSH) may get a fingerprint prompt.
     public var allowRemote: Bool
+    /// Where enrolled prints are kept, in fprintd's layout (fprintd's own directory by default,
+    /// so its users keep their fingers).
+    public var printStore: String
 
-    public init(policy: PolicyConfig = .defaults, passwordService: String = "touchgate", allowRemote: Bool = false) {
+    public static let defaultPrintStore = "/var/lib/fprint"
+
+    public init(policy: PolicyConfig = .defaults, passwordService: String = "touchgate", allowRemote: Bool = false,
+                printStore: String = DaemonConfig.defaultPrintStore) {
         self.policy = policy
         self.passwordService = passwordService
         self.allowRemote = allowRemote
+        self.printStore = printStore
     }
 
     public static let defaults = DaemonConfig()

@@ -69,6 +69,18 @@ public final class Cancellation: Sendable {
     }
 }
 
+/// What a serialized print says about itself (libfprint's print metadata).
+public struct PrintDescription: Sendable, Equatable {
+    public var driver: String
+    public var deviceID: String
+    /// libfprint's FpFinger number (1 = left thumb … 10 = right little finger; 0 unknown).
+    public var finger: Int
+    public var username: String?
+    public init(driver: String, deviceID: String, finger: Int, username: String?) {
+        self.driver = driver; self.deviceID = deviceID; self.finger = finger; self.username = username
+    }
+}
+
 /// A fingerprint reader. Operations are asynchronous: callbacks come on the reader's own thread,
 /// in order, and `completion` is called exactly once.
 public protocol FingerprintReader: AnyObject, Sendable {
@@ -78,6 +90,20 @@ public protocol FingerprintReader: AnyObject, Sendable {
     func enroll(user: String, fingerIndex: Int, cancellation: Cancellation,
                 progress: @escaping @Sendable (EnrollEvent) -> Void,
                 completion: @escaping @Sendable (Result<[UInt8], ReaderFailure>) -> Void)
+
+    /// Calls `completion` (from any thread) once the first attempt to open a reader has ended,
+    /// successfully or not; until then `info` may still be nil for a reader that is there.
+    func whenOpened(_ completion: @escaping @Sendable () -> Void)
+
+    /// The metadata of a serialized print, or nil when libfprint cannot read it (a damaged file).
+    /// Callable from any thread; never touches the device.
+    func describe(_ template: [UInt8]) -> PrintDescription?
+
+    /// Closes the device (shutdown, suspend); later operations fail with `.noReader` until `reopen`.
+    func close(completion: @escaping @Sendable () -> Void)
+
+    /// Opens the first reader again (resume); `completion` tells whether one is open.
+    func reopen(completion: @escaping @Sendable (Bool) -> Void)
 
     /// One attempt: waits up to `timeoutSeconds` for a usable scan (retry hints restart the wait)
     /// and reports whether it matched one of `templates`.

@@ -1,31 +1,55 @@
 // The libfprint-2 reader: one thread owns the default GMainContext and makes every libfprint call.
 import CFPrint
-import Foundation
 import Synchronization
+import TouchGateThreads
 
 public final class LibfprintReader: FingerprintReader, Sendable {
     private let jobs = Mutex<[@Sendable () -> Void]>([])
     private let current = Mutex<ReaderInfo?>(nil)
+    private let opened = Mutex<(done: Bool, waiters: [@Sendable () -> Void])>((false, []))
+    private let log: @Sendable (String) -> Void
     /// The FpDevice, touched only on the reader thread.
     private nonisolated(unsafe) var device: UnsafeMutablePointer<FpDevice>?
     private nonisolated(unsafe) var context: UnsafeMutablePointer<FpContext>?
 
     public var info: ReaderInfo? { current.withLock { $0 } }
 
-    /// Starts the reader thread, opens the first reader libfprint offers, and returns once that is done.
+    /// Starts the reader thread, which opens the first reader libfprint offers; returns at once
+    /// (the daemon is ready before USB enumeration ends), `whenOpened` tells when that is done.
     public init(log: @escaping @Sendable (String) -> Void = { _ in }) {
-        let ready = DispatchSemaphore(value: 0)
-        let thread = Thread { [self] in
+        self.log = log
+        let started = startThread(name: "touchgate-fprint", stackSize: 1 << 20) { [self] in
             // Own the default context for good: g_main_context_invoke from other threads then
-            // always queues onto this thread (NOTES: cancelling from another thread raced).
+            // always queues onto this thread (cancelling from another thread raced).
             _ = g_main_context_acquire(nil)
-            openFirstDevice(log: log)
-            ready.signal()
+            context = fp_context_new()
+            openFirstDevice()
+            finishOpening()
             runLoop()
         }
-        thread.name = "touchgate-libfprint"
-        thread.start()
-        ready.wait()
+        if !started {
+            log("cannot start the reader thread")
+            finishOpening()
+        }
+    }
+
+    /// Calls `completion` (on any thread) once the first attempt to open a reader has ended.
+    public func whenOpened(_ completion: @escaping @Sendable () -> Void) {
+        let now = opened.withLock { s -> Bool in
+            if s.done { return true }
+            s.waiters.append(completion)
+            return false
+        }
+        if now { completion() }
+    }
+
+    private func finishOpening() {
+        let waiters = opened.withLock { s -> [@Sendable () -> Void] in
+            s.done = true
+            defer { s.waiters = [] }
+            return s.waiters
+        }
+        for w in waiters { w() }
     }
 
     private func runLoop() -> Never {
@@ -42,8 +66,7 @@ public final class LibfprintReader: FingerprintReader, Sendable {
         g_main_context_wakeup(nil)
     }
 
-    private func openFirstDevice(log: (String) -> Void) {
-        context = fp_context_new()
+    private func openFirstDevice() {
         guard let devices = fp_context_get_devices(context), devices.pointee.len > 0 else {
             log("no fingerprint reader found")
             return
@@ -66,6 +89,47 @@ public final class LibfprintReader: FingerprintReader, Sendable {
             isSwipe: fp_device_get_scan_type(dev) == FP_SCAN_TYPE_SWIPE)
         current.withLock { $0 = info }
         log("reader: \(info.name) (\(info.driver)), \(info.enrollStages) enroll stages")
+    }
+
+    // MARK: prints and the device's life
+
+    public func describe(_ template: [UInt8]) -> PrintDescription? {
+        var error: UnsafeMutablePointer<GError>?
+        guard !template.isEmpty, let print = template.withUnsafeBufferPointer({
+            fp_print_deserialize($0.baseAddress, gsize($0.count), &error)
+        }) else {
+            if error != nil { g_error_free(error) }
+            return nil
+        }
+        defer { cfp_object_unref(UnsafeMutableRawPointer(print)) }
+        func text(_ p: UnsafePointer<CChar>?) -> String? { p.map { String(cString: $0) } }
+        return PrintDescription(driver: text(fp_print_get_driver(print)) ?? "",
+                                deviceID: text(fp_print_get_device_id(print)) ?? "",
+                                finger: Int(fp_print_get_finger(print).rawValue),
+                                username: text(fp_print_get_username(print)))
+    }
+
+    public func close(completion: @escaping @Sendable () -> Void) {
+        submit { [self] in
+            if let dev = device {
+                current.withLock { $0 = nil }
+                var error: UnsafeMutablePointer<GError>?
+                if fp_device_close_sync(dev, nil, &error) == 0 {
+                    log("closing the fingerprint reader: \(Self.message(error))")
+                    g_error_free(error)
+                }
+                cfp_object_unref(dev)
+                device = nil
+            }
+            completion()
+        }
+    }
+
+    public func reopen(completion: @escaping @Sendable (Bool) -> Void) {
+        submit { [self] in
+            if device == nil { openFirstDevice() }
+            completion(device != nil)
+        }
     }
 
     // MARK: operations

@@ -14,6 +14,10 @@ public enum WireLimits {
     public static let maxTriesLimit = Int(TG_MAX_TRIES_LIMIT)
     public static let timeoutLimit = Int(TG_TIMEOUT_LIMIT)
     public static let unsolicitedRequestID = UInt32(TG_UNSOLICITED_ID)
+    /// EVALUATE's FLAGS: the client takes no input (GDM style).
+    public static let flagNoInput = Int32(TG_FLAG_NO_INPUT)
+    /// A RESULT's FLAGS: ask for the password now and send it in VERIFY_PASSWORD.
+    public static let flagAskPassword = Int32(TG_FLAG_ASK_PASSWORD)
 }
 
 public enum Kind: UInt8, Sendable, CaseIterable {
@@ -245,6 +249,9 @@ public struct FrameReader: Sendable {
     public init() {}
 
     public mutating func append(_ bytes: some Sequence<UInt8>) { buffer.append(contentsOf: bytes) }
+
+    /// Bytes received that do not yet make a whole frame.
+    public var bufferedCount: Int { buffer.count }
 
     /// How many more bytes are needed before `next()` can return a frame (at least 1 when waiting).
     public var bytesWanted: Int {

@@ -1,11 +1,12 @@
 // touchgated: flags, config, wiring, signals. Ready when the socket accepts connections.
 import ArgumentParser
-import Foundation
 import Glibc
 import Logging
 import TouchGateConfig
-import TouchGateDaemon
+import TouchGateCore
 import TouchGateReader
+import TouchGateSocket
+import TouchGateThreads
 
 @main
 struct Touchgated: ParsableCommand {
@@ -13,11 +14,14 @@ struct Touchgated: ParsableCommand {
         commandName: "touchgated",
         abstract: "The touchgate daemon: fingerprint readers, policy and counters for pam_touchgate.so.")
 
-    @Option(help: "Unix socket to listen on (default: $RUNTIME_DIRECTORY/touchgated.sock, else /run/touchgate/touchgated.sock).")
+    @Option(help: "Unix socket to listen on (default: $RUNTIME_DIRECTORY/touchgated.sock, else /run/touchgate/touchgated.sock; a socket passed by systemd is used instead).")
     var socket: String?
 
-    @Option(help: "State directory for templates, counters and the secret (default: $STATE_DIRECTORY, else /var/lib/touchgate).")
+    @Option(help: "State directory for counters and the secret (default: $STATE_DIRECTORY, else /var/lib/touchgate).")
     var stateDir: String?
+
+    @Option(help: "Where enrolled prints are kept, in fprintd's layout (default: the config's print_store, else /var/lib/fprint).")
+    var printStore: String?
 
     @Option(help: "Configuration file; a missing file means defaults, an invalid one stops the daemon.")
     var config: String = ConfigFile.defaultPath
@@ -29,7 +33,6 @@ struct Touchgated: ParsableCommand {
     var debug = false
 
     func run() throws {
-        let env = ProcessInfo.processInfo.environment
         let level: Logger.Level = debug ? .debug : .info
         LoggingSystem.bootstrap { label in
             // Audit records go to syslog (authpriv) and, for the operator, to stderr as well.
@@ -42,16 +45,14 @@ struct Touchgated: ParsableCommand {
         let audit = Logger(label: "touchgate.audit")
 
         let settings: DaemonConfig
-        do {
-            settings = try ConfigFile.load(path: config)
-        } catch {
+        do { settings = try ConfigFile.load(path: config) } catch {
             // An invalid file stops the daemon at start, with the line and the reason.
             throw startFailure("\(config): \(error)")
         }
-        let socketPath = socket ?? env["RUNTIME_DIRECTORY"].map { "\($0.split(separator: ":").first ?? "")/touchgated.sock" }
+        let socketPath = socket ?? environment("RUNTIME_DIRECTORY").map { "\(firstPath($0))/touchgated.sock" }
             ?? "/run/touchgate/touchgated.sock"
-        let stateDirectory = stateDir ?? env["STATE_DIRECTORY"].flatMap { $0.split(separator: ":").first.map(String.init) }
-            ?? "/var/lib/touchgate"
+        let stateDirectory = stateDir ?? environment("STATE_DIRECTORY").map(firstPath) ?? "/var/lib/touchgate"
+        let printDirectory = printStore ?? settings.printStore
 
         // Signals are taken by sigwait below, so no thread is interrupted by them.
         var signals = sigset_t()
@@ -61,37 +62,115 @@ struct Touchgated: ParsableCommand {
         signal(SIGPIPE, SIG_IGN)
 
         // The boot identity decides passwordRequired(boot); without it that rule cannot hold, so stop.
-        guard let bootID = try? String(contentsOfFile: bootIdFile, encoding: .utf8)
-            .trimmingCharacters(in: .whitespacesAndNewlines), !bootID.isEmpty else {
+        guard let bootID = readSmallFile(bootIdFile)?.trimmingWhitespace, !bootID.isEmpty else {
             throw startFailure("cannot read the boot identity from \(bootIdFile)")
         }
+        let state: Directory, prints: Directory
+        do { state = try Directory.openRoot(stateDirectory) } catch { throw startFailure("state directory \(stateDirectory): \(error)") }
+        do { prints = try Directory.openRoot(printDirectory) } catch { throw startFailure("print store \(printDirectory): \(error)") }
+        let stale = StartUp.removeStaleTemporaries(state: state, printStore: prints)
+        if stale > 0 { log.notice("removed \(stale) temporary files left by interrupted writes") }
+
         let reader = LibfprintReader { message in log.info("\(message)") }
-        let daemon: Daemon
-        do {
-            daemon = try Daemon(policy: settings.policy, allowRemote: settings.allowRemote,
-                                stateDirectory: stateDirectory, bootID: bootID, reader: reader,
-                                passwords: PAMPasswordChecker(service: settings.passwordService),
-                                log: log, audit: audit)
-        } catch {
-            throw startFailure("state directory \(stateDirectory): \(error)")
+        StartUp.migrateLegacyPrints(state: state, files: PrintFiles(root: prints, reader: reader)) { log.notice("\($0)") }
+
+        let listenFD: Int32
+        let boundPath: String?
+        if let passed = ListeningSocket.fromActivation() {
+            listenFD = passed
+            boundPath = nil
+        } else {
+            do { listenFD = try ListeningSocket.bind(socketPath) } catch { throw startFailure("socket \(socketPath): \(error)") }
+            boundPath = socketPath
         }
-        let server: Server
-        do { server = try Server(daemon: daemon, socketPath: socketPath) } catch {
-            throw startFailure("socket \(socketPath): \(error)")
+        let setup = CoreSetup(policy: settings.policy, allowRemote: settings.allowRemote, bootID: bootID,
+                              stateDirectory: state, printStore: prints, reader: reader,
+                              passwords: PAMPasswordChecker(service: settings.passwordService), log: log, audit: audit)
+        let started: Result<Listener, StorageError> = onCoreLoop {
+            do throws(StorageError) {
+                let core = try Core(setup)
+                return .success(Listener(core: core, fd: listenFD, log: log))
+            } catch { return .failure(error) }
         }
-        Thread.detachNewThread { server.run() }
-        server.notifyReady()
-        log.info("listening on \(socketPath)")
+        let listener: Listener
+        switch started {
+        case .success(let l): listener = l
+        case .failure(let error): throw startFailure("state directory \(stateDirectory): \(error)")
+        }
+        ListeningSocket.notifyReady()
+        log.info("listening on \(boundPath ?? "the socket passed by systemd")")
 
         var received: Int32 = 0
         sigwait(&signals, &received)
         log.info("stopping on signal \(received)")
-        server.removeSocket()
+        let stopped = Semaphore()
+        CoreLoop.shared.post {
+            Task { @CoreActor in
+                await stop(listener)
+                stopped.signal()
+            }
+        }
+        stopped.wait()
+        if let boundPath { _ = unlink(boundPath) }
     }
 }
 
+/// Shutdown: no new clients; every prompt ends with systemCancel and says why; replies go out
+/// (within a second); state is flushed and the reader closed.
+@CoreActor private func stop(_ listener: Listener) async {
+    listener.stopAccepting()
+    listener.core.beginShutdown()
+    let drained = OneShot<Void>()
+    let deadline = LoopTimer(after: 1000) { drained.set(()) }
+    let poll = LoopTimer(milliseconds: 10) {
+        if listener.busyConnections == 0 { drained.set(()) }
+        return !drained.isSet
+    }
+    await drained.wait()
+    deadline.cancel()
+    poll.cancel()
+    await listener.core.finishShutdown()
+}
+
+/// Runs `body` on the core loop and waits for its result (start-up only).
+private func onCoreLoop<T: Sendable>(_ body: @escaping @Sendable @CoreActor () -> T) -> T {
+    let done = Semaphore()
+    let box = ResultBox<T>()
+    CoreLoop.shared.post { box.value = body(); done.signal() }
+    done.wait()
+    return box.value!
+}
+
+private final class ResultBox<T>: @unchecked Sendable { var value: T? }
+
 /// A reason the daemon cannot start: one line on stderr and exit status 1 (not a usage error).
 private func startFailure(_ reason: String) -> ExitCode {
-    FileHandle.standardError.write(Data("touchgated: \(reason)\n".utf8))
+    let line = "touchgated: \(reason)\n"
+    _ = line.withCString { write(STDERR_FILENO, $0, strlen($0)) }
     return ExitCode.failure
+}
+
+private func environment(_ name: String) -> String? {
+    guard let p = getenv(name), p.pointee != 0 else { return nil }
+    return String(cString: p)
+}
+
+/// systemd joins several directories with ':'; the first is ours.
+private func firstPath(_ value: String) -> String { String(value.split(separator: ":").first ?? "") }
+
+private func readSmallFile(_ path: String) -> String? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var buffer = [UInt8](repeating: 0, count: 256)
+    let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+    guard n > 0 else { return nil }
+    return String(decoding: buffer[0..<n], as: UTF8.self)
+}
+
+extension String {
+    var trimmingWhitespace: String {
+        let blank: (Character) -> Bool = { $0 == " " || $0 == "\n" || $0 == "\t" || $0 == "\r" }
+        return String(drop(while: blank).reversed().drop(while: blank).reversed())
+    }
 }

@@ -255,6 +255,7 @@ class World:
         self.socket = self.dir / "touchgated.sock"
         self.vdev = self.dir / "vdev.sock"
         self.state = self.dir / "state"
+        self.prints = self.dir / "prints"  # the print store (fprintd's layout)
         self.pam_dir = self.dir / "pam.d"
         self.pam_dir.mkdir()
         self.passwd = self.dir / "passwd"
@@ -344,7 +345,7 @@ class Daemon:
         self.log = LineLog("touchgated stderr")
         env = daemon_env(world)
         self.argv = [str(TOUCHGATED), "--socket", str(world.socket), "--state-dir", str(world.state),
-                     "--config", str(config)] + list(args)
+                     "--print-store", str(world.prints), "--config", str(config)] + list(args)
         self.started = now()
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, env=env, start_new_session=True)
@@ -404,7 +405,8 @@ class Daemon:
 def run_daemon_once(world, config, timeout=DEFAULT_WAIT):
     """Runs touchgated expecting it to stop by itself (e.g. invalid config); returns CompletedProcess."""
     env = daemon_env(world)
-    argv = [str(TOUCHGATED), "--socket", str(world.socket), "--state-dir", str(world.state), "--config", str(config)]
+    argv = [str(TOUCHGATED), "--socket", str(world.socket), "--state-dir", str(world.state),
+            "--print-store", str(world.prints), "--config", str(config)]
     return subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=timeout)
 
 

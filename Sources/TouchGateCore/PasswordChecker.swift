@@ -10,6 +10,7 @@ public enum PasswordCheck: Sendable, Equatable {
     case unavailable(String)
 }
 
+/// Checks one password; blocking (PAM may sleep on a failure delay), so the core runs it on a pool.
 public protocol PasswordVerifying: Sendable {
     func check(user: String, password: String) -> PasswordCheck
 }
@@ -19,6 +20,8 @@ public struct PAMPasswordChecker: PasswordVerifying {
     public init(service: String) { self.service = service }
 
     public func check(user: String, password: String) -> PasswordCheck {
+        // An empty password is never correct, whatever the PAM stack would say.
+        guard !password.isEmpty else { return .wrong }
         if Self.shadowSaysNoPassword(user) { return .notSet }
         // The conversation answers every prompt with the password; the copy is wiped afterwards.
         guard let secret = strdup(password) else { return .unavailable("out of memory") }
@@ -43,19 +46,27 @@ public struct PAMPasswordChecker: PasswordVerifying {
         }
         // PAM_DISALLOW_NULL_AUTHTOK: an empty password is never "correct".
         let rc = pam_authenticate(handle, Int32(bitPattern: UInt32(PAM_SILENT) | UInt32(PAM_DISALLOW_NULL_AUTHTOK)))
+        let message = rc == PAM_SUCCESS ? "" : String(cString: pam_strerror(handle, rc))
         pam_end(handle, rc)
         switch rc {
         case PAM_SUCCESS: return .correct
         case PAM_AUTH_ERR, PAM_MAXTRIES: return .wrong
         case PAM_USER_UNKNOWN, PAM_CRED_INSUFFICIENT: return .notSet
-        default: return .unavailable(String(cString: pam_strerror(handle, rc)))
+        default: return .unavailable(message)
         }
     }
 
     /// A locked ('!', '*') or empty shadow password means no password can ever succeed.
+    /// getspnam_r: checks run on several pool threads at once, and getspnam is not reentrant.
     static func shadowSaysNoPassword(_ user: String) -> Bool {
-        guard let entry = getspnam(user), let hash = entry.pointee.sp_pwdp else { return false }
-        let first = hash.pointee
-        return first == 0 || first == CChar(UInt8(ascii: "!")) || first == CChar(UInt8(ascii: "*"))
+        var buffer = [CChar](repeating: 0, count: 4096)
+        return buffer.withUnsafeMutableBufferPointer { buf in
+            var entry = spwd()
+            var result: UnsafeMutablePointer<spwd>?
+            guard getspnam_r(user, &entry, buf.baseAddress, buf.count, &result) == 0, result != nil,
+                  let hash = entry.sp_pwdp else { return false }
+            let first = hash.pointee
+            return first == 0 || first == CChar(UInt8(ascii: "!")) || first == CChar(UInt8(ascii: "*"))
+        }
     }
 }

@@ -38,6 +38,10 @@ public enum Text: Sendable, Equatable {
     case cancelled
     case shuttingDown
     case stateUnreadable
+    case printsUnsafe
+    case busy
+    case templateDamaged(Finger)
+    case templatesDamaged([Finger])
     case notEnabled
     case lockout(attempts: Int)
     case passwordRequired(PasswordRequiredReason)
@@ -91,9 +95,16 @@ public enum Text: Sendable, Equatable {
         case .internalError: return "The fingerprint service had an internal error: use your password"
         case .badRequest: return "Malformed request"
         case .cancelled: return "Cancelled"
-        case .shuttingDown: return "The fingerprint service is stopping: use your password"
+        case .shuttingDown: return "Fingerprint service stopping: use your password"
         case .stateUnreadable: return "Fingerprint unavailable until you enter your password (its saved state could not be read)"
         case .notEnabled: return "Fingerprint authentication is not enabled for this account"
+        case .printsUnsafe: return "Fingerprint unavailable: its stored files are not safe to use (ask the administrator)"
+        case .busy: return "Fingerprint service busy: use your password"
+        case .templateDamaged(let f):
+            return "The enrolled \(f.rawValue) is damaged: enroll it again (touchgate enroll --finger \(f.rawValue))"
+        case .templatesDamaged(let fingers):
+            let names = fingers.map(\.rawValue).joined(separator: ", ")
+            return "The enrolled fingerprints are damaged (\(names)): enroll them again, then use your password"
         case .lockout(let n): return "Fingerprint locked after \(n) failed attempts: enter your password"
         case .passwordRequired(let reason):
             switch reason {
@@ -146,6 +157,11 @@ public enum Text: Sendable, Equatable {
         case .badRequest: return "请求格式错误"
         case .cancelled: return "已取消"
         case .shuttingDown: return "指纹服务正在停止：请使用密码"
+        case .printsUnsafe: return "指纹不可用：已保存的指纹文件不安全（请联系管理员）"
+        case .busy: return "指纹服务正忙：请使用密码"
+        case .templateDamaged(let f): return "已录入的 \(f.rawValue) 已损坏：请重新录入（touchgate enroll --finger \(f.rawValue)）"
+        case .templatesDamaged(let fingers):
+            return "已录入的指纹已损坏（\(fingers.map(\.rawValue).joined(separator: "、"))）：请重新录入，现在请使用密码"
         case .stateUnreadable: return "无法读取已保存的状态：输入密码前指纹不可用"
         case .notEnabled: return "此账户未启用指纹验证"
         case .lockout(let n): return "指纹连续 \(n) 次验证失败已锁定：请输入密码"

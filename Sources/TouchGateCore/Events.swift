@@ -1,9 +1,8 @@
 // Events for `touchgate monitor` subscribers and audit records to syslog (authpriv), SPEC §7.
-import Crypto
-import Foundation
+import FoundationEssentials
 import Glibc
 import Logging
-import Synchronization
+import TouchGatePolicy
 
 /// One thing that happened. Never a template byte or a password.
 public struct AuthEvent: Codable, Sendable, Equatable {
@@ -22,8 +21,8 @@ public struct AuthEvent: Codable, Sendable, Equatable {
     public var wrongPasswords: Int?
     public var byUID: UInt32?
 
-    public init(event: String, user: String) {
-        self.time = ISO8601DateFormatter().string(from: Date())
+    public init(event: String, user: String, at time: Instant) {
+        self.time = Self.iso8601(time)
         self.event = event
         self.user = user
     }
@@ -55,35 +54,52 @@ public struct AuthEvent: Codable, Sendable, Equatable {
         for b in value.utf8 {
             let plain = (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
                 || b == 0x2E || b == 0x5F || b == 0x2D || b == 0x3A || b == 0x2F || b == 0x40 || b == 0x2C || b == 0x2B
-            out += plain ? String(UnicodeScalar(b)) : String(format: "\\x%02x", b)
+            out += plain ? String(UnicodeScalar(b)) : "\\x" + hex([b])
         }
         return out
     }
+
+    /// `2026-11-23T09:22:42Z`
+    static func iso8601(_ t: Instant) -> String {
+        var seconds = time_t(t)
+        var parts = tm()
+        guard gmtime_r(&seconds, &parts) != nil else { return "\(t)" }
+        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
+    }
 }
 
-/// Fans events out to monitor sessions (root sees all users, a user only their own) and the audit log.
-final class EventBus: Sendable {
-    private struct Subscriber { let user: String?; let deliver: @Sendable (String) -> Void }
-    private let subscribers = Mutex<[UInt64: Subscriber]>([:])
-    private let nextID = Atomic<UInt64>(1)
+/// Fans events out to monitor subscribers (root sees all users, a user only their own) and the
+/// audit log. A subscriber that cannot keep up (its `deliver` returns false) is dropped, so a
+/// stalled client never makes the daemon hold events for it.
+@CoreActor final class EventBus {
+    private struct Subscriber { let user: String?; let deliver: (String) -> Bool }
+    private var subscribers: [UInt64: Subscriber] = [:]
+    private var nextID: UInt64 = 1
     let audit: Logger
 
     init(audit: Logger) { self.audit = audit }
 
-    /// `user` nil = every user's events (root only; the session decides).
-    func subscribe(user: String?, deliver: @escaping @Sendable (String) -> Void) -> UInt64 {
-        let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
-        subscribers.withLock { $0[id] = Subscriber(user: user, deliver: deliver) }
+    /// `user` nil = every user's events (root only; the core decides).
+    func subscribe(user: String?, deliver: @escaping (String) -> Bool) -> UInt64 {
+        let id = nextID
+        nextID += 1
+        subscribers[id] = Subscriber(user: user, deliver: deliver)
         return id
     }
 
-    func unsubscribe(_ id: UInt64) { _ = subscribers.withLock { $0.removeValue(forKey: id) } }
+    func unsubscribe(_ id: UInt64) { subscribers[id] = nil }
+
+    var subscriberCount: Int { subscribers.count }
 
     func publish(_ event: AuthEvent) {
         audit.notice("\(event.auditLine)")
+        guard !subscribers.isEmpty else { return }
         let json = event.json
-        let targets = subscribers.withLock { Array($0.values) }
-        for s in targets where s.user == nil || s.user == event.user { s.deliver(json) }
+        for (id, s) in subscribers where s.user == nil || s.user == event.user {
+            if !s.deliver(json) { subscribers[id] = nil }
+        }
     }
 }
 
@@ -113,25 +129,6 @@ public struct SyslogLogHandler: LogHandler {
         case .critical: priority = LOG_CRIT
         }
         let text = event.message.description
-        withVaList([text]) { vsyslog(LOG_AUTHPRIV | priority, "%s", $0) }
-    }
-}
-
-/// Domain state (SPEC §4): HMAC-SHA256 keyed by a per-installation secret over the service and the
-/// sorted set of print digests, so order and history do not matter and services do not correlate.
-struct DomainStateKey: Sendable {
-    let key: [UInt8]
-
-    /// Reads `<state>/secret`, creating 32 random bytes (0600, atomic) the first time.
-    init(stateDirectory: String) throws(StorageError) {
-        let path = "\(stateDirectory)/secret"
-        if let existing = try Files.read(path, limit: 4096) {
-            guard existing.count >= 32 else { throw .unsafe("\(path) is shorter than 32 bytes") }
-            key = existing
-            return
-        }
-        let fresh = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
-        try Files.writeAtomically(fresh, to: path)
-        key = fresh
+        text.withCString { line in withVaList([line]) { vsyslog(LOG_AUTHPRIV | priority, "%s", $0) } }
     }
 }

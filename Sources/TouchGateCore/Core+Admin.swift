@@ -1,0 +1,146 @@
+// The management requests: list, devices, status, enable/disable, lock/reset, domain state, monitor.
+import FoundationEssentials
+import TouchGatePolicy
+import TouchGateReader
+import TouchGateWire
+
+extension Core {
+    public func list(user: String, caller: Caller) async -> Reply {
+        if let refusal = await authorize(caller, user, .selfOrRoot) { return refusal }
+        var reply = Reply.success()
+        reply.fingers = await prints.list(user, device: await readerInfo()?.deviceKey).prints.map(\.finger)
+        return reply
+    }
+
+    public func devices() async -> Reply {
+        var reply = Reply.success()
+        reply.devices = await readerInfo().map { ["\($0.name) (\($0.driver))"] } ?? []
+        return reply
+    }
+
+    public func enable(user: String, password: String?, origin: Origin, caller: Caller) async -> Reply {
+        if let refusal = await authorize(caller, user, .selfWithPasswordOrRoot, password: password, origin: origin) {
+            return refusal
+        }
+        return await admin(user, "enable", origin, caller) { [policyEngine] in policyEngine.enable($0) }
+    }
+
+    public func disable(user: String, origin: Origin, caller: Caller) async -> Reply {
+        if let refusal = await authorize(caller, user, .selfOrRoot) { return refusal }
+        return await admin(user, "disable", origin, caller) { [policyEngine] in policyEngine.disable($0) }
+    }
+
+    public func lock(user: String, origin: Origin, caller: Caller) async -> Reply {
+        if let refusal = await authorize(caller, user, .rootOnly) { return refusal }
+        return await admin(user, "lock", origin, caller) { [policyEngine] in policyEngine.adminLock($0) }
+    }
+
+    public func reset(user: String, origin: Origin, caller: Caller) async -> Reply {
+        if let refusal = await authorize(caller, user, .rootOnly) { return refusal }
+        return await admin(user, "reset", origin, caller) { [policyEngine] in policyEngine.reset($0) }
+    }
+
+    private func admin(_ user: String, _ action: String, _ origin: Origin, _ caller: Caller,
+                       _ change: @escaping (UserState) -> UserState) async -> Reply {
+        let ctx = EventContext(user: user, origin: origin, policy: nil, byUID: caller.uid)
+        do { try await adminChange(ctx, action: action, change) } catch {
+            log.error("cannot change state: \(error)")
+            return Self.storageFailure
+        }
+        log.notice("\(action)", metadata: ["user": "\(user)"])
+        return .success()
+    }
+
+    /// An admin change, on disk before it is confirmed. It never turns an unreadable state into a
+    /// clean one.
+    func adminChange(_ ctx: EventContext, action: String, _ change: (UserState) -> UserState) async throws(StorageError) {
+        try await states.update(ctx.user, .beforeReply) { change($0.stateOrFailClosed) }
+        events.publish(event("admin", ctx, method: "admin", outcome: .success, reason: action))
+    }
+
+    public func domainState(user: String, service: String, caller: Caller) async -> Reply {
+        if let refusal = await authorize(caller, user, .selfOrRoot) { return refusal }
+        var reply = Reply.success()
+        // Absent when there are no prints or no biometrics (SPEC §4).
+        if let info = await readerInfo() {
+            reply.domainState = domainKey.domainState(service: service, prints: await prints.list(user, device: info.deviceKey).prints)
+        }
+        return reply
+    }
+
+    /// Streams events to `deliver` until it returns false or `stop` is set: root may watch
+    /// everyone (or one user), a user only themself.
+    public func monitor(user wanted: String?, caller: Caller, deliver: @escaping (String) -> Bool) async -> (Reply, UInt64?) {
+        let filter: String?
+        if caller.isRoot {
+            filter = wanted
+        } else {
+            guard let me = await name(of: caller), wanted == nil || wanted == me else {
+                return (Refusal(.notPermitted, reason: nil, text: .notPermitted), nil)
+            }
+            filter = me
+        }
+        return (.success(), events.subscribe(user: filter, deliver: deliver))
+    }
+
+    public func stopMonitoring(_ id: UInt64) { events.unsubscribe(id) }
+
+    public func status(user: String, caller: Caller) async -> Reply {
+        if let refusal = await authorize(caller, user, .selfOrRoot) { return refusal }
+        let info = await readerInfo()
+        let list = await prints.list(user, device: info?.deviceKey)
+        var doc = StatusDocument(user: user, fingers: list.prints.map(\.finger.rawValue))
+        doc.damagedFingers = list.prints.filter(\.damaged).map(\.finger.rawValue)
+        if case .unsafe(let why) = list { doc.printsProblem = why }
+        let env = environment(prints: list.prints, readerAvailable: info != nil)
+        switch await states.load(user) {
+        case .corrupt(let why):
+            doc.stateReadable = false
+            doc.stateProblem = why
+        case .state(let s):
+            doc.stateReadable = true
+            doc.enabled = s.enabled
+            doc.failedMatches = s.consecutiveFailedMatches
+            doc.lockedOut = s.biometryLockedOut
+            doc.adminLocked = s.adminLocked
+            doc.wrongPasswords = s.consecutiveWrongPasswords
+            doc.passwordRequired = policyEngine.passwordRequiredReasons(s, in: env).map(\.rawValue)
+            if case .refused(.backoff(let left)) = policyEngine.canAttemptPassword(s, at: env.now) {
+                doc.backoffSecondsLeft = left
+            } else {
+                doc.backoffSecondsLeft = 0
+            }
+            doc.lastPasswordSuccess = s.lastPasswordSuccess
+            doc.lastFingerprintSuccess = s.lastFingerprintSuccess
+        }
+        let refusal = await preflight(user: user, rhost: nil)
+        doc.canEvaluate = .init(code: refusal?.outcome.rawValue ?? 0, name: refusal?.outcome.name ?? "success",
+                                reason: refusal?.reason ?? "")
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        var reply = Reply.success()
+        reply.json = (try? String(decoding: encoder.encode(doc), as: UTF8.self)) ?? "{}"
+        return reply
+    }
+}
+
+/// `touchgate status --json`: field names are part of the CLI's output.
+struct StatusDocument: Encodable {
+    struct CanEvaluate: Encodable { var code: Int32; var name: String; var reason: String }
+    var user: String
+    var fingers: [String]
+    var damagedFingers: [String] = []
+    var printsProblem: String?
+    var stateReadable = false
+    var stateProblem: String?
+    var enabled: Bool?
+    var failedMatches: Int?
+    var lockedOut: Bool?
+    var adminLocked: Bool?
+    var wrongPasswords: Int?
+    var passwordRequired: [String]?
+    var backoffSecondsLeft: Int64?
+    var lastPasswordSuccess: Int64?
+    var lastFingerprintSuccess: Int64?
+    var canEvaluate = CanEvaluate(code: 0, name: "success", reason: "")
+}

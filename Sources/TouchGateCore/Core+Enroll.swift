@@ -1,0 +1,99 @@
+// Enrolling and deleting prints: what unlocks an account changes, so the user's password or root.
+import TouchGatePolicy
+import TouchGateReader
+import TouchGateWire
+
+extension Core {
+    public func enroll(user: String, finger: Finger, password: String?, origin: Origin, caller: Caller,
+                       client: any PromptClient, input: PromptInput) async -> Reply {
+        if let refusal = await authorize(caller, user, .selfWithPasswordOrRoot, password: password, origin: origin) {
+            return refusal
+        }
+        guard let info = await readerInfo() else { return Refusal(.biometryNotAvailable, reason: "noReader", text: .noReader) }
+        let ctx = EventContext(user: user, origin: origin, policy: nil, byUID: caller.uid)
+        let scanned: Result<[UInt8], Reply>? = await runPrompt(input, acceptsPassword: false) { prompt in
+            let ticket = queue.enqueue()
+            defer { queue.leave(ticket) }
+            if !ticket.granted.isSet {
+                client.show(ProgressEvent(.queued, .queued(ahead: queue.ahead(ticket))))
+                if case .second(let interrupt) = await firstOf(ticket.granted, prompt.interrupt) {
+                    return interrupted(interrupt)
+                }
+            }
+            client.show(ProgressEvent(.prompt, .enrollPrompt(finger: finger, stages: info.enrollStages)))
+            let op = ReaderOperation<[UInt8]>()
+            reader.enroll(user: user, fingerIndex: finger.fpFinger, cancellation: op.cancellation,
+                          progress: { event in
+                              CoreLoop.shared.post {
+                                  switch event {
+                                  case .stage(let k, let n):
+                                      client.show(ProgressEvent(.enrollStage, .enrollStage(k, n), stage: k, stages: n))
+                                  case .retry(let hint):
+                                      client.show(ProgressEvent(.retry, .retry(hint)))
+                                  }
+                              }
+                          },
+                          completion: op.completion())
+            switch await outcome(of: op, or: prompt) {
+            case .second(let interrupt): return interrupted(interrupt)
+            case .first(.success(let template)): return .success(template)
+            case .first(.failure(let failure)):
+                log.notice("enroll failed: \(failure)")
+                return .failure(refusal(for: failure, timeout: 0))
+            }
+        }
+        guard let scanned else { return Refusal(.appCancel, reason: "clientGone", text: .cancelled) }
+        let template: [UInt8]
+        switch scanned {
+        case .failure(let reply): return reply
+        case .success(let t): template = t
+        }
+        do {
+            try await prints.save(template, user: user, device: info.deviceKey, finger: finger)
+            // Enrolling opts in. A user who proved their password just now has seen the new set of
+            // prints; after root enrolls for someone, their password is asked once.
+            try await adminChange(ctx, action: "enroll:\(finger.rawValue)") { policyEngine.enable($0) }
+            if !caller.isRoot { try await recordPasswordSuccess(ctx) }
+        } catch {
+            log.error("cannot store template: \(error)")
+            return Self.storageFailure
+        }
+        events.publish(event("enrollmentChanged", ctx, method: nil, outcome: .success, reason: "enrolled:\(finger.rawValue)"))
+        log.notice("enrolled", metadata: ["user": "\(user)", "finger": "\(finger.rawValue)"])
+        return .success(.enrolled(finger))
+    }
+
+    /// nil: the client went away (nothing to answer).
+    private func interrupted(_ interrupt: Interrupt) -> Result<[UInt8], Reply>? {
+        switch interrupt {
+        case .cancelled, .typedPassword: return .failure(Refusal(.appCancel, reason: "cancelled", text: .cancelled))
+        case .clientGone: return nil
+        case .systemCancel(let refusal): return .failure(refusal)
+        }
+    }
+
+    /// Deletes the named fingers (or all), on every reader's directory of the user.
+    public func delete(user: String, fingers: [Finger], all: Bool, password: String?, origin: Origin, caller: Caller) async -> Reply {
+        if let refusal = await authorize(caller, user, .selfWithPasswordOrRoot, password: password, origin: origin) {
+            return refusal
+        }
+        let targets = all ? Finger.allCases : fingers
+        let removed: [Finger]
+        do { removed = try await prints.delete(user, device: nil, fingers: targets) } catch {
+            log.error("cannot delete templates: \(error)")
+            return Self.storageFailure
+        }
+        if !all, let named = fingers.first, removed.isEmpty {
+            return Refusal(.notFound, reason: nil, text: .fingerNotEnrolled(named))
+        }
+        if !removed.isEmpty {
+            let ctx = EventContext(user: user, origin: origin, policy: nil, byUID: caller.uid)
+            events.publish(event("enrollmentChanged", ctx, method: nil, outcome: .success,
+                                 reason: "deleted:\(removed.map(\.rawValue).joined(separator: ","))"))
+        }
+        log.notice("deleted \(removed.map(\.rawValue))", metadata: ["user": "\(user)"])
+        var reply = Reply.success(.deleted(removed.count))
+        reply.fingers = removed
+        return reply
+    }
+}

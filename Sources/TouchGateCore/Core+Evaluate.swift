@@ -1,0 +1,152 @@
+// evaluatePolicy: the fingerprint prompt (queue, tries, lockout) and, for biometrics-or-password, the
+// password typed at it — LocalAuthentication's rules, the same for every front-end.
+import TouchGatePolicy
+import TouchGateReader
+import TouchGateWire
+
+extension Core {
+    /// canEvaluatePolicy: the answer an evaluation would start with, without touching the reader.
+    public func canEvaluate(user: String, policy: EvaluationPolicy, rhost: String?, caller: Caller) async -> Reply {
+        if let refusal = await authorize(caller, user, .selfOrRoot) { return refusal }
+        return await preflight(user: user, rhost: rhost) ?? .success()
+    }
+
+    /// evaluatePolicy. Progress goes to `client`; `input` carries what the person does at the prompt;
+    /// cancelling the calling task means the client went away (the reply is then only published).
+    public func evaluate(_ r: EvaluateRequest, caller: Caller, client: any PromptClient, input: PromptInput) async -> Reply {
+        if let refusal = await authorize(caller, r.user, .selfOrRoot) { return refusal }
+        let ctx = EventContext(user: r.user, origin: r.origin, policy: r.policy, byUID: caller.uid)
+        let acceptsPassword = r.policy == .biometricsOrPassword
+        // deviceOwnerAuthentication: a refused or failed fingerprint is followed by the password,
+        // which the client asks for and sends back (VERIFY_PASSWORD) — not when it takes no input.
+        let offersPassword = acceptsPassword && !r.noInput
+        func finish(_ refusal: Refusal, method: String?) -> Reply {
+            publishOutcome(ctx, method: method, outcome: refusal.outcome, reason: refusal.reason)
+            return offersPassword ? offeringPassword(refusal, user: r.user) : refusal
+        }
+        if let refusal = await preflight(user: r.user, rhost: r.origin.rhost) {
+            log.info("evaluate refused: \(refusal.outcome.name) \(refusal.reason ?? "")", metadata: ["user": "\(r.user)"])
+            return finish(refusal, method: nil)
+        }
+        let scan = await runPrompt(input, acceptsPassword: acceptsPassword) { prompt in
+            await scanPhase(r, ctx, client: client, prompt: prompt)
+        }
+        switch scan {
+        case .reply(let reply, let method):
+            return reply.isSuccess ? reply : finish(reply, method: method)
+        case .clientGone:
+            log.info("client left mid-prompt: cancelled", metadata: ["user": "\(r.user)"])
+            publishOutcome(ctx, method: nil, outcome: .appCancel, reason: "clientGone")
+            return Refusal(.appCancel, reason: "clientGone", text: .cancelled)
+        case .typedPassword(let password):
+            // biometrics-or-password: the daemon checks the typed password itself, so back-off applies.
+            switch await verifyPassword(ctx, password) {
+            case .correct:
+                publishOutcome(ctx, method: "password", outcome: .success, reason: nil)
+                return .success(.passwordAccepted, reason: "password")
+            case .refused(let refusal):
+                return refusal  // already published by verifyPassword
+            }
+        }
+    }
+
+    enum ScanOutcome {
+        case reply(Reply, method: String?)
+        case typedPassword(String)
+        case clientGone
+    }
+
+    /// The part of a prompt that holds the reader: queue, templates, tries. The reader is free
+    /// again when it returns (before any password is checked).
+    private func scanPhase(_ r: EvaluateRequest, _ ctx: EventContext, client: any PromptClient,
+                           prompt: ActivePrompt) async -> ScanOutcome {
+        let maxTries = min(config.maxTries, r.maxTries.map { max(1, $0) } ?? .max)
+        let timeout = Int(min(config.timeout, r.timeoutSeconds.map { Int64(max(1, $0)) } ?? .max))
+        let ticket = queue.enqueue()
+        defer { queue.leave(ticket) }
+        if !ticket.granted.isSet {
+            client.show(ProgressEvent(.queued, .queued(ahead: queue.ahead(ticket))))
+            if case .second(let interrupt) = await firstOf(ticket.granted, prompt.interrupt) {
+                return ended(by: interrupt)
+            }
+        }
+        // State may have changed while queued (another prompt, an unplug).
+        if let refusal = await preflight(user: r.user, rhost: r.origin.rhost) { return .reply(refusal, method: nil) }
+        guard let info = await readerInfo() else { return .reply(refusal(for: .noReader, timeout: timeout), method: nil) }
+        let list = await prints.list(r.user, device: info.deviceKey).prints
+        let usable = list.filter { !$0.damaged }
+        let templates: [[UInt8]]
+        do { templates = try await prints.templates(r.user, device: info.deviceKey, fingers: usable.map(\.finger)) } catch {
+            log.error("cannot read templates: \(error)", metadata: ["user": "\(r.user)"])
+            return .reply(Self.storageFailure, method: nil)
+        }
+        for damaged in list where damaged.damaged {
+            client.show(ProgressEvent(.retry, .templateDamaged(damaged.finger), style: .error))
+        }
+        if let interrupt = prompt.interrupt.value { return ended(by: interrupt) }
+        client.show(ProgressEvent(.prompt, .placeFinger(swipe: info.isSwipe)))
+
+        var failures = 0
+        while true {
+            let op = ReaderOperation<ScanResult>()
+            reader.verify(templates: templates, timeoutSeconds: timeout, cancellation: op.cancellation,
+                          retry: { hint in CoreLoop.shared.post { client.show(ProgressEvent(.retry, .retry(hint))) } },
+                          completion: op.completion())
+            switch await outcome(of: op, or: prompt) {
+            case .second(let interrupt):
+                return ended(by: interrupt)
+            case .first(.success(.match)):
+                do { try await states.update(r.user, .afterReply) { policyEngine.recordFingerprintSuccess($0.stateOrFailClosed, at: clock.now()) } } catch {
+                    // The match happened; a lost reset only leaves the counters higher (fail closed).
+                    log.error("cannot record fingerprint success: \(error)")
+                }
+                log.info("fingerprint matched", metadata: ["user": "\(r.user)"])
+                publishOutcome(ctx, method: "fingerprint", outcome: .success, reason: nil)
+                return .reply(.success(.recognised), method: "fingerprint")
+            case .first(.success(.noMatch)):
+                failures += 1
+                let lockout: Refusal?
+                do { lockout = try await recordFailedMatch(ctx) } catch {
+                    // Not on disk, so not reported as a mere failure: refuse outright.
+                    log.error("cannot record failed match: \(error)")
+                    return .reply(Self.storageFailure, method: "fingerprint")
+                }
+                log.info("no match (\(failures)/\(maxTries))", metadata: ["user": "\(r.user)"])
+                if let lockout { return .reply(lockout, method: "fingerprint") }
+                if failures >= maxTries {
+                    return .reply(Refusal(.authenticationFailed, reason: "maxTries", text: .notRecognised(tries: failures)),
+                                  method: "fingerprint")
+                }
+                client.show(ProgressEvent(.noMatch, .noMatch(triesLeft: maxTries - failures), style: .error))
+            case .first(.failure(let failure)):
+                log.notice("reader: \(failure)")
+                return .reply(refusal(for: failure, timeout: timeout), method: "fingerprint")
+            }
+        }
+    }
+
+    private func ended(by interrupt: Interrupt) -> ScanOutcome {
+        switch interrupt {
+        case .cancelled: return .reply(Refusal(.appCancel, reason: "cancelled", text: .cancelled), method: nil)
+        case .typedPassword(let p): return .typedPassword(p)
+        case .clientGone: return .clientGone
+        case .systemCancel(let refusal): return .reply(refusal, method: nil)
+        }
+    }
+
+    /// A failed match: counts toward lockout, on disk before the reply. Returns the lockout
+    /// refusal when this failure caused it.
+    func recordFailedMatch(_ ctx: EventContext) async throws(StorageError) -> Refusal? {
+        var locked = false
+        let s = try await states.update(ctx.user, .beforeReply) { stored in
+            let (next, became) = policyEngine.recordFailedMatch(stored.stateOrFailClosed, at: clock.now())
+            locked = became
+            return next
+        }
+        guard locked else { return nil }
+        var e = event("lockout", ctx, method: "fingerprint", outcome: .biometryLockout, reason: "lockout")
+        e.failedMatches = s.consecutiveFailedMatches
+        events.publish(e)
+        return refusal(for: .lockout)
+    }
+}

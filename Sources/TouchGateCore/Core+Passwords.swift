@@ -1,0 +1,142 @@
+// Passwords: the daemon's own check (back-off first, then PAM on its pool) and what a success clears.
+import TouchGatePolicy
+import TouchGateWire
+
+enum PasswordOutcome: Equatable {
+    case correct
+    case refused(Refusal)
+}
+
+extension Core {
+    /// Checks a password the daemon itself received: back-off first (a locked attempt is not even
+    /// checked, so there is no oracle), then PAM on the password pool, bounded by a deadline; every
+    /// answer is recorded before it is returned, and every refusal is published here.
+    func verifyPassword(_ ctx: EventContext, _ password: String) async -> PasswordOutcome {
+        let stored = await states.load(ctx.user)
+        if case .state(let s) = stored, case .refused(.backoff(let left)) = policyEngine.canAttemptPassword(s, at: clock.now()) {
+            publishOutcome(ctx, method: "password", outcome: .passwordBackoff, reason: "backoff")
+            return .refused(Refusal(.passwordBackoff, reason: "backoff", text: .backoff(seconds: Int(left)), seconds: Int(left)))
+        }
+        switch await checkWithDeadline(user: ctx.user, password: password) {
+        case .correct:
+            do { try await recordPasswordSuccess(ctx) } catch {
+                log.error("cannot record password success: \(error)")
+                return .refused(Self.storageFailure)
+            }
+            return .correct
+        case .wrong:
+            var backoff: Int64?
+            var count = 0
+            do {
+                try await states.update(ctx.user, .beforeReply) { stored in
+                    let (next, b) = policyEngine.recordWrongPassword(stored.stateOrFailClosed, at: clock.now())
+                    backoff = b
+                    count = next.consecutiveWrongPasswords
+                    return next
+                }
+            } catch {
+                log.error("cannot record wrong password: \(error)")
+                return .refused(Self.storageFailure)
+            }
+            var e = event("outcome", ctx, method: "password", outcome: .authenticationFailed, reason: "wrongPassword")
+            e.wrongPasswords = count
+            events.publish(e)
+            if let backoff {
+                return .refused(Refusal(.authenticationFailed, reason: "wrongPassword",
+                                        text: .wrongPasswordBackoff(seconds: Int(backoff)), seconds: Int(backoff)))
+            }
+            return .refused(Refusal(.authenticationFailed, reason: "wrongPassword", text: .wrongPassword))
+        case .notSet:
+            publishOutcome(ctx, method: "password", outcome: .passwordNotSet, reason: "passwordNotSet")
+            return .refused(Refusal(.passwordNotSet, reason: "passwordNotSet", text: .passwordNotSet))
+        case .unavailable(let why):
+            log.error("password check unavailable: \(why)")
+            return .refused(Refusal(.internalError, reason: "passwordService", text: .internalError))
+        }
+    }
+
+    /// PAM on the password pool; a stack that hangs is given up after the deadline (its thread
+    /// finishes whenever it does), and a full queue answers at once.
+    private func checkWithDeadline(user: String, password: String) async -> PasswordCheck {
+        let answer = OneShot<PasswordCheck>()
+        let timer = LoopTimer(after: passwordDeadline) { answer.set(.unavailable("no answer within \(self.passwordDeadline) ms")) }
+        defer { timer.cancel() }
+        let passwords = self.passwords, pool = passwordPool
+        Task { @CoreActor in
+            let check = (try? await pool.run { passwords.check(user: user, password: password) })
+                ?? .unavailable("password checks queue full")
+            answer.set(check)
+        }
+        return await answer.wait()
+    }
+
+    /// A password success clears lockout, every passwordRequired reason and the back-off, and
+    /// records the boot and the current set of prints. Losing this write only keeps the old,
+    /// stricter state, so the reply does not wait for the disk.
+    func recordPasswordSuccess(_ ctx: EventContext, enable: Bool = false) async throws(StorageError) {
+        let info = await readerInfo()
+        let list = await prints.list(ctx.user, device: info?.deviceKey)
+        let env = environment(prints: list.prints, readerAvailable: info != nil)
+        var wasLocked = false
+        try await states.update(ctx.user, .afterReply) { stored in
+            var s: UserState
+            switch stored {
+            case .state(let current): s = current
+            case .corrupt:
+                // Start afresh, opted in when prints exist (enrolling is what opts in).
+                s = UserState()
+                s.enabled = env.enrollmentSnapshot != nil
+            }
+            wasLocked = s.biometryLockedOut || s.adminLocked
+            if enable { s = policyEngine.enable(s) }
+            return policyEngine.recordPasswordSuccess(s, in: env)
+        }
+        if wasLocked { events.publish(event("unlock", ctx, method: "password", outcome: .success, reason: "passwordSuccess")) }
+    }
+
+    /// deviceOwnerAuthentication: when the fingerprint is locked out, a password is required, or
+    /// the tries are used up, the password comes next — unless password entry itself is in
+    /// back-off, which the person is told at once instead of after typing.
+    func offeringPassword(_ refusal: Refusal, user: String) -> Refusal {
+        let passwordNext = refusal.outcome == .biometryLockout || refusal.outcome == .passwordRequired
+            || (refusal.outcome == .authenticationFailed && refusal.reason == "maxTries")
+        guard passwordNext else { return refusal }
+        var offer = refusal
+        if case .state(let s)? = states.cached(user),
+           case .refused(.backoff(let left)) = policyEngine.canAttemptPassword(s, at: clock.now()) {
+            offer.text = .lines([refusal.text, .backoff(seconds: Int(left))].compactMap { $0 })
+        } else {
+            offer.askPassword = true
+        }
+        return offer
+    }
+
+    // MARK: requests
+
+    /// VERIFY_PASSWORD: deviceOwnerAuthentication's password step, for a screen locker running as
+    /// the user (or root).
+    public func verifyPasswordRequest(user: String, password: String, origin: Origin, caller: Caller) async -> Reply {
+        if let refusal = await authorize(caller, user, .selfOrRoot) { return refusal }
+        let ctx = EventContext(user: user, origin: origin, policy: .biometricsOrPassword, byUID: caller.uid)
+        switch await verifyPassword(ctx, password) {
+        case .correct:
+            publishOutcome(ctx, method: "password", outcome: .success, reason: nil)
+            return .success(.passwordAccepted, reason: "password")
+        case .refused(let refusal):
+            return refusal  // already published by verifyPassword
+        }
+    }
+
+    /// A password success reported by the PAM stack: only root callers (sudo, login, su run the
+    /// stack as root) may vouch for a password.
+    public func passwordSuccessReport(user: String, origin: Origin, caller: Caller) async -> Reply {
+        if let refusal = await authorize(caller, user, .rootOnly) { return refusal }
+        let ctx = EventContext(user: user, origin: origin, policy: nil, byUID: caller.uid)
+        do { try await recordPasswordSuccess(ctx) } catch {
+            log.error("cannot record password success: \(error)")
+            return Self.storageFailure
+        }
+        publishOutcome(ctx, method: "password", outcome: .success, reason: "pamStack")
+        return .success()
+    }
+}

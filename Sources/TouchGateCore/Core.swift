@@ -1,0 +1,200 @@
+// The daemon's core: one place that decides, for every front-end (socket, D-Bus), on one thread.
+import Logging
+import TouchGatePolicy
+import TouchGateReader
+import TouchGateWire
+
+/// What the core is built from. Everything that touches the world comes in here, so tests can
+/// pass a stub reader, a table of accounts, a fixed clock.
+public struct CoreSetup: Sendable {
+    public var policy: PolicyConfig
+    public var allowRemote: Bool
+    public var bootID: String
+    public var stateDirectory: Directory
+    public var printStore: Directory
+    public var reader: any FingerprintReader
+    public var passwords: any PasswordVerifying
+    public var accounts: any AccountDirectory
+    public var clock: any WallClock
+    public var log: Logger
+    public var audit: Logger
+    /// Longest wait for the password service before the check is given up as failed.
+    public var passwordCheckDeadlineMilliseconds = 30_000
+
+    public init(policy: PolicyConfig, allowRemote: Bool, bootID: String, stateDirectory: Directory,
+                printStore: Directory, reader: any FingerprintReader, passwords: any PasswordVerifying,
+                accounts: any AccountDirectory = SystemAccounts(), clock: any WallClock = SystemClock(),
+                log: Logger, audit: Logger) {
+        self.policy = policy; self.allowRemote = allowRemote; self.bootID = bootID
+        self.stateDirectory = stateDirectory; self.printStore = printStore; self.reader = reader
+        self.passwords = passwords; self.accounts = accounts; self.clock = clock; self.log = log; self.audit = audit
+    }
+}
+
+@CoreActor public final class Core {
+    public let config: PolicyConfig
+    let policyEngine: Policy
+    let allowRemote: Bool
+    let bootID: String
+    let reader: any FingerprintReader
+    let passwords: any PasswordVerifying
+    let accounts: any AccountDirectory
+    let clock: any WallClock
+    let log: Logger
+    let passwordDeadline: Int
+
+    let states: UserStateStore
+    let prints: PrintCache
+    let domainKey: DomainStateKey
+    let events: EventBus
+    let queue = ReaderQueue()
+    let names: NameCache
+
+    /// Blocking work, each kind on its own threads so one slow kind never starves another.
+    let accountPool = WorkerPool(name: "accounts", threads: 2, queueLimit: 256)
+    let passwordPool = WorkerPool(name: "passwords", threads: 2, queueLimit: 64, stackSize: 1 << 20)
+    let storagePool = WorkerPool(name: "storage", threads: 2, queueLimit: 1024)
+
+    /// Prompts running now; shutdown and suspend end them with systemCancel.
+    var activePrompts: [ObjectIdentifier: ActivePrompt] = [:]
+    public internal(set) var stopping = false
+    let readerSettled = OneShot<Void>()
+
+    public init(_ setup: CoreSetup) throws(StorageError) {
+        config = setup.policy
+        policyEngine = Policy(config: setup.policy)
+        allowRemote = setup.allowRemote
+        bootID = setup.bootID
+        reader = setup.reader
+        passwords = setup.passwords
+        accounts = setup.accounts
+        clock = setup.clock
+        log = setup.log
+        passwordDeadline = setup.passwordCheckDeadlineMilliseconds
+        events = EventBus(audit: setup.audit)
+        domainKey = try DomainStateKey(stateDirectory: setup.stateDirectory)
+        guard let users = try setup.stateDirectory.subdirectory("users", create: true) else {
+            throw .unsafe("\(setup.stateDirectory.path)/users cannot be created")
+        }
+        let log = setup.log
+        states = UserStateStore(users: users, policy: policyEngine, clock: setup.clock, pool: storagePool,
+                                log: { log.error("\($0)") })
+        prints = PrintCache(files: PrintFiles(root: setup.printStore, reader: setup.reader), pool: storagePool)
+        names = NameCache(accounts: setup.accounts, pool: accountPool)
+        let settled = readerSettled
+        setup.reader.whenOpened { CoreLoop.shared.post { settled.set(()) } }
+    }
+
+    /// The reader as it is once its first opening has ended (it may be absent).
+    func readerInfo() async -> ReaderInfo? {
+        await readerSettled.wait()
+        return reader.info
+    }
+
+    // MARK: canEvaluate
+
+    /// What an evaluation would end with before it starts, or nil when a prompt makes sense.
+    /// Never touches the reader; prints and states are cached, so it answers in microseconds.
+    func preflight(user: String, rhost: String?) async -> Refusal? {
+        if let rhost, !rhost.isEmpty, !allowRemote {
+            return Refusal(.biometryNotAvailable, reason: "remote", text: .remoteSession)
+        }
+        let info = await readerInfo()
+        let stored = await states.load(user)
+        guard case .state(let state) = stored else {
+            return Refusal(.biometryLockout, reason: "stateUnreadable", text: .stateUnreadable)
+        }
+        let list = await prints.list(user, device: info?.deviceKey)
+        if case .unsafe(let why) = list {
+            log.error("prints of \(user) refused: \(why)")
+            return Refusal(.biometryNotAvailable, reason: "printsUnsafe", text: .printsUnsafe)
+        }
+        let env = environment(prints: list.prints, readerAvailable: info != nil)
+        if env.enrollmentSnapshot != nil && !state.enabled {
+            return Refusal(.biometryNotEnrolled, reason: "notEnabled", text: .notEnabled)
+        }
+        if case .refused(let r) = policyEngine.canEvaluateBiometrics(state, in: env) { return refusal(for: r) }
+        let damaged = list.prints.filter(\.damaged).map(\.finger)
+        if damaged.count == list.prints.count {
+            var refusal = Refusal(.templateDamaged, reason: "templateDamaged", text: .templatesDamaged(damaged))
+            refusal.fingers = damaged
+            return refusal
+        }
+        return nil
+    }
+
+    func environment(prints: [EnrolledPrint], readerAvailable: Bool) -> Environment {
+        Environment(now: clock.now(), bootID: bootID, enrollmentSnapshot: Self.snapshot(prints),
+                    readerAvailable: readerAvailable)
+    }
+
+    /// Order-independent identity of the set of prints (nil: none); damaged ones count too.
+    static func snapshot(_ prints: [EnrolledPrint]) -> String? {
+        enrollmentSnapshot(fingers: prints.map { "\($0.finger.rawValue):\($0.digest)" })
+    }
+
+    func refusal(for r: BiometricRefusal) -> Refusal {
+        switch r {
+        case .notAvailable: return Refusal(.biometryNotAvailable, reason: "noReader", text: .noReader)
+        case .notEnrolled: return Refusal(.biometryNotEnrolled, reason: "noPrints", text: .notEnrolled)
+        case .lockout:
+            return Refusal(.biometryLockout, reason: "lockout", text: .lockout(attempts: config.lockoutThreshold))
+        case .passwordRequired(let reason):
+            return Refusal(.passwordRequired, reason: reason.rawValue, text: .passwordRequired(reason))
+        }
+    }
+
+    /// The one mapping from a reader failure to what the client is told.
+    func refusal(for failure: ReaderFailure, timeout: Int) -> Refusal {
+        switch failure {
+        case .noReader: return Refusal(.biometryNotAvailable, reason: "noReader", text: .noReader)
+        case .removed: return Refusal(.biometryNotAvailable, reason: "removed", text: .readerRemoved)
+        case .tooHot: return Refusal(.biometryNotAvailable, reason: "tooHot", text: .readerTooHot)
+        case .busy: return Refusal(.biometryNotAvailable, reason: "busy", text: .readerBusy)
+        case .timedOut: return Refusal(.timeout, reason: "timeout", text: .timedOut(seconds: timeout))
+        case .cancelled: return Refusal(.systemCancel, reason: "cancelled", text: .cancelled)
+        case .invalidTemplate, .failed:
+            return Refusal(.biometryNotAvailable, reason: "readerError", text: .internalError)
+        }
+    }
+
+    static let storageFailure = Refusal(.internalError, reason: "storage", text: .internalError)
+    static let shutdownRefusal = Refusal(.systemCancel, reason: "shutdown", text: .shuttingDown)
+
+    // MARK: events
+
+    func event(_ kind: String, _ ctx: EventContext, method: String?, outcome: Outcome, reason: String?) -> AuthEvent {
+        var e = AuthEvent(event: kind, user: ctx.user, at: clock.now())
+        e.service = ctx.origin.service
+        e.tty = ctx.origin.tty
+        e.rhost = ctx.origin.rhost
+        e.policy = ctx.policy?.name
+        e.method = method
+        e.code = outcome.rawValue
+        e.outcome = outcome.name
+        e.reason = reason
+        e.byUID = ctx.byUID
+        return e
+    }
+
+    func publishOutcome(_ ctx: EventContext, method: String?, outcome: Outcome, reason: String?) {
+        var e = event("outcome", ctx, method: method, outcome: outcome, reason: reason)
+        if case .state(let s)? = states.cached(ctx.user) {
+            e.failedMatches = s.consecutiveFailedMatches
+            e.wrongPasswords = s.consecutiveWrongPasswords
+        }
+        events.publish(e)
+    }
+}
+
+/// Who asked, for whom and from where: for events and audit.
+struct EventContext: Sendable {
+    var user: String
+    var origin: Origin
+    var policy: EvaluationPolicy?
+    var byUID: UInt32
+}
+
+extension ReaderInfo {
+    var deviceKey: DeviceKey { DeviceKey(driver: driver, deviceID: deviceID) }
+}

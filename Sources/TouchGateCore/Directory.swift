@@ -1,0 +1,209 @@
+// Files the daemon trusts, reached only from held directory descriptors: never through a symlink,
+// only when owned by the daemon's user and writable by nobody else, written atomically.
+import Glibc
+
+public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
+    case io(String, Int32)
+    case unsafe(String)
+    public var description: String {
+        switch self {
+        case .io(let what, let e): return "\(what): \(String(cString: strerror(e)))"
+        case .unsafe(let what): return what
+        }
+    }
+}
+
+/// An open directory. Every path below it is one name at a time (`openat`, `O_NOFOLLOW`), so a
+/// component replaced by a symlink is refused instead of followed.
+public final class Directory: Sendable {
+    public let fd: Int32
+    /// For messages only; never used to reach a file.
+    public let path: String
+
+    private init(fd: Int32, path: String) {
+        self.fd = fd
+        self.path = path
+    }
+
+    deinit { close(fd) }
+
+    /// The root of a store: created 0700 if missing; refused unless it is a real directory owned by
+    /// the daemon's user that nobody else can write to (a mode looser than 0700 is tightened).
+    public static func openRoot(_ path: String, create: Bool = true) throws(StorageError) -> Directory {
+        if create && mkdir(path, 0o700) != 0 && errno != EEXIST { throw .io("mkdir \(path)", errno) }
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw openError(path, errno) }
+        let dir = Directory(fd: fd, path: path)
+        try dir.checkTrusted(tighten: true)
+        return dir
+    }
+
+    /// A subdirectory; created 0700 when `create` and missing; nil when missing otherwise.
+    public func subdirectory(_ name: String, create: Bool = false) throws(StorageError) -> Directory? {
+        try Self.checkName(name)
+        let full = "\(path)/\(name)"
+        if create && mkdirat(fd, name, 0o700) != 0 && errno != EEXIST { throw .io("mkdir \(full)", errno) }
+        let sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        if sub < 0 {
+            if errno == ENOENT && !create { return nil }
+            throw Self.openError(full, errno)
+        }
+        let dir = Directory(fd: sub, path: full)
+        try dir.checkTrusted(tighten: create)
+        return dir
+    }
+
+    /// A regular file's bytes (at most `limit`), or nil when there is none. A symlink, another kind
+    /// of file, another owner, or group/other write permission is refused.
+    public func read(_ name: String, limit: Int = 1 << 20) throws(StorageError) -> [UInt8]? {
+        try Self.checkName(name)
+        let full = "\(path)/\(name)"
+        let file = openat(fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        if file < 0 {
+            if errno == ENOENT { return nil }
+            throw Self.openError(full, errno)
+        }
+        defer { close(file) }
+        var st = stat()
+        guard fstat(file, &st) == 0 else { throw .io("stat \(full)", errno) }
+        guard (st.st_mode & S_IFMT) == S_IFREG else { throw .unsafe("\(full) is not a regular file") }
+        try Self.checkOwnership(st, full)
+        guard Int(st.st_size) <= limit else { throw .unsafe("\(full) is larger than \(limit) bytes") }
+        var out: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16384)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(file, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw .io("read \(full)", errno)
+            }
+            if n == 0 { return out }
+            out.append(contentsOf: chunk[0..<n])
+            if out.count > limit { throw .unsafe("\(full) is larger than \(limit) bytes") }
+        }
+    }
+
+    /// Writes a 0600 file atomically: a fresh temporary file, fsync, rename over `name`, fsync of
+    /// the directory. A crash leaves the old file or the new one, and at most a temporary file that
+    /// `removeStaleTemporaries` deletes at the next start.
+    public func writeAtomically(_ name: String, _ bytes: [UInt8]) throws(StorageError) {
+        try Self.checkName(name)
+        let full = "\(path)/\(name)"
+        let random = UInt64.random(in: 1...UInt64.max)
+        let tmp = ".\(name)\(Self.temporaryMarker)\(String(random, radix: 16))"
+        let file = openat(fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard file >= 0 else { throw .io("create \(path)/\(tmp)", errno) }
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.write(file, $0.baseAddress! + offset, bytes.count - offset) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                let e = n < 0 ? errno : EIO
+                close(file); unlinkat(fd, tmp, 0)
+                throw .io("write \(full)", e)
+            }
+            offset += n
+        }
+        guard fsync(file) == 0 else { let e = errno; close(file); unlinkat(fd, tmp, 0); throw .io("fsync \(full)", e) }
+        close(file)
+        guard renameat(fd, tmp, fd, name) == 0 else { let e = errno; unlinkat(fd, tmp, 0); throw .io("rename \(full)", e) }
+        try sync()
+    }
+
+    public func sync() throws(StorageError) {
+        guard fsync(fd) == 0 else { throw .io("fsync \(path)", errno) }
+    }
+
+    /// Removes a file; true when there was one.
+    @discardableResult
+    public func remove(_ name: String) throws(StorageError) -> Bool {
+        try Self.checkName(name)
+        if unlinkat(fd, name, 0) == 0 { return true }
+        if errno == ENOENT { return false }
+        throw .io("unlink \(path)/\(name)", errno)
+    }
+
+    /// Removes an empty subdirectory; false when it is missing or not empty.
+    @discardableResult
+    public func removeEmptySubdirectory(_ name: String) -> Bool {
+        (try? Self.checkName(name)) != nil && unlinkat(fd, name, AT_REMOVEDIR) == 0
+    }
+
+    public func rename(_ name: String, to newName: String) throws(StorageError) {
+        try Self.checkName(name)
+        try Self.checkName(newName)
+        guard renameat(fd, name, fd, newName) == 0 else { throw .io("rename \(path)/\(name)", errno) }
+    }
+
+    /// The names in the directory, "." and ".." excepted.
+    public func entries() -> [String] {
+        let copy = dup(fd)
+        guard copy >= 0, let d = fdopendir(copy) else { if copy >= 0 { close(copy) }; return [] }
+        defer { closedir(d) }
+        rewinddir(d)
+        var names: [String] = []
+        while let e = readdir(d) {
+            let name = withUnsafeBytes(of: e.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// Deletes what interrupted atomic writes left behind (this layout's and the older
+    /// `NAME.tmp.PID` one); returns how many.
+    @discardableResult
+    public func removeStaleTemporaries() -> Int {
+        entries().filter(Self.isTemporary).reduce(0) { n, name in
+            n + (unlinkat(fd, name, 0) == 0 ? 1 : 0)
+        }
+    }
+
+    static let temporaryMarker = ".tmp-"
+
+    static func isTemporary(_ name: String) -> Bool {
+        if name.hasPrefix("."), name.utf8.count > 1, containsMarker(name) { return true }
+        // The older layout wrote "NAME.tmp.PID".
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count >= 3, parts[parts.count - 2] == "tmp", let pid = parts.last else { return false }
+        return !pid.isEmpty && pid.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+    }
+
+    private static func containsMarker(_ name: String) -> Bool {
+        let bytes = Array(name.utf8), marker = Array(temporaryMarker.utf8)
+        guard bytes.count >= marker.count else { return false }
+        return (0...(bytes.count - marker.count)).contains { bytes[$0..<($0 + marker.count)].elementsEqual(marker) }
+    }
+
+    // MARK: checks
+
+    /// One path component: no '/', no NUL, not "." or "..", not empty.
+    static func checkName(_ name: String) throws(StorageError) {
+        guard !name.isEmpty, name != ".", name != "..", !name.utf8.contains(0x2F), !name.utf8.contains(0) else {
+            throw .unsafe("refused file name '\(name)'")
+        }
+    }
+
+    private func checkTrusted(tighten: Bool) throws(StorageError) {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw .io("stat \(path)", errno) }
+        guard (st.st_mode & S_IFMT) == S_IFDIR else { throw .unsafe("\(path) is not a directory") }
+        if tighten && st.st_uid == geteuid() && st.st_mode & 0o077 != 0 {
+            guard fchmod(fd, 0o700) == 0 else { throw .io("chmod \(path)", errno) }
+            st.st_mode &= ~mode_t(0o077)
+        }
+        try Self.checkOwnership(st, path)
+    }
+
+    private static func checkOwnership(_ st: stat, _ path: String) throws(StorageError) {
+        guard st.st_uid == geteuid() else { throw .unsafe("\(path) is owned by uid \(st.st_uid), not by the daemon's user") }
+        guard st.st_mode & 0o022 == 0 else { throw .unsafe("\(path) is writable by group or others") }
+    }
+
+    private static func openError(_ path: String, _ e: Int32) -> StorageError {
+        switch e {
+        case ELOOP: return .unsafe("\(path) is a symbolic link")
+        case ENOTDIR: return .unsafe("\(path) is not a directory")
+        default: return .io("open \(path)", e)
+        }
+    }
+}

@@ -1,0 +1,94 @@
+// The prints of each user on the current reader, read once from disk (on the storage pool) and kept
+// until the daemon itself changes them; and the account-name lookups of callers, briefly cached.
+import Glibc
+import TouchGateWire
+
+@CoreActor final class PrintCache {
+    let files: PrintFiles
+    private let pool: WorkerPool
+    private var cache: [String: (device: DeviceKey, list: PrintList)] = [:]
+
+    init(files: PrintFiles, pool: WorkerPool) {
+        self.files = files
+        self.pool = pool
+    }
+
+    /// The user's prints on `device`; with no device (no reader) the prints of every reader, uncached.
+    func list(_ user: String, device: DeviceKey?) async -> PrintList {
+        guard let device else {
+            let files = self.files
+            return (try? await pool.run { files.listAllDevices(user) }) ?? .unsafe("storage queue full")
+        }
+        if let hit = cache[user], hit.device == device { return hit.list }
+        let files = self.files
+        guard let list = try? await pool.run({ files.list(user, device: device) }) else {
+            return .unsafe("storage queue full")  // not cached: the next request reads again
+        }
+        cache[user] = (device, list)
+        return list
+    }
+
+    func invalidate(_ user: String) { cache[user] = nil }
+
+    func templates(_ user: String, device: DeviceKey, fingers: [Finger]) async throws(StorageError) -> [[UInt8]] {
+        try await run { files throws(StorageError) in
+            var out: [[UInt8]] = []
+            for f in fingers {
+                if let bytes = try files.template(user, device: device, finger: f) { out.append(bytes) }
+            }
+            return out
+        }
+    }
+
+    func save(_ bytes: [UInt8], user: String, device: DeviceKey, finger: Finger) async throws(StorageError) {
+        defer { invalidate(user) }
+        try await run { files throws(StorageError) in try files.save(bytes, user: user, device: device, finger: finger) }
+    }
+
+    /// Deletes on `device`, or on every reader's directory when nil; returns the fingers removed.
+    func delete(_ user: String, device: DeviceKey?, fingers: [Finger]) async throws(StorageError) -> [Finger] {
+        defer { invalidate(user) }
+        return try await run { files throws(StorageError) in try files.delete(user, device: device, fingers: fingers) }
+    }
+
+    private func run<T: Sendable>(_ body: @escaping @Sendable (PrintFiles) throws(StorageError) -> T) async throws(StorageError) -> T {
+        let files = self.files
+        let result: Result<T, StorageError>
+        do {
+            result = try await pool.run { () -> Result<T, StorageError> in
+                do throws(StorageError) { return .success(try body(files)) } catch { return .failure(error) }
+            }
+        } catch { throw .unsafe("storage queue full") }
+        return try result.get()
+    }
+}
+
+/// uid → account name, from NSS on the accounts pool, remembered for a few seconds: a burst of
+/// requests from one client costs one lookup, and a renamed account is seen soon after.
+@CoreActor final class NameCache {
+    private let accounts: any AccountDirectory
+    private let pool: WorkerPool
+    private var names: [UInt32: (name: String?, until: Int64)] = [:]
+    static let lifetimeMilliseconds: Int64 = 5000
+
+    init(accounts: any AccountDirectory, pool: WorkerPool) {
+        self.accounts = accounts
+        self.pool = pool
+    }
+
+    func name(of uid: UInt32) async -> String? {
+        let now = monotonicMilliseconds()
+        if let hit = names[uid], hit.until > now { return hit.name }
+        let accounts = self.accounts
+        guard let found = try? await pool.run({ accounts.name(uid: uid) }) else { return nil }
+        if names.count > 1024 { names.removeAll() }
+        names[uid] = (found, now + Self.lifetimeMilliseconds)
+        return found
+    }
+
+    /// Whether the account exists (never cached: a deleted account must stop at once).
+    func exists(_ user: String) async -> Bool? {
+        let accounts = self.accounts
+        return try? await pool.run { accounts.uid(name: user) != nil }
+    }
+}

@@ -1,0 +1,145 @@
+// Enrolled prints in fprintd's layout (<store>/<user>/<driver>/<device id>/<finger as one hex digit>,
+// libfprint's serialized prints), so fprintd's users keep their fingers and can go back.
+import Crypto
+import TouchGateReader
+import TouchGateWire
+
+/// Which reader a print belongs to: libfprint's driver name and device id.
+public struct DeviceKey: Sendable, Equatable, Hashable {
+    public var driver: String
+    public var deviceID: String
+    public init(driver: String, deviceID: String) { self.driver = driver; self.deviceID = deviceID }
+}
+
+/// One enrolled print as the policy sees it: which finger, a digest that changes when it is
+/// replaced, and whether libfprint can use it (a damaged file still counts as enrolled).
+public struct EnrolledPrint: Sendable, Equatable {
+    public var finger: Finger
+    public var digest: String
+    public var damaged: Bool
+    public init(finger: Finger, digest: String, damaged: Bool = false) {
+        self.finger = finger; self.digest = digest; self.damaged = damaged
+    }
+}
+
+/// A user's prints, or why they cannot be trusted (a symlink, another owner): fail closed.
+public enum PrintList: Sendable, Equatable {
+    case prints([EnrolledPrint])
+    case unsafe(String)
+
+    public var prints: [EnrolledPrint] { if case .prints(let p) = self { return p } else { return [] } }
+}
+
+/// The files. Blocking: the core calls these on its storage pool.
+public struct PrintFiles: Sendable {
+    public let root: Directory
+    public let reader: any FingerprintReader
+
+    public init(root: Directory, reader: any FingerprintReader) {
+        self.root = root
+        self.reader = reader
+    }
+
+    /// fprintd names a print file by libfprint's finger number in hex: 1 (left thumb) … a (right little).
+    public static func fileName(_ finger: Finger) -> String { String(finger.fpFinger, radix: 16) }
+
+    static func finger(fileName: String) -> Finger? {
+        guard fileName.utf8.count == 1, let n = Int(fileName, radix: 16) else { return nil }
+        return Finger(fpFinger: n)
+    }
+
+    /// The user's prints for `device`, in libfprint finger order.
+    public func list(_ user: String, device: DeviceKey) -> PrintList {
+        do {
+            guard let dir = try deviceDirectory(user, device, create: false) else { return .prints([]) }
+            var found: [EnrolledPrint] = []
+            for name in dir.entries() {
+                guard let finger = Self.finger(fileName: name) else { continue }
+                guard let bytes = try dir.read(name) else { continue }
+                let usable = reader.describe(bytes).map {
+                    $0.driver == device.driver && $0.deviceID == device.deviceID
+                        && $0.finger == finger.fpFinger && $0.username == user
+                } ?? false
+                found.append(EnrolledPrint(finger: finger, digest: Self.digest(bytes), damaged: !usable))
+            }
+            return .prints(found.sorted { $0.finger < $1.finger })
+        } catch {
+            return .unsafe(error.description)
+        }
+    }
+
+    public func template(_ user: String, device: DeviceKey, finger: Finger) throws(StorageError) -> [UInt8]? {
+        try deviceDirectory(user, device, create: false)?.read(Self.fileName(finger))
+    }
+
+    public func save(_ bytes: [UInt8], user: String, device: DeviceKey, finger: Finger) throws(StorageError) {
+        guard let dir = try deviceDirectory(user, device, create: true) else { throw .unsafe("no directory for \(user)") }
+        try dir.writeAtomically(Self.fileName(finger), bytes)
+    }
+
+    /// Deletes the given fingers on `device`, or on every reader's directory when nil; returns
+    /// those that were enrolled. Empty directories go too, as fprintd removes them.
+    public func delete(_ user: String, device: DeviceKey?, fingers: [Finger]) throws(StorageError) -> [Finger] {
+        var removed = Set<Finger>()
+        for key in try devices(user) where device == nil || key == device {
+            guard let userDir = try root.subdirectory(user), let driverDir = try userDir.subdirectory(key.driver),
+                  let dir = try driverDir.subdirectory(key.deviceID) else { continue }
+            var here = false
+            for f in fingers {
+                if try dir.remove(Self.fileName(f)) { removed.insert(f); here = true }
+            }
+            if here { try dir.sync() }
+            if driverDir.removeEmptySubdirectory(key.deviceID) { userDir.removeEmptySubdirectory(key.driver) }
+        }
+        root.removeEmptySubdirectory(user)
+        return fingers.filter(removed.contains)
+    }
+
+    /// The readers (driver, device id) the user has a directory for.
+    public func devices(_ user: String) throws(StorageError) -> [DeviceKey] {
+        guard let userDir = try root.subdirectory(user) else { return [] }
+        var keys: [DeviceKey] = []
+        for driver in userDir.entries() {
+            guard let driverDir = try userDir.subdirectory(driver) else { continue }
+            for id in driverDir.entries() { keys.append(DeviceKey(driver: driver, deviceID: id)) }
+        }
+        return keys
+    }
+
+    /// Every reader's prints of the user (for status and list when no reader is present).
+    public func listAllDevices(_ user: String) -> PrintList {
+        do {
+            var all: [Finger: EnrolledPrint] = [:]
+            for key in try devices(user) {
+                switch list(user, device: key) {
+                case .unsafe(let why): return .unsafe(why)
+                case .prints(let found): for p in found where all[p.finger] == nil { all[p.finger] = p }
+                }
+            }
+            return .prints(all.values.sorted { $0.finger < $1.finger })
+        } catch {
+            return .unsafe(error.description)
+        }
+    }
+
+    /// `<store>/<user>/<driver>/<device id>`, each level opened without following links.
+    func deviceDirectory(_ user: String, _ device: DeviceKey, create: Bool) throws(StorageError) -> Directory? {
+        guard let userDir = try root.subdirectory(user, create: create),
+              let driverDir = try userDir.subdirectory(device.driver, create: create) else { return nil }
+        return try driverDir.subdirectory(device.deviceID, create: create)
+    }
+
+    /// Lowercase hex SHA-256: changes whenever a print is replaced.
+    static func digest(_ bytes: [UInt8]) -> String {
+        hex(Array(SHA256.hash(data: bytes)))
+    }
+}
+
+/// Lowercase hex of bytes.
+func hex(_ bytes: [UInt8]) -> String {
+    let digits = Array("0123456789abcdef".utf8)
+    var out: [UInt8] = []
+    out.reserveCapacity(bytes.count * 2)
+    for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 0xF)]) }
+    return String(decoding: out, as: UTF8.self)
+}

@@ -1,0 +1,101 @@
+// What a front-end asks the core and what it gets back: typed values, whatever door they came through.
+import TouchGateReader
+import TouchGateWire
+
+/// Who is asking, as the kernel or the bus reports it — the only source of authorization.
+public struct Caller: Sendable, Equatable {
+    /// The effective uid (SO_PEERCRED, or the bus's GetConnectionUnixUser).
+    public var uid: UInt32
+    public var pid: Int32
+    public var isRoot: Bool { uid == 0 }
+    public init(uid: UInt32, pid: Int32) { self.uid = uid; self.pid = pid }
+}
+
+/// Where a request came from, for events and audit (values supplied by the client: escaped there).
+public struct Origin: Sendable, Equatable {
+    public var service: String?
+    public var tty: String?
+    public var rhost: String?
+    public init(service: String? = nil, tty: String? = nil, rhost: String? = nil) {
+        self.service = service; self.tty = tty; self.rhost = rhost
+    }
+}
+
+public struct EvaluateRequest: Sendable {
+    public var user: String
+    public var policy: EvaluationPolicy
+    public var origin: Origin
+    /// Per-request limits; they may only tighten the daemon's.
+    public var maxTries: Int?
+    public var timeoutSeconds: Int?
+    /// The client takes no input (GDM style): it cannot ask for a password afterwards.
+    public var noInput: Bool
+    public init(user: String, policy: EvaluationPolicy, origin: Origin = Origin(), maxTries: Int? = nil,
+                timeoutSeconds: Int? = nil, noInput: Bool = false) {
+        self.user = user; self.policy = policy; self.origin = origin; self.maxTries = maxTries
+        self.timeoutSeconds = timeoutSeconds; self.noInput = noInput
+    }
+}
+
+/// An answer: a code (0 or an LAError number, or touchgate's own), a machine reason, a sentence,
+/// and the values some requests return.
+public struct Reply: Error, Sendable, Equatable {
+    public var outcome: Outcome
+    public var reason: String?
+    public var text: Text?
+    public var seconds: Int?
+    /// deviceOwnerAuthentication: the client should ask for the password now (VERIFY_PASSWORD).
+    public var askPassword = false
+    public var fingers: [Finger] = []
+    public var devices: [String] = []
+    public var domainState: String?
+    public var json: String?
+
+    public init(_ outcome: Outcome, reason: String? = nil, text: Text? = nil, seconds: Int? = nil) {
+        self.outcome = outcome; self.reason = reason; self.text = text; self.seconds = seconds
+    }
+
+    public init(outcome: Outcome, reason: String?, text: Text?, seconds: Int? = nil) {
+        self.init(outcome, reason: reason, text: text, seconds: seconds)
+    }
+
+    public static func success(_ text: Text? = nil, reason: String? = nil) -> Reply { Reply(.success, reason: reason, text: text) }
+
+    public var isSuccess: Bool { outcome == .success }
+}
+
+/// A refusal as the client sees it: code, machine reason, sentence, seconds left.
+public typealias Refusal = Reply
+
+/// What a prompt shows while it runs.
+public struct ProgressEvent: Sendable, Equatable {
+    public var kind: ProgressKind
+    public var style: MessageStyle
+    public var text: Text?
+    public var stage: Int?
+    public var stages: Int?
+    public init(_ kind: ProgressKind, _ text: Text?, style: MessageStyle = .info, stage: Int? = nil, stages: Int? = nil) {
+        self.kind = kind; self.text = text; self.style = style; self.stage = stage; self.stages = stages
+    }
+}
+
+/// The client side of a running prompt: where progress goes. Front-ends implement it.
+@CoreActor public protocol PromptClient: AnyObject, Sendable {
+    func show(_ progress: ProgressEvent)
+}
+
+/// What a person does at a running prompt, delivered by the front-end.
+@CoreActor public final class PromptInput {
+    public enum Event: Sendable, Equatable {
+        /// The client cancelled this request (appCancel).
+        case cancel
+        /// The password typed at the prompt (policy biometrics-or-password).
+        case password(String)
+    }
+
+    let events = OneShot<Event>()
+    public init() {}
+
+    /// The first event counts; later ones are ignored (a prompt ends once).
+    public func deliver(_ event: Event) { events.set(event) }
+}

@@ -1,0 +1,199 @@
+// Per-user policy state (<state>/users/<user>/state.json): kept in memory, written by a worker pool,
+// on disk before any reply that reports a failure; a lost write only ever leaves the policy stricter.
+import FoundationEssentials
+import TouchGatePolicy
+
+public enum StoredState: Sendable, Equatable {
+    case state(UserState)
+    /// The file exists but cannot be trusted or read as a state (the reason says why): that user's
+    /// biometrics stay refused until a password success (fail closed); it is never reset to zero.
+    case corrupt(String)
+
+    /// The state to build on: an unreadable one counts as locked out (and opted in, since it had
+    /// prints), so only a password success ever leaves it.
+    public var stateOrFailClosed: UserState {
+        switch self {
+        case .state(let s): return s
+        case .corrupt: return UserState(enabled: true, biometryLockedOut: true)
+        }
+    }
+
+    public var isCorrupt: Bool { if case .corrupt = self { return true } else { return false } }
+}
+
+/// When a change must be on disk relative to the reply that reports it.
+public enum Durability: Sendable {
+    /// Failures, admin actions: the reply waits for the disk (SPEC §9, `kill -9` loses nothing).
+    case beforeReply
+    /// Successes: losing the write leaves counters higher and successes older — stricter, never weaker.
+    case afterReply
+}
+
+@CoreActor final class UserStateStore {
+    private let users: Directory
+    private let policy: Policy
+    private let clock: any WallClock
+    private let pool: WorkerPool
+    private let log: (String) -> Void
+    private var entries: [String: Entry] = [:]
+    private var loading: [String: OneShot<StoredState>] = [:]
+
+    private final class Entry {
+        var stored: StoredState
+        var version = 0
+        var durable = 0
+        var writing = false
+        var moveAside = false
+        var waiters: [(version: Int, done: OneShot<StorageError?>)] = []
+        init(_ stored: StoredState) { self.stored = stored }
+    }
+
+    nonisolated static let fileName = "state.json"
+
+    init(users: Directory, policy: Policy, clock: any WallClock, pool: WorkerPool, log: @escaping (String) -> Void) {
+        self.users = users
+        self.policy = policy
+        self.clock = clock
+        self.pool = pool
+        self.log = log
+    }
+
+    /// The state as last decided, reading it from disk the first time.
+    func load(_ user: String) async -> StoredState {
+        do { return try await entry(user).stored } catch { return .corrupt(error.description) }
+    }
+
+    /// The state if it was read already (the preflight's fast path).
+    func cached(_ user: String) -> StoredState? { entries[user]?.stored }
+
+    /// Applies `change` and records the result, on disk before returning for `.beforeReply`.
+    /// Throws when that write failed; the new state is kept in memory either way (it only adds
+    /// what happened, so keeping it is never weaker than the disk).
+    @discardableResult
+    func update(_ user: String, _ durability: Durability,
+                _ change: (StoredState) -> UserState) async throws(StorageError) -> UserState {
+        let e = try await entry(user)
+        let next = change(e.stored)
+        if e.stored.isCorrupt { e.moveAside = true }  // kept for inspection, not overwritten
+        e.stored = .state(next)
+        e.version += 1
+        let version = e.version
+        scheduleWrite(user, e)
+        guard durability == .beforeReply else { return next }
+        let done = OneShot<StorageError?>()
+        if e.durable >= version { done.set(nil) } else { e.waiters.append((version, done)) }
+        if let error = await done.wait() { throw error }
+        return next
+    }
+
+    /// Waits until every change made so far is on disk (or failed), e.g. before the daemon exits.
+    func flush() async {
+        for (_, e) in entries where e.durable < e.version {
+            let done = OneShot<StorageError?>()
+            e.waiters.append((e.version, done))
+            _ = await done.wait()
+        }
+    }
+
+    // MARK: reading
+
+    /// The user's entry, read from disk the first time. Throws only when the read could not even
+    /// be started (the storage queue is full): nothing is cached then, and nothing may be written.
+    private func entry(_ user: String) async throws(StorageError) -> Entry {
+        if let e = entries[user] { return e }
+        if let pending = loading[user] {
+            _ = await pending.wait()  // the reader adopts what it read
+            guard let e = entries[user] else { throw .unsafe("storage queue full") }
+            return e
+        }
+        let pending = OneShot<StoredState>()
+        loading[user] = pending
+        let (users, policy, now) = (self.users, self.policy, clock.now())
+        let read = try? await pool.run { Self.read(user, users: users, policy: policy, now: now) }
+        loading[user] = nil
+        guard let stored = read else {
+            pending.set(.corrupt("the state of \(user) could not be read now (storage queue full)"))
+            throw .unsafe("storage queue full")
+        }
+        if case .corrupt(let why) = stored { log("state of \(user) refused: \(why)") }
+        let e = entries[user] ?? adopt(user, stored)
+        pending.set(stored)
+        return e
+    }
+
+    private func adopt(_ user: String, _ stored: StoredState) -> Entry {
+        let e = Entry(stored)
+        entries[user] = e
+        return e
+    }
+
+    private nonisolated static func read(_ user: String, users: Directory, policy: Policy, now: Instant) -> StoredState {
+        do {
+            guard let dir = try users.subdirectory(user),
+                  let bytes = try dir.read(fileName, limit: 64 * 1024) else { return .state(UserState()) }
+            guard let state = try? JSONDecoder().decode(UserState.self, from: Data(bytes)) else {
+                return .corrupt("\(users.path)/\(user)/\(fileName) is not a valid state")
+            }
+            // A back-off end pushed far ahead by a clock jump is pulled back to one step from now.
+            return .state(policy.backoffCappedToItsStep(state, at: now))
+        } catch {
+            return .corrupt(error.description)
+        }
+    }
+
+    // MARK: writing
+
+    /// One write per user at a time; changes made meanwhile are written together afterwards.
+    private func scheduleWrite(_ user: String, _ e: Entry) {
+        guard !e.writing, e.durable < e.version, case .state(let state) = e.stored else { return }
+        e.writing = true
+        let version = e.version
+        let moveAside = e.moveAside
+        e.moveAside = false
+        let (users, stamp) = (self.users, clock.now())
+        Task { @CoreActor in
+            let outcome: StorageError?
+            do {
+                outcome = try await pool.run { Self.write(state, user: user, users: users, moveAside: moveAside, stamp: stamp) }
+            } catch {
+                outcome = .unsafe("storage queue full")
+            }
+            e.writing = false
+            if let outcome {
+                log("cannot write the state of \(user): \(outcome)")
+                if moveAside { e.moveAside = true }
+            } else {
+                e.durable = max(e.durable, version)
+            }
+            let (ready, waiting) = e.waiters.partitioned { $0.version <= version }
+            e.waiters = waiting
+            for w in ready { w.done.set(outcome) }
+            scheduleWrite(user, e)
+        }
+    }
+
+    private nonisolated static func write(_ state: UserState, user: String, users: Directory,
+                                          moveAside: Bool, stamp: Instant) -> StorageError? {
+        do {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            let data: Data
+            do { data = try encoder.encode(state) } catch { return .unsafe("cannot encode state: \(error)") }
+            guard let dir = try users.subdirectory(user, create: true) else { return .unsafe("no directory for \(user)") }
+            if moveAside { try? dir.rename(fileName, to: "\(fileName).corrupt-\(stamp)") }
+            try dir.writeAtomically(fileName, Array(data))
+            return nil
+        } catch {
+            return error
+        }
+    }
+}
+
+extension Array {
+    /// The elements that satisfy `belongs`, and the others, each in their order.
+    func partitioned(_ belongs: (Element) -> Bool) -> ([Element], [Element]) {
+        var yes: [Element] = [], no: [Element] = []
+        for e in self { if belongs(e) { yes.append(e) } else { no.append(e) } }
+        return (yes, no)
+    }
+}

@@ -1,0 +1,79 @@
+// The listening socket: bound by the daemon, or passed by systemd (LISTEN_FDS); and READY=1.
+import Glibc
+import TouchGateCore
+import TouchGateWire
+
+public enum SocketSetupError: Error, CustomStringConvertible {
+    case unsafe(String)
+    case io(String, Int32)
+    public var description: String {
+        switch self {
+        case .unsafe(let what): return what
+        case .io(let what, let e): return "\(what): \(String(cString: strerror(e)))"
+        }
+    }
+}
+
+public enum ListeningSocket {
+    /// Listen backlog: a burst of clients (every PAM stack at a login storm) waits in the kernel
+    /// instead of being refused; the daemon accepts them in batches.
+    public static let backlog: Int32 = 1024
+
+    /// The socket systemd passed (LISTEN_PID is us, LISTEN_FDS ≥ 1: fd 3), or nil.
+    public static func fromActivation() -> Int32? {
+        guard let pid = environment("LISTEN_PID").flatMap(Int32.init), pid == getpid(),
+              let n = environment("LISTEN_FDS").flatMap(Int.init), n >= 1 else { return nil }
+        let fd: Int32 = 3
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        // Children (none today) must not think the socket is theirs.
+        unsetenv("LISTEN_PID"); unsetenv("LISTEN_FDS"); unsetenv("LISTEN_FDNAMES")
+        return fd
+    }
+
+    /// Binds `path` (replacing a stale socket, never another kind of file), mode 0666: anyone may
+    /// connect; what they may do is decided per request from SO_PEERCRED.
+    public static func bind(_ path: String) throws(SocketSetupError) -> Int32 {
+        guard var addr = makeUnixAddress(path) else { throw .unsafe("socket path too long: \(path)") }
+        var st = stat()
+        if lstat(path, &st) == 0 {
+            guard (st.st_mode & S_IFMT) == S_IFSOCK else { throw .unsafe("\(path) exists and is not a socket") }
+            _ = unlink(path)
+        }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard fd >= 0 else { throw .io("socket", errno) }
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard rc == 0 else { let e = errno; close(fd); throw .io("bind \(path)", e) }
+        guard chmod(path, 0o666) == 0 else { let e = errno; close(fd); throw .io("chmod \(path)", e) }
+        guard listen(fd, backlog) == 0 else { let e = errno; close(fd); throw .io("listen", e) }
+        return fd
+    }
+
+    /// Tells systemd we are ready (Type=notify), when it asked.
+    public static func notifyReady() {
+        guard var path = environment("NOTIFY_SOCKET") else { return }
+        if path.hasPrefix("@") { path = "\0" + path.dropFirst() }
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else { return }
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in for (i, b) in bytes.enumerated() { raw[i] = b } }
+        let len = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count)
+        let message = "READY=1"
+        _ = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
+                message.withCString { sendto(fd, $0, strlen($0), Int32(MSG_NOSIGNAL), sa, len) }
+            }
+        }
+    }
+
+    static func environment(_ name: String) -> String? {
+        guard let p = getenv(name), p.pointee != 0 else { return nil }
+        return String(cString: p)
+    }
+}

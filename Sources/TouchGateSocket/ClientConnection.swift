@@ -1,0 +1,255 @@
+// One client on the socket: non-blocking reads into a bounded frame buffer, a bounded output queue,
+// deadlines for idle and slow clients, and at most one request at a time.
+import Glibc
+import Logging
+import TouchGateCore
+import TouchGateWire
+
+@CoreActor final class ClientConnection: PromptClient {
+    let fd: Int32
+    let caller: Caller
+    let person: UInt32
+    private weak var listener: Listener?
+    private var watch: FDWatch?
+    private var reader = FrameReader()
+    private var output: [UInt8] = []
+    private var lastActivity = monotonicMilliseconds()
+    private var partialSince: Int64?
+    private(set) var closed = false
+    /// The request in progress: its id, what the person does at it, and its task.
+    private var request: (id: UInt32, input: PromptInput?, task: Task<Void, Never>?, acceptsPassword: Bool)?
+    private var keepalive: LoopTimer?
+    private var lastSent = monotonicMilliseconds()
+    private var subscription: UInt64?
+    var language = Language.english
+
+    var core: Core? { listener?.core }
+    var log: Logger { listener?.log ?? Logger(label: "touchgated") }
+    var isBusy: Bool { request != nil && subscription == nil }
+
+    init(fd: Int32, caller: Caller, person: UInt32, listener: Listener) {
+        self.fd = fd
+        self.caller = caller
+        self.person = person
+        self.listener = listener
+        watch = FDWatch(fd: fd, events: .readable) { [weak self] events in self?.ready(events) ?? false }
+    }
+
+    /// A RESULT before any request was read (refused at accept): sent if it fits, never waited for.
+    nonisolated static func refuse(_ fd: Int32, _ outcome: Outcome, text: Text) {
+        let frame = Frame(.result, requestID: WireLimits.unsolicitedRequestID,
+                          [Field(.code, outcome.rawValue), Field(.message, text.render(.english))])
+        guard let bytes = try? frame.encoded() else { return }
+        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
+    }
+
+    // MARK: input
+
+    private func ready(_ events: FDWatch.Events) -> Bool {
+        guard !closed else { return false }
+        if events.contains(.writable) { flush() }
+        if events.contains(.readable) || events.contains(.hangUp) || events.contains(.error) { readAvailable() }
+        return !closed
+    }
+
+    private func readAvailable() {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        // A bounded number of reads per wake-up, so one chatty client cannot hold the loop.
+        for _ in 0..<4 {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if n == 0 { close(reason: nil); return }
+            if n < 0 {
+                if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { break }
+                close(reason: nil)
+                return
+            }
+            lastActivity = monotonicMilliseconds()
+            reader.append(chunk[0..<n])
+            do {
+                while let frame = try reader.next() {
+                    handle(frame)
+                    if closed { return }
+                }
+            } catch {
+                log.notice("malformed request: \(error)", metadata: ["uid": "\(caller.uid)"])
+                reply(request?.id ?? WireLimits.unsolicitedRequestID, Reply(.badRequest, text: .badRequest))
+                close(reason: nil)
+                return
+            }
+            partialSince = reader.bufferedCount > 0 ? (partialSince ?? lastActivity) : nil
+            if n < chunk.count { break }
+        }
+    }
+
+    private func handle(_ frame: Frame) {
+        if let running = request {
+            // Mid-request only this request's CANCEL, or the password typed at its prompt.
+            guard frame.requestID == running.id else { return protocolViolation("a frame for another request") }
+            if frame.kind == .cancel {
+                running.input?.deliver(.cancel)
+                if subscription != nil { close(reason: nil) }  // a monitor ends when cancelled
+            } else if frame.kind == .password, running.acceptsPassword, let p = frame.string(.password) {
+                running.input?.deliver(.password(p))
+            } else {
+                protocolViolation("\(frame.kind) during a request")
+            }
+            return
+        }
+        guard frame.kind.isRequest, frame.kind != .password else {
+            return protocolViolation("\(frame.kind) is not a request")
+        }
+        language = Language(locale: frame.string(.locale))
+        if frame.kind == .cancel {
+            // Nothing is running on this connection: the context is already finished.
+            reply(frame.requestID, Reply(.invalidContext))
+            return
+        }
+        start(frame)
+    }
+
+    private func protocolViolation(_ what: String) {
+        log.notice("bad request: \(what)", metadata: ["uid": "\(caller.uid)"])
+        reply(request?.id ?? WireLimits.unsolicitedRequestID, Reply(.badRequest, text: .badRequest))
+        close(reason: nil)
+    }
+
+    // MARK: requests
+
+    private func start(_ frame: Frame) {
+        guard let core else { return close(reason: nil) }
+        let input = PromptInput()
+        let accepts = frame.kind == .evaluate && frame.int(.policy) == EvaluationPolicy.biometricsOrPassword.rawValue
+        request = (frame.requestID, input, nil, accepts)
+        keepalive = LoopTimer(milliseconds: WireLimits.keepaliveMilliseconds / 2) { [weak self] in
+            self?.sendKeepaliveIfQuiet() ?? false
+        }
+        let task = Task { @CoreActor [weak self] in
+            guard let self else { return }
+            let outcome: Reply?
+            do {
+                outcome = try await RequestDispatch.run(frame, core: core, connection: self, input: input)
+            } catch {
+                self.log.notice("bad \(frame.kind) request: \(error)", metadata: ["uid": "\(self.caller.uid)"])
+                self.reply(frame.requestID, Reply(.badRequest, text: .badRequest))
+                self.close(reason: nil)
+                return
+            }
+            self.finish(frame.requestID, outcome)
+        }
+        request?.task = task
+    }
+
+    /// The request's answer (nil: it already answered, e.g. a monitor that streams on).
+    private func finish(_ id: UInt32, _ outcome: Reply?) {
+        guard let outcome else { return }
+        if !closed { reply(id, outcome) }
+        request = nil
+        keepalive?.cancel()
+        keepalive = nil
+        lastActivity = monotonicMilliseconds()
+    }
+
+    /// Turns this connection into an event stream (monitor): the request stays open until the
+    /// client leaves.
+    func becomeMonitor(_ id: UInt64) {
+        subscription = id
+        keepalive?.cancel()
+        keepalive = nil
+    }
+
+    /// Delivers one monitor event; false when the client is not reading (it is dropped).
+    func deliverEvent(_ json: String) -> Bool {
+        guard !closed, let id = request?.id else { return false }
+        send(Frame(.event, requestID: id, [Field(.json, json)]))
+        return !closed
+    }
+
+    // MARK: output
+
+    func show(_ progress: ProgressEvent) {
+        guard let id = request?.id else { return }
+        var fields = [Field(.progress, progress.kind.rawValue)]
+        if let text = progress.text {
+            fields.append(Field(.style, progress.style.rawValue))
+            fields.append(Field(.message, text.render(language)))
+        }
+        if let stage = progress.stage, let stages = progress.stages {
+            fields.append(Field(.stage, Int32(stage)))
+            fields.append(Field(.stages, Int32(stages)))
+        }
+        send(Frame(.progress, requestID: id, fields))
+    }
+
+    func reply(_ id: UInt32, _ r: Reply) {
+        var fields = [Field(.code, r.outcome.rawValue)]
+        if let reason = r.reason { fields.append(Field(.reason, reason)) }
+        if let seconds = r.seconds { fields.append(Field(.seconds, Int32(clamping: seconds))) }
+        if r.askPassword { fields.append(Field(.flags, WireLimits.flagAskPassword)) }
+        if let text = r.text { fields.append(Field(.message, text.render(language))) }
+        fields += r.fingers.map { Field(.finger, $0.rawValue) }
+        fields += r.devices.map { Field(.device, $0) }
+        if let d = r.domainState { fields.append(Field(.domainState, d)) }
+        if let j = r.json { fields.append(Field(.json, j)) }
+        send(Frame(.result, requestID: id, fields))
+    }
+
+    private func sendKeepaliveIfQuiet() -> Bool {
+        guard let id = request?.id, !closed else { return false }
+        if monotonicMilliseconds() - lastSent >= Int64(WireLimits.keepaliveMilliseconds / 2) {
+            send(Frame(.progress, requestID: id, [Field(.progress, ProgressKind.keepalive.rawValue)]))
+        }
+        return !closed
+    }
+
+    private func send(_ frame: Frame) {
+        guard !closed else { return }
+        guard let bytes = try? frame.encoded() else { return log.error("cannot encode a \(frame.kind) frame") }
+        output.append(contentsOf: bytes)
+        lastSent = monotonicMilliseconds()
+        flush()
+        if !closed, output.count > (listener?.limits.outputLimit ?? 1 << 18) {
+            close(reason: "client not reading its output")
+        }
+    }
+
+    private func flush() {
+        while !output.isEmpty {
+            let n = output.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
+            if n > 0 { output.removeFirst(n); continue }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }
+            close(reason: nil)
+            return
+        }
+        watch?.watch(output.isEmpty ? .readable : [.readable, .writable])
+    }
+
+    // MARK: deadlines and the end
+
+    func checkDeadlines(now: Int64) {
+        guard !closed, let limits = listener?.limits else { return }
+        if let since = partialSince, now - since > Int64(limits.slowSenderMilliseconds) {
+            close(reason: "request not complete within \(limits.slowSenderMilliseconds) ms")
+        } else if request == nil, now - lastActivity > Int64(limits.idleMilliseconds) {
+            close(reason: nil)
+        }
+    }
+
+    /// Closes at once. A request still running is cancelled: the core treats that as the client
+    /// gone (appCancel), so a prompt leaves the reader's queue now.
+    func close(reason: String?) {
+        guard !closed else { return }
+        closed = true
+        if let reason { log.notice("closing a connection: \(reason)", metadata: ["uid": "\(caller.uid)"]) }
+        watch?.cancel()
+        watch = nil
+        keepalive?.cancel()
+        keepalive = nil
+        request?.task?.cancel()
+        if let subscription { core?.stopMonitoring(subscription) }
+        subscription = nil
+        output = []
+        Glibc.close(fd)
+        listener?.forget(self)
+    }
+}
