@@ -113,8 +113,15 @@ public struct CoreSetup: Sendable {
         if env.enrollmentSnapshot != nil && !state.enabled {
             return Refusal(.biometryNotEnrolled, reason: "notEnabled", text: .notEnabled)
         }
-        if case .refused(let r) = policyEngine.canEvaluateBiometrics(state, in: env) { return refusal(for: r) }
         let damaged = list.prints.filter(\.damaged).map(\.finger)
+        if case .refused(let r) = policyEngine.canEvaluateBiometrics(state, in: env) {
+            // A damaged print is a changed one (enrollmentChanged); say which needs enrolling again now.
+            var refused = refusal(for: r)
+            if !damaged.isEmpty, r != .notAvailable, r != .notEnrolled, let text = refused.text {
+                refused.text = .lines([text] + damaged.map { .templateDamaged($0) })
+            }
+            return refused
+        }
         if damaged.count == list.prints.count {
             var refusal = Refusal(.templateDamaged, reason: "templateDamaged", text: .templatesDamaged(damaged))
             refusal.fingers = damaged

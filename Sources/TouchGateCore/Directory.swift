@@ -45,8 +45,9 @@ public final class Directory: Sendable {
         if create && mkdirat(fd, name, 0o700) != 0 && errno != EEXIST { throw .io("mkdir \(full)", errno) }
         let sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         if sub < 0 {
-            if errno == ENOENT && !create { return nil }
-            throw Self.openError(full, errno)
+            let e = errno
+            if e == ENOENT && !create { return nil }
+            throw Self.openError(full, e == ENOTDIR && isSymlink(name) ? ELOOP : e)
         }
         let dir = Directory(fd: sub, path: full)
         try dir.checkTrusted(tighten: create)
@@ -175,6 +176,11 @@ public final class Directory: Sendable {
     }
 
     // MARK: checks
+
+    private func isSymlink(_ name: String) -> Bool {
+        var st = stat()
+        return fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && (st.st_mode & S_IFMT) == S_IFLNK
+    }
 
     /// One path component: no '/', no NUL, not "." or "..", not empty.
     static func checkName(_ name: String) throws(StorageError) {

@@ -13,7 +13,7 @@ import sys
 KIND = {"can_evaluate": 0x01, "evaluate": 0x02, "cancel": 0x03, "enroll": 0x04, "list": 0x05,
         "delete": 0x06, "devices": 0x07, "status": 0x08, "enable": 0x09, "disable": 0x0A,
         "lock": 0x0B, "reset": 0x0C, "domain_state": 0x0D, "monitor": 0x0E, "password": 0x0F,
-        "password_success": 0x10}
+        "password_success": 0x10, "verify_password": 0x11}
 RESULT, PROGRESS, EVENT = 0x40, 0x41, 0x42
 TAG = {"user": 1, "policy": 2, "service": 3, "max_tries": 4, "timeout": 5, "locale": 6, "tty": 7,
        "rhost": 8, "finger": 9, "all": 10, "code": 11, "message": 12, "style": 13, "progress": 14,
@@ -75,6 +75,78 @@ def request(socket_path, kind, timeout=5.0, **fields):
                 continue
             assert k == RESULT, "unexpected frame kind %#x" % k
             return f, progress
+
+
+BUSY, UNSOLICITED = -2008, 0xFFFFFFFF
+
+
+def flood(socket_path, count, hold=None):
+    """Opens `count` connections, then asks each for the device list: a connection the daemon
+    took answers it; one it refused at accept has its unsolicited TG_ERR_BUSY refusal waiting.
+    Returns {"answered": n, "busy": n, "other": [...]}; the connections are kept in `hold` (a list)
+    when given, closed otherwise."""
+    conns = []
+    for _ in range(count):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(5.0)
+        s.connect(str(socket_path))
+        conns.append(s)
+    tally = {"answered": 0, "busy": 0, "other": []}
+    for s in conns:
+        try:
+            s.sendall(encode("devices", 7))
+        except OSError:
+            pass  # refused: the daemon closed it after its refusal
+        try:
+            k, rid, f = read_frame(s)
+        except (EOFError, OSError) as e:
+            tally["other"].append(repr(e))
+            continue
+        if rid == UNSOLICITED and f.get("code") == BUSY:
+            tally["busy"] += 1
+        elif rid == 7 and k == RESULT:
+            tally["answered"] += 1
+        else:
+            tally["other"].append((k, rid, f))
+    if hold is None:
+        for s in conns:
+            s.close()
+    else:
+        hold.extend(conns)
+    return tally
+
+
+def run_as(user_uid, call):
+    """Evaluates `call` (an expression using this module's functions) in a child process running
+    as `user_uid`, so SO_PEERCRED names that user; returns its JSON value."""
+    with open(os.path.abspath(__file__)) as f:
+        source = f.read()
+    code = source + "\nprint(json.dumps(%s))\n" % call
+    out = subprocess.run([SYSTEM_PYTHON, "-c", code], capture_output=True, text=True, timeout=30,
+                         user=user_uid, group=user_uid, extra_groups=[], cwd="/", env={"PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+class hold_as:
+    """A child process running as `user_uid` that opens `count` connections (see `flood`) and holds
+    them until `release()`; `tally` is what `flood` saw."""
+
+    def __init__(self, user_uid, socket_path, count):
+        with open(os.path.abspath(__file__)) as f:
+            source = f.read()
+        code = source + ("\n_held = []\nprint(json.dumps(flood(%r, %d, hold=_held)), flush=True)\nsys.stdin.read()\n"
+                         % (str(socket_path), count))
+        self.proc = subprocess.Popen([SYSTEM_PYTHON, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True, user=user_uid, group=user_uid, extra_groups=[], cwd="/",
+                                     env={"PATH": "/usr/bin:/bin"})
+        line = self.proc.stdout.readline()  # the child's only line: it ends when the flood is done
+        assert line, "the flooding child exited early"
+        self.tally = json.loads(line)
+
+    def release(self):
+        self.proc.stdin.close()
+        self.proc.wait(10)
 
 
 # The test users may read neither this checkout nor root's own interpreter: the child gets the

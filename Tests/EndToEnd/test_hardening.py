@@ -1,0 +1,258 @@
+"""End to end, touchgated against hostile local clients and faults (issue: hardening): connection
+caps and their refusal, descriptor exhaustion, threads that do not grow with connections, files
+that are not followed or trusted when they should not be, damaged templates, a clean shutdown."""
+
+import os
+import resource
+import shutil
+import signal
+import threading
+
+import harness
+import wire
+from harness import PROMPT, now
+
+ALICE_UID, BOB_UID = harness.USERS["alice"][0], harness.USERS["bob"][0]
+SHUTDOWN = "Fingerprint service stopping: use your password"
+DEVICE = ("virtual_device", "0")  # libfprint's virtual reader: driver, device id
+
+
+def threads(daemon):
+    return len(os.listdir("/proc/%d/task" % daemon.proc.pid))
+
+
+def print_file(world, user, finger_number):
+    return world.prints.joinpath(user, *DEVICE, "%x" % finger_number)
+
+
+def can_evaluate(world, user="alice"):
+    result, _ = wire.request(world.socket, "can_evaluate", user=user, policy=1, service="sudo")
+    return result["code"], result.get("reason")
+
+
+def status(world, user="alice"):
+    result, _ = wire.request(world.socket, "status", user=user)
+    import json
+    return json.loads(result["json"])
+
+
+# --- connections -------------------------------------------------------------------------------
+
+
+def test_one_user_gets_sixteen_connections_and_a_clear_refusal_past_them(world, daemon):
+    tally = wire.run_as(ALICE_UID, "flood(%r, 40, hold=[])" % str(world.socket))
+    assert tally == {"answered": 16, "busy": 24, "other": []}, tally
+    # Her connections are gone with her process; root and other users were never affected.
+    assert wire.run_as(BOB_UID, "flood(%r, 3)" % str(world.socket))["answered"] == 3
+
+
+def test_a_users_flood_does_not_lock_out_a_login_prompt(world, alice):
+    # bob holds every connection he may (and is refused past them) while alice authenticates
+    # through a root-run PAM client: his connections never reach root's share.
+    flood = wire.hold_as(BOB_UID, world.socket, 100)
+    try:
+        assert flood.tally == {"answered": 16, "busy": 84, "other": []}, flood.tally
+        session = world.pam("alice")
+        session.wait_for(PROMPT)
+        world.reader.scan(alice)
+        assert session.wait().result == "PAM_SUCCESS", session.transcript()
+    finally:
+        flood.release()
+
+
+def test_a_thousand_connections_add_no_threads(world, daemon):
+    before = threads(daemon)
+    held = []
+    tally = wire.flood(world.socket, 1000, hold=held)
+    try:
+        # Root-run clients get the shared total plus the reserve; the rest are refused, not dropped.
+        assert tally["answered"] + tally["busy"] == 1000 and tally["other"] == [], tally
+        assert tally["busy"] > 0
+        assert threads(daemon) <= before + 6, "threads grew from %d to %d" % (before, threads(daemon))
+    finally:
+        for s in held:
+            s.close()
+    # Everyone's connections are closed: the daemon serves again.
+    assert wire.flood(world.socket, 5)["answered"] == 5
+
+
+def test_out_of_descriptors_the_daemon_refuses_and_recovers(world, daemon):
+    """The caps are sized for the limit the daemon started with; lowering it under the daemon
+    makes accept itself fail (EMFILE): refused with a reason, never a crash or a spin."""
+    held = []
+    assert wire.flood(world.socket, 1)["answered"] == 1  # the listener has sized its caps
+    soft, hard = resource.prlimit(daemon.proc.pid, resource.RLIMIT_NOFILE)
+    resource.prlimit(daemon.proc.pid, resource.RLIMIT_NOFILE, (48, hard))
+    tally = wire.flood(world.socket, 120, hold=held)
+    assert daemon.proc.poll() is None, "the daemon died:\n" + daemon.log.dump()
+    assert tally["busy"] > 0 and tally["answered"] > 0, tally
+    daemon.log.wait_for("refusing new connections until descriptors free up")
+    for s in held:
+        s.close()
+    resource.prlimit(daemon.proc.pid, resource.RLIMIT_NOFILE, (soft, hard))
+    assert wire.flood(world.socket, 8)["answered"] == 8
+
+
+def test_a_burst_of_two_hundred_clients_is_answered_without_kernel_refusals(world, alice):
+    results = []
+    lock = threading.Lock()
+
+    def ask():
+        try:
+            r = can_evaluate(world)
+        except OSError as e:  # EAGAIN: the listen backlog overflowed
+            r = repr(e)
+        with lock:
+            results.append(r)
+
+    workers = [threading.Thread(target=ask) for _ in range(200)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join(10)
+    assert len(results) == 200
+    busy = [r for r in results if r == (wire.BUSY, None)]
+    errors = [r for r in results if isinstance(r, str)]
+    assert errors == [], errors[:3]
+    assert all(r in ((0, None),) for r in results if r not in busy), set(map(str, results))
+
+
+def test_a_malformed_frame_gets_an_error_and_the_daemon_serves_everyone_else(world, daemon):
+    import socket
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(str(world.socket))
+        s.sendall(b"\x00\x00\x00\x08\x02\x01\x00\x00\x00\x00\x00\x07")  # protocol version 2
+        kind, rid, fields = wire.read_frame(s)
+        assert (kind, fields["code"]) == (wire.RESULT, -2003)
+        assert s.recv(1) == b""  # closed
+    assert wire.flood(world.socket, 2)["answered"] == 2
+
+
+# --- files ------------------------------------------------------------------------------------
+
+
+def test_a_users_state_directory_replaced_by_a_symlink_is_not_followed(world, alice):
+    harness.enroll(world, "bob", "bob-print", as_user="bob")
+    alice_dir = world.state / "users" / "alice"
+    shutil.rmtree(alice_dir)
+    alice_dir.symlink_to(world.state / "users" / "bob")
+    world.daemon.stop()
+    world.start_daemon()
+    assert can_evaluate(world) == (-8, "stateUnreadable")
+    doc = status(world)
+    assert doc["stateReadable"] is False and "symbolic link" in doc["stateProblem"], doc
+
+
+def test_a_users_print_directory_replaced_by_a_symlink_is_not_followed(world, alice):
+    harness.enroll(world, "bob", "bob-print", as_user="bob")
+    shutil.rmtree(world.prints / "alice")
+    (world.prints / "alice").symlink_to(world.prints / "bob")
+    world.daemon.stop()
+    world.start_daemon()
+    # alice cannot verify with bob's finger: her prints are refused, with a reason.
+    assert can_evaluate(world) == (-6, "printsUnsafe")
+    session = world.pam("alice")
+    assert session.wait().result == "PAM_AUTHINFO_UNAVAIL"
+    assert PROMPT not in session.messages(), session.transcript()
+    assert "symbolic link" in status(world)["printsProblem"]
+
+
+def test_a_state_file_writable_by_others_or_owned_by_another_user_is_not_trusted(world, alice):
+    state = world.state / "users" / "alice" / "state.json"
+    for change in (lambda: state.chmod(0o666), lambda: os.chown(state, ALICE_UID, ALICE_UID)):
+        world.daemon.stop()
+        change()
+        world.start_daemon()
+        assert can_evaluate(world) == (-8, "stateUnreadable")
+        state.chmod(0o600)
+        os.chown(state, 0, 0)
+
+
+def test_a_state_directory_others_can_write_stops_the_daemon(world):
+    world.state.mkdir(mode=0o700)
+    os.chown(world.state, ALICE_UID, ALICE_UID)
+    result = harness.run_daemon_once(world, "/nonexistent")
+    assert result.returncode == 1
+    assert "state directory" in result.stderr and "owned by uid %d" % ALICE_UID in result.stderr, result.stderr
+
+
+def test_temporary_files_left_by_interrupted_writes_are_removed_at_start(world, alice):
+    users = world.state / "users" / "alice"
+    prints = print_file(world, "alice", 7).parent
+    left = [users / ".state.json.tmp-1f2e3d", users / "state.json.tmp.4242", prints / ".7.tmp-99aa"]
+    for f in left:
+        f.write_bytes(b"partial")
+    world.daemon.stop()
+    world.start_daemon()
+    assert [f for f in left if f.exists()] == []
+    world.daemon.log.wait_for("removed 3 temporary files")
+    assert can_evaluate(world) == (0, None)
+
+
+def test_kill_9_during_writes_leaves_no_temporary_files_after_a_restart(world, alice):
+    for _ in range(5):
+        session = world.pam("alice")
+        session.wait_for(PROMPT)
+        world.reader.scan("stranger")
+        world.daemon.proc.kill()
+        world.daemon.proc.wait(5)
+        session.wait()
+        world.start_daemon()
+        world.daemon.log.wait_for("listening on")
+    leftovers = [p for p in world.state.rglob("*") if ".tmp" in p.name]
+    assert leftovers == []
+
+
+# --- damaged templates -----------------------------------------------------------------------
+
+
+def damage(world, finger_number, garbage):
+    """Overwrites a print file, then tells the daemon about a password success: a changed print is
+    a changed set of prints (passwordRequired, enrollmentChanged), and says it is damaged at once."""
+    print_file(world, "alice", finger_number).write_bytes(garbage)
+    world.daemon.stop()
+    world.start_daemon()
+    code, reason = can_evaluate(world)
+    assert (code, reason) == (-11, "enrollmentChanged")
+    result, _ = wire.request(world.socket, "can_evaluate", user="alice", policy=1, locale="C.UTF-8")
+    assert "damaged" in result["message"], result
+    assert wire.request(world.socket, "password_success", user="alice", service="login")[0]["code"] == 0
+
+
+def test_a_damaged_template_is_named_and_the_other_finger_still_works(world, alice):
+    rc, _ = harness.enroll(world, "alice", "alice-left-thumb", finger="left-thumb", as_user="alice")
+    assert rc == 0
+    damage(world, 7, b"FP3 garbage")  # right-index-finger
+    damaged = "The enrolled right-index-finger is damaged: enroll it again (touchgate enroll --finger right-index-finger)"
+    session = world.pam("alice")
+    session.wait_for(damaged)
+    session.wait_for(PROMPT)
+    world.reader.scan("alice-left-thumb")
+    assert session.wait().result == "PAM_SUCCESS", session.transcript()
+    assert status(world)["damagedFingers"] == ["right-index-finger"]
+
+
+def test_when_every_template_is_damaged_no_prompt_is_shown_and_the_person_is_told(world, alice):
+    damage(world, 7, b"\x00\x01garbage")
+    assert can_evaluate(world) == (-2007, "templateDamaged")
+    session = world.pam("alice")
+    assert session.wait().result == "PAM_AUTHINFO_UNAVAIL"
+    assert PROMPT not in session.messages()
+    assert any("right-index-finger" in m and "damaged" in m for m in session.messages()), session.transcript()
+
+
+# --- shutdown ---------------------------------------------------------------------------------
+
+
+def test_sigterm_ends_a_prompt_with_system_cancel_and_a_reason(world, alice):
+    session = world.pam("alice")
+    session.wait_for(PROMPT)
+    t0 = now()
+    world.daemon.signal(signal.SIGTERM)
+    session.wait()
+    assert session.result == "PAM_AUTHINFO_UNAVAIL"
+    assert session.messages()[-1] == SHUTDOWN, session.transcript()
+    world.daemon.proc.wait(2)
+    assert world.daemon.proc.returncode == 0
+    assert now() - t0 < 1.5  # the reply within a second, then the exit
+    world.daemon.log.wait_for("reason=shutdown")
