@@ -47,8 +47,13 @@ let package = Package(
             "TouchGateCore", "TouchGateWire", "CTouchGateLoop",
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // fprintd's D-Bus API (net.reactivated.Fprint) over the same core, on the same loop.
+        .target(name: "TouchGateDBus", dependencies: [
+            "TouchGateCore", "TouchGateReader", "TouchGateWire", "CGIO",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .executableTarget(name: "touchgated", dependencies: [
-            "TouchGateCore", "TouchGateSocket", "TouchGateReader", "TouchGateConfig",
+            "TouchGateCore", "TouchGateSocket", "TouchGateDBus", "TouchGateReader", "TouchGateConfig",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),

@@ -116,6 +116,9 @@ public enum ConfigFile {
         Setting(key: "print_store") { v, c throws(ValueProblem) in
             c.printStore = try ConfigValues.absolutePath(v)
         },
+        Setting(key: "fprintd_api") { v, c throws(ValueProblem) in
+            c.fprintdAPI = try ConfigValues.boolean(v)
+        },
     ]
 
     // MARK: reading

@@ -13,14 +13,18 @@ public struct DaemonConfig: Sendable, Equatable {
     /// so its users keep their fingers).
     public var printStore: String
 
+    /// Whether fprintd's D-Bus API (net.reactivated.Fprint) is served on the system bus.
+    public var fprintdAPI: Bool
+
     public static let defaultPrintStore = "/var/lib/fprint"
 
     public init(policy: PolicyConfig = .defaults, passwordService: String = "touchgate", allowRemote: Bool = false,
-                printStore: String = DaemonConfig.defaultPrintStore) {
+                printStore: String = DaemonConfig.defaultPrintStore, fprintdAPI: Bool = true) {
         self.policy = policy
         self.passwordService = passwordService
         self.allowRemote = allowRemote
         self.printStore = printStore
+        self.fprintdAPI = fprintdAPI
     }
 
     public static let defaults = DaemonConfig()

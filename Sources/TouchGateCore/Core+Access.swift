@@ -19,7 +19,7 @@ extension Core {
     func authorize(_ caller: Caller, _ user: String, _ right: Right, password: String? = nil,
                    origin: Origin = Origin(), policy: EvaluationPolicy? = nil) async -> Refusal? {
         guard isValidAccountName(user) else { return Refusal(.userUnknown, reason: nil, text: .userUnknown(user)) }
-        if !caller.isRoot {
+        if !caller.isRoot && !(right != .rootOnly && caller.grants.contains(.actForOthers)) {
             guard await names.name(of: caller.uid) == user else {
                 log.notice("refused a request for another user", metadata: ["user": "\(user)", "uid": "\(caller.uid)"])
                 return Refusal(.notPermitted, reason: nil, text: .notPermitted)
@@ -30,7 +30,7 @@ extension Core {
             }
         }
         guard await names.exists(user) == true else { return Refusal(.userUnknown, reason: nil, text: .userUnknown(user)) }
-        guard right == .selfWithPasswordOrRoot, !caller.isRoot else { return nil }
+        guard right == .selfWithPasswordOrRoot, !caller.isRoot, !caller.grants.contains(.changePrints) else { return nil }
         guard let password else { return Refusal(.notPermitted, reason: "passwordNeeded", text: .passwordNeeded) }
         let ctx = EventContext(user: user, origin: origin, policy: policy, byUID: caller.uid)
         switch await verifyPassword(ctx, password) {

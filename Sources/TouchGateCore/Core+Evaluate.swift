@@ -74,7 +74,10 @@ extension Core {
         if let refusal = await preflight(user: r.user, rhost: r.origin.rhost) { return .reply(refusal, method: nil) }
         guard let info = await readerInfo() else { return .reply(refusal(for: .noReader, timeout: timeout), method: nil) }
         let list = await prints.list(r.user, device: info.deviceKey).prints
-        let usable = list.filter { !$0.damaged }
+        let usable = list.filter { !$0.damaged && (r.fingers?.contains($0.finger) ?? true) }
+        guard !usable.isEmpty || list.allSatisfy(\.damaged) else {
+            return .reply(Refusal(.biometryNotEnrolled, reason: "noPrints", text: .notEnrolled), method: nil)
+        }
         let templates: [[UInt8]]
         do { templates = try await prints.templates(r.user, device: info.deviceKey, fingers: usable.map(\.finger)) } catch {
             log.error("cannot read templates: \(error)", metadata: ["user": "\(r.user)"])

@@ -24,3 +24,25 @@ extension Core {
     /// How many prompts are running (for the front-ends' drain and for tests).
     public var runningPrompts: Int { activePrompts.count }
 }
+
+extension Core {
+    /// Before sleep (logind's PrepareForSleep): every prompt ends with systemCancel and says why,
+    /// then the reader is closed. Requests during the sleep find no reader.
+    public func suspend() async {
+        cancelPrompts(Self.suspendRefusal)
+        let closed = OneShot<Void>()
+        reader.close { CoreLoop.shared.post { closed.set(()) } }
+        await closed.wait()
+        log.info("reader closed for sleep")
+    }
+
+    /// After resume: the reader is opened again.
+    public func resume() async {
+        let opened = OneShot<Bool>()
+        reader.reopen { ok in CoreLoop.shared.post { opened.set(ok) } }
+        let ok = await opened.wait()
+        log.info(ok ? "reader reopened after sleep" : "no reader after sleep")
+    }
+
+    static let suspendRefusal = Refusal(.systemCancel, reason: "suspend", text: .suspending)
+}

@@ -40,7 +40,7 @@ public struct CoreSetup: Sendable {
     let passwords: any PasswordVerifying
     let accounts: any AccountDirectory
     let clock: any WallClock
-    let log: Logger
+    public let log: Logger
     let passwordDeadline: Int
 
     let states: UserStateStore
@@ -204,4 +204,12 @@ struct EventContext: Sendable {
 
 extension ReaderInfo {
     var deviceKey: DeviceKey { DeviceKey(driver: driver, deviceID: deviceID) }
+}
+
+extension Core {
+    /// The reader once its first opening ended (nil: none), for front-ends that describe it.
+    public func readerDescription() async -> ReaderInfo? { await readerInfo() }
+
+    /// The account name of a uid (NSS, on the accounts pool), for front-ends that take "" as "me".
+    public func accountName(uid: UInt32) async -> String? { await names.name(of: uid) }
 }

@@ -37,6 +37,7 @@ public enum Text: Sendable, Equatable {
     case badRequest
     case cancelled
     case shuttingDown
+    case suspending
     case stateUnreadable
     case printsUnsafe
     case busy
@@ -96,6 +97,7 @@ public enum Text: Sendable, Equatable {
         case .badRequest: return "Malformed request"
         case .cancelled: return "Cancelled"
         case .shuttingDown: return "Fingerprint service stopping: use your password"
+        case .suspending: return "The computer is going to sleep: use your password"
         case .stateUnreadable: return "Fingerprint unavailable until you enter your password (its saved state could not be read)"
         case .notEnabled: return "Fingerprint authentication is not enabled for this account"
         case .printsUnsafe: return "Fingerprint unavailable: its stored files are not safe to use (ask the administrator)"
@@ -157,6 +159,7 @@ public enum Text: Sendable, Equatable {
         case .badRequest: return "请求格式错误"
         case .cancelled: return "已取消"
         case .shuttingDown: return "指纹服务正在停止：请使用密码"
+        case .suspending: return "计算机即将休眠：请使用密码"
         case .printsUnsafe: return "指纹不可用：已保存的指纹文件不安全（请联系管理员）"
         case .busy: return "指纹服务正忙：请使用密码"
         case .templateDamaged(let f): return "已录入的 \(f.rawValue) 已损坏：请重新录入（touchgate enroll --finger \(f.rawValue)）"

@@ -7,8 +7,18 @@ public struct Caller: Sendable, Equatable {
     /// The effective uid (SO_PEERCRED, or the bus's GetConnectionUnixUser).
     public var uid: UInt32
     public var pid: Int32
+    /// What the desktop's authority (polkit) granted this caller for this request, when a
+    /// front-end asked it: only ever widens SPEC §5's rules as polkit's own rules say.
+    public var grants: Set<Grant> = []
     public var isRoot: Bool { uid == 0 }
-    public init(uid: UInt32, pid: Int32) { self.uid = uid; self.pid = pid }
+    public init(uid: UInt32, pid: Int32, grants: Set<Grant> = []) { self.uid = uid; self.pid = pid; self.grants = grants }
+
+    public enum Grant: Sendable, Hashable {
+        /// polkit's setusername: may act on another user's prints.
+        case actForOthers
+        /// polkit's enroll (auth_self_keep by default: the agent asked the password).
+        case changePrints
+    }
 }
 
 /// Where a request came from, for events and audit (values supplied by the client: escaped there).
@@ -30,10 +40,12 @@ public struct EvaluateRequest: Sendable {
     public var timeoutSeconds: Int?
     /// The client takes no input (GDM style): it cannot ask for a password afterwards.
     public var noInput: Bool
+    /// Only these fingers (fprintd's VerifyStart with a finger name); nil: any enrolled finger.
+    public var fingers: [Finger]?
     public init(user: String, policy: EvaluationPolicy, origin: Origin = Origin(), maxTries: Int? = nil,
-                timeoutSeconds: Int? = nil, noInput: Bool = false) {
+                timeoutSeconds: Int? = nil, noInput: Bool = false, fingers: [Finger]? = nil) {
         self.user = user; self.policy = policy; self.origin = origin; self.maxTries = maxTries
-        self.timeoutSeconds = timeoutSeconds; self.noInput = noInput
+        self.timeoutSeconds = timeoutSeconds; self.noInput = noInput; self.fingers = fingers
     }
 }
 
@@ -98,4 +110,7 @@ public struct ProgressEvent: Sendable, Equatable {
 
     /// The first event counts; later ones are ignored (a prompt ends once).
     public func deliver(_ event: Event) { events.set(event) }
+
+    /// Whether the client already cancelled or answered.
+    public var isDelivered: Bool { events.isSet }
 }

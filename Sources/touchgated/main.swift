@@ -4,6 +4,7 @@ import Glibc
 import Logging
 import TouchGateConfig
 import TouchGateCore
+import TouchGateDBus
 import TouchGateReader
 import TouchGateSocket
 import TouchGateThreads
@@ -99,6 +100,10 @@ struct Touchgated: ParsableCommand {
         }
         ListeningSocket.notifyReady()
         log.info("listening on \(boundPath ?? "the socket passed by systemd")")
+        if settings.fprintdAPI {
+            // After READY: the bus connection never delays the first PAM prompt.
+            CoreLoop.shared.post { Task { @CoreActor in _ = await FprintFrontEnd.start(core: listener.core, log: log) } }
+        }
 
         var received: Int32 = 0
         sigwait(&signals, &received)
@@ -130,6 +135,16 @@ struct Touchgated: ParsableCommand {
     deadline.cancel()
     poll.cancel()
     await listener.core.finishShutdown()
+}
+
+/// The D-Bus front-end, kept for the daemon's life.
+@CoreActor private enum FprintFrontEnd {
+    static var service: FprintService?
+    static func start(core: Core, log: Logger) async -> Bool {
+        let s = FprintService(core: core, log: log)
+        service = s
+        return await s.start()
+    }
 }
 
 /// Runs `body` on the core loop and waits for its result (start-up only).

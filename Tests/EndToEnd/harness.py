@@ -318,7 +318,8 @@ class World:
 
 
 def _env(extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "NSS_WRAPPER", "PAM_WRAPPER", "FP_", "SSH_"))}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("LC_", "NSS_WRAPPER", "PAM_WRAPPER", "FP_", "SSH_", "DBUS_"))}
     env.pop("LD_PRELOAD", None)
     env.pop("TOUCHGATE_SOCKET", None)
     env["LANG"] = "C.UTF-8"  # English messages whatever the caller's locale
@@ -334,7 +335,9 @@ def daemon_env(world):
     """A virtual reader (libfprint's own variables), the test users, and PAM for its password checks."""
     return _env(dict(world.nss_env(), LD_PRELOAD="libpam_wrapper.so libnss_wrapper.so",
                      PAM_WRAPPER="1", PAM_WRAPPER_SERVICE_DIR=str(world.pam_dir),
-                     FP_VIRTUAL_DEVICE=str(world.vdev), FP_DRIVERS_WHITELIST="virtual_device"))
+                     FP_VIRTUAL_DEVICE=str(world.vdev), FP_DRIVERS_WHITELIST="virtual_device",
+                     # The world's own bus when it has one; never the host's system bus.
+                     DBUS_SYSTEM_BUS_ADDRESS=getattr(world, "bus_address", None) or "unix:path=%s" % (world.dir / "no-bus")))
 
 
 class Daemon:

@@ -1,0 +1,168 @@
+// VerifyStart/Stop and EnrollStart/Stop: one core evaluation or enrollment each, its progress turned
+// into fprintd's VerifyStatus / EnrollStatus strings.
+import TouchGateCore
+import TouchGateReader
+import TouchGateWire
+
+/// A verify or an enrollment started over D-Bus; fprintd keeps it until its Stop call.
+@CoreActor final class DeviceAction {
+    let verify: Bool
+    let input = PromptInput()
+    let ended = OneShot<Void>()
+    init(verify: Bool) { self.verify = verify }
+
+    /// Ends it (VerifyStop, Release, the client gone) and waits until the reader is free.
+    func cancelAndWait() async {
+        if !ended.isSet { input.deliver(.cancel) }
+        await ended.wait()
+    }
+}
+
+/// Progress from the core, as fprintd's signals.
+@CoreActor final class DeviceSignals: PromptClient {
+    unowned let device: FprintDevice
+    let verify: Bool
+    init(device: FprintDevice, verify: Bool) { self.device = device; self.verify = verify }
+
+    func show(_ progress: ProgressEvent) {
+        switch (progress.kind, progress.text) {
+        case (.prompt, _):
+            device.setFingerNeeded(true)
+        case (.retry, .retry(let hint)?):
+            let status = verify ? FprintStatus.verifyRetry(hint) : FprintStatus.enrollRetry(hint)
+            device.service.emit(verify ? "VerifyStatus" : "EnrollStatus", [V.string(status), V.bool(false)])
+        case (.enrollStage, _):
+            // fprintd reports every stage but the last as passed; the last is the completion.
+            if let k = progress.stage, let n = progress.stages, k < n {
+                device.service.emit("EnrollStatus", [V.string("enroll-stage-passed"), V.bool(false)])
+            }
+        default:
+            break  // queued, damaged-print notes: fprintd's clients have no place for them
+        }
+    }
+}
+
+/// fprintd's result strings (its interface documentation lists them).
+enum FprintStatus {
+    static func verifyRetry(_ hint: RetryHint) -> String {
+        switch hint {
+        case .tooShort: return "verify-swipe-too-short"
+        case .centerFinger: return "verify-finger-not-centered"
+        case .removeFinger: return "verify-remove-and-retry"
+        case .general: return "verify-retry-scan"
+        }
+    }
+
+    static func enrollRetry(_ hint: RetryHint) -> String {
+        switch hint {
+        case .tooShort: return "enroll-swipe-too-short"
+        case .centerFinger: return "enroll-finger-not-centered"
+        case .removeFinger: return "enroll-remove-and-retry"
+        case .general: return "enroll-retry-scan"
+        }
+    }
+
+    /// The final VerifyStatus for the core's answer; nil when the client stopped it.
+    static func verifyResult(_ r: Reply) -> String? {
+        switch r.outcome {
+        case .success: return "verify-match"
+        // A failed match (also the one that locked biometrics out: the next VerifyStart says so).
+        case .authenticationFailed, .biometryLockout: return "verify-no-match"
+        case .biometryNotAvailable where r.reason == "removed" || r.reason == "tooHot": return "verify-disconnected"
+        case .appCancel: return nil
+        default: return "verify-unknown-error"
+        }
+    }
+
+    static func enrollResult(_ r: Reply) -> String? {
+        switch r.outcome {
+        case .success: return "enroll-completed"
+        case .biometryNotAvailable where r.reason == "removed" || r.reason == "tooHot": return "enroll-disconnected"
+        case .appCancel: return nil
+        case .internalError, .notPermitted: return "enroll-failed"
+        default: return "enroll-unknown-error"
+        }
+    }
+}
+
+extension FprintDevice {
+    func verifyStart(_ call: Invocation) async -> Result<[Variant], BusError> {
+        if let e = checkClaimed(call) { return .failure(e) }
+        if let action { return .failure(.alreadyInUse(action.verify ? "Verification already in progress" : "Enrollment already in progress")) }
+        guard let claim else { return .failure(.claimDevice()) }
+        var caller = claim.caller
+        if let denied = await permit(call, &caller, [.verify]) { return .failure(denied) }
+        let name = call.string(0) ?? ""
+        let finger = Finger(rawValue: name)  // "any", "" or an unknown name: any finger, as fprintd
+        let enrolled = await core.list(user: claim.username, caller: caller)
+        guard enrolled.isSuccess else { return .failure(Self.error(for: enrolled)) }
+        if enrolled.fingers.isEmpty { return .failure(.noEnrolledPrints("No fingerprints enrolled")) }
+        if let finger, !enrolled.fingers.contains(finger) {
+            return .failure(.noEnrolledPrints("No such print \(finger.fpFinger)"))
+        }
+        // The policy first: a locked-out or password-required user is refused, with the reason.
+        let preflight = await core.canEvaluate(user: claim.username, policy: .biometrics, rhost: nil, caller: caller)
+        guard preflight.isSuccess else { return .failure(Self.error(for: preflight)) }
+        if self.action != nil || self.claim?.sender != call.sender { return .failure(.alreadyInUse("Another operation is already in progress")) }
+
+        let action = DeviceAction(verify: true)
+        self.action = action
+        let selected = finger?.rawValue ?? (enrolled.fingers.count == 1 ? enrolled.fingers[0].rawValue : "any")
+        let request = EvaluateRequest(user: claim.username, policy: .biometrics, origin: Origin(service: FprintNames.bus),
+                                      maxTries: 1, noInput: true, fingers: finger.map { [$0] })
+        let signals = DeviceSignals(device: self, verify: true)
+        Task { @CoreActor in
+            // Answered first, then the finger is announced, as fprintd orders them.
+            service.emit("VerifyFingerSelected", [V.string(selected)])
+            while true {
+                let reply = await core.evaluate(request, caller: caller, client: signals, input: action.input)
+                // fprintd waits for a finger until it is stopped: a timeout just listens again.
+                if reply.outcome == .timeout && !action.input.isDelivered { continue }
+                setFingerNeeded(false)
+                if let status = FprintStatus.verifyResult(reply), !action.input.isDelivered {
+                    service.emit("VerifyStatus", [V.string(status), V.bool(true)])
+                }
+                break
+            }
+            action.ended.set(())
+        }
+        return .success([])
+    }
+
+    func enrollStart(_ call: Invocation) async -> Result<[Variant], BusError> {
+        if let e = checkClaimed(call) { return .failure(e) }
+        guard let finger = call.string(0).flatMap(Finger.init(rawValue:)) else { return .failure(.invalidFingername()) }
+        if let action { return .failure(.alreadyInUse(action.verify ? "Verification already in progress" : "Enrollment already in progress")) }
+        guard let claim else { return .failure(.claimDevice()) }
+        var caller = claim.caller
+        if let denied = await permit(call, &caller, [.enroll]) { return .failure(denied) }
+        if self.action != nil || self.claim?.sender != call.sender { return .failure(.alreadyInUse("Another operation is already in progress")) }
+
+        let action = DeviceAction(verify: false)
+        self.action = action
+        let signals = DeviceSignals(device: self, verify: false)
+        Task { @CoreActor in
+            let reply = await core.enroll(user: claim.username, finger: finger, password: nil,
+                                          origin: Origin(service: FprintNames.bus), caller: caller,
+                                          client: signals, input: action.input)
+            setFingerNeeded(false)
+            if let status = FprintStatus.enrollResult(reply), !action.input.isDelivered {
+                service.emit("EnrollStatus", [V.string(status), V.bool(true)])
+            }
+            action.ended.set(())
+        }
+        return .success([])
+    }
+
+    /// VerifyStop / EnrollStop: cancels what still runs and waits until the reader is free.
+    func stop(_ call: Invocation, verify: Bool) async -> Result<[Variant], BusError> {
+        if let e = checkClaimed(call) { return .failure(e) }
+        guard let running = action else {
+            return .failure(.noActionInProgress(verify ? "No verification in progress" : "No enrollment in progress"))
+        }
+        guard running.verify == verify else { return .failure(.alreadyInUse("Another operation is already in progress")) }
+        await running.cancelAndWait()
+        if action === running { action = nil }
+        return .success([])
+    }
+}

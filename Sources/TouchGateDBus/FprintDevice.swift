@@ -1,0 +1,221 @@
+// /net/reactivated/Fprint/Device/0: fprintd's claim, list and delete semantics over touchgate's core.
+import CGIO
+import TouchGateCore
+import TouchGateReader
+import TouchGateWire
+
+@CoreActor final class FprintDevice {
+    unowned let service: FprintService
+    let info: ReaderInfo
+    var core: Core { service.core }
+
+    /// Who claimed the device: their bus name, the user they act for, and what polkit granted.
+    struct Claim {
+        let sender: String
+        let username: String
+        let caller: Caller
+        let watch: UInt32
+    }
+    var claim: Claim?
+    /// The verify or enroll running (or finished but not yet stopped, as fprintd keeps it).
+    var action: DeviceAction?
+    var fingerNeeded = false
+
+    init(service: FprintService, info: ReaderInfo) {
+        self.service = service
+        self.info = info
+    }
+
+    // MARK: properties
+
+    func property(_ name: String) -> Variant? {
+        switch name {
+        case "name": return V.string(info.name)
+        // fprintd counts one more stage on identify-capable readers (its duplicate check).
+        case "num-enroll-stages": return V.int32(Int32(info.enrollStages + (info.supportsIdentify ? 1 : 0)))
+        case "scan-type": return V.string(info.isSwipe ? "swipe" : "press")
+        case "finger-present": return V.bool(false)
+        case "finger-needed": return V.bool(fingerNeeded)
+        default: return nil
+        }
+    }
+
+    static let propertyNames = ["name", "num-enroll-stages", "scan-type", "finger-present", "finger-needed"]
+
+    func allProperties() -> Variant {
+        V.vardict(Self.propertyNames.compactMap { name in property(name).map { (name, $0) } })
+    }
+
+    func setFingerNeeded(_ needed: Bool) {
+        guard needed != fingerNeeded else { return }
+        fingerNeeded = needed
+        service.emit("PropertiesChanged", interface: "org.freedesktop.DBus.Properties", [
+            V.string(FprintNames.deviceInterface), V.vardict([("finger-needed", V.bool(needed))]), V.array("s", []),
+        ])
+    }
+
+    // MARK: dispatch
+
+    func handle(_ call: Invocation) {
+        Task { @CoreActor in
+            switch call.method {
+            case "Claim": call.answer(await claimDevice(call))
+            case "Release": call.answer(await release(call))
+            case "ListEnrolledFingers": call.answer(await listEnrolled(call))
+            case "DeleteEnrolledFingers": call.answer(await delete(call, finger: nil, needsClaim: false))
+            case "DeleteEnrolledFingers2": call.answer(await delete(call, finger: nil, needsClaim: true))
+            case "DeleteEnrolledFinger":
+                guard let finger = call.string(0).flatMap(Finger.init(rawValue:)) else { return call.fail(.invalidFingername()) }
+                call.answer(await delete(call, finger: finger, needsClaim: true))
+            case "VerifyStart": call.answer(await verifyStart(call))
+            case "VerifyStop": call.answer(await stop(call, verify: true))
+            case "EnrollStart": call.answer(await enrollStart(call))
+            case "EnrollStop": call.answer(await stop(call, verify: false))
+            default: call.fail(BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "No such method \(call.method)"))
+            }
+        }
+    }
+
+    // MARK: who may
+
+    /// The user a call is for: "" (or the caller's own name) is the caller; another name needs
+    /// polkit's setusername (or, without polkit, root).
+    func resolveUser(_ call: Invocation, _ requested: String) async -> Result<(String, Caller), BusError> {
+        guard let authority = service.authority else { return .failure(.internalError("no bus")) }
+        var caller: Caller
+        switch await authority.caller(call.sender) {
+        case .failure(let e): return .failure(e)
+        case .success(let c): caller = c
+        }
+        guard let own = await core.accountName(uid: caller.uid) else {
+            return .failure(.internalError("Failed to get information about user UID \(caller.uid)"))
+        }
+        if requested.isEmpty || requested == own { return .success((own, caller)) }
+        switch await authority.check(.setUsername, sender: call.sender, caller: caller) {
+        case .allowed:
+            caller.grants.insert(.actForOthers)
+            return .success((requested, caller))
+        case .denied(let why): return .failure(.permissionDenied(why))
+        case .noAuthority: return .failure(.permissionDenied("Not Authorized: only root may act for another user"))
+        }
+    }
+
+    /// fprintd's permission check: any one of `actions` suffices. Without polkit, SPEC §5: the user
+    /// (or root) may verify; changing prints needs the password, which D-Bus cannot ask for.
+    func permit(_ call: Invocation, _ caller: inout Caller, _ actions: [FprintAction]) async -> BusError? {
+        guard let authority = service.authority else { return .internalError("no bus") }
+        var denial: BusError?
+        for action in actions {
+            switch await authority.check(action, sender: call.sender, caller: caller) {
+            case .allowed:
+                if action == .enroll { caller.grants.insert(.changePrints) }
+                return nil
+            case .denied(let why): denial = .permissionDenied(why)
+            case .noAuthority:
+                if action == .verify || caller.isRoot { return nil }
+                denial = .permissionDenied(
+                    "Not Authorized: enrolling or deleting fingerprints needs your password, which this interface "
+                        + "cannot ask for without polkit; use 'touchgate enroll' or 'touchgate delete'")
+            }
+        }
+        return denial ?? .permissionDenied("Not Authorized")
+    }
+
+    /// nil when `call` comes from the client that claimed the device and nothing else runs.
+    func checkClaimed(_ call: Invocation) -> BusError? {
+        guard let claim else { return .claimDevice() }
+        guard claim.sender == call.sender else { return .alreadyInUse("Device already in use by another user") }
+        return nil
+    }
+
+    // MARK: claim
+
+    private func claimDevice(_ call: Invocation) async -> Result<[Variant], BusError> {
+        if claim != nil { return .failure(.alreadyInUse("Device was already claimed")) }
+        let user: String
+        var caller: Caller
+        switch await resolveUser(call, call.string(0) ?? "") {
+        case .failure(let e): return .failure(e)
+        case .success(let r): (user, caller) = r
+        }
+        if let denied = await permit(call, &caller, [.verify, .enroll]) { return .failure(denied) }
+        // Re-checked after the awaits: a second claimer may have won meanwhile.
+        if claim != nil { return .failure(.alreadyInUse("Device was already claimed")) }
+        let sender = call.sender
+        let watch = service.watch(sender) { [weak self] in self?.clientVanished(sender) }
+        claim = Claim(sender: sender, username: user, caller: caller, watch: watch)
+        service.core.log.info("device claimed over D-Bus", metadata: ["user": "\(user)", "uid": "\(caller.uid)"])
+        return .success([])
+    }
+
+    private func release(_ call: Invocation) async -> Result<[Variant], BusError> {
+        if let e = checkClaimed(call) { return .failure(e) }
+        await endClaim()
+        return .success([])
+    }
+
+    /// A client that goes away releases the device at once, as a PAM client's does.
+    private func clientVanished(_ sender: String) {
+        service.authority?.forget(sender)
+        guard claim?.sender == sender else { return }
+        Task { @CoreActor in await endClaim() }
+    }
+
+    func endClaim() async {
+        if let action { await action.cancelAndWait() }
+        action = nil
+        setFingerNeeded(false)
+        if let claim { service.unwatch(claim.watch) }
+        claim = nil
+    }
+
+    // MARK: prints
+
+    private func listEnrolled(_ call: Invocation) async -> Result<[Variant], BusError> {
+        let user: String
+        var caller: Caller
+        switch await resolveUser(call, call.string(0) ?? "") {
+        case .failure(let e): return .failure(e)
+        case .success(let r): (user, caller) = r
+        }
+        if let denied = await permit(call, &caller, [.verify]) { return .failure(denied) }
+        let reply = await core.list(user: user, caller: caller)
+        guard reply.isSuccess else { return .failure(Self.error(for: reply)) }
+        guard !reply.fingers.isEmpty else { return .failure(.noEnrolledPrints("Failed to discover prints")) }
+        return .success([V.array("s", reply.fingers.map { V.string($0.rawValue) })])
+    }
+
+    private func delete(_ call: Invocation, finger: Finger?, needsClaim: Bool) async -> Result<[Variant], BusError> {
+        let user: String
+        var caller: Caller
+        if needsClaim || claim != nil {
+            if let e = checkClaimed(call) { return .failure(e) }
+            if action != nil { return .failure(.alreadyInUse("Another operation is already in progress")) }
+            (user, caller) = (claim!.username, claim!.caller)
+        } else {
+            switch await resolveUser(call, call.string(0) ?? "") {
+            case .failure(let e): return .failure(e)
+            case .success(let r): (user, caller) = r
+            }
+        }
+        if let denied = await permit(call, &caller, [.enroll]) { return .failure(denied) }
+        let reply = await core.delete(user: user, fingers: finger.map { [$0] } ?? [], all: finger == nil, password: nil,
+                                      origin: Origin(service: FprintNames.bus), caller: caller)
+        if reply.outcome == .notFound || (reply.isSuccess && reply.fingers.isEmpty) {
+            return .failure(.noEnrolledPrints(finger.map { "Fingerprint for finger \($0.rawValue) is not enrolled" }
+                                              ?? "No fingerprint enrolled"))
+        }
+        guard reply.isSuccess else { return .failure(Self.error(for: reply)) }
+        return .success([])
+    }
+
+    /// fprintd's error for a refusal of the core; the sentence says why.
+    static func error(for reply: Reply) -> BusError {
+        let why = reply.text?.render(.english) ?? reply.outcome.name
+        switch reply.outcome {
+        case .biometryNotEnrolled: return .noEnrolledPrints(why)
+        case .notPermitted, .userUnknown, .biometryLockout, .passwordRequired, .passwordBackoff: return .permissionDenied(why)
+        default: return .internalError(why)
+        }
+    }
+}

@@ -1,0 +1,95 @@
+// Suspend and resume the way desktops expect: a logind "sleep" delay inhibitor held while awake;
+// on PrepareForSleep(true) every prompt ends with systemCancel, the reader closes, the inhibitor
+// goes; on resume the reader opens again and the inhibitor is taken again. No logind: nothing.
+import CGIO
+import Glibc
+import Logging
+import TouchGateCore
+
+@CoreActor final class SleepInhibitor {
+    private let connection: OpaquePointer
+    private let core: Core
+    private let log: Logger
+    private var fd: Int32 = -1
+    private var subscription: UInt32 = 0
+
+    init(connection: OpaquePointer, core: Core, log: Logger) {
+        self.connection = connection
+        self.core = core
+        self.log = log
+    }
+
+    func start() async {
+        subscription = g_dbus_connection_signal_subscribe(
+            connection, "org.freedesktop.login1", "org.freedesktop.login1.Manager", "PrepareForSleep",
+            "/org/freedesktop/login1", nil, G_DBUS_SIGNAL_FLAGS_NONE, { _, _, _, _, _, parameters, data in
+                let me = Unmanaged<SleepInhibitor>.fromOpaque(data!).takeUnretainedValue()
+                let sleeping = V.boolArg(parameters, 0)
+                CoreActor.assumeIsolated { if let sleeping { me.prepareForSleep(sleeping) } }
+            }, Unmanaged.passUnretained(self).toOpaque(), nil)
+        await take()
+    }
+
+    var isHeld: Bool { fd >= 0 }
+
+    private func prepareForSleep(_ sleeping: Bool) {
+        Task { @CoreActor in
+            if sleeping {
+                log.info("preparing for sleep")
+                await core.suspend()
+                release()
+            } else {
+                log.info("resumed")
+                await core.resume()
+                await take()
+            }
+        }
+    }
+
+    /// logind's Inhibit("sleep", …, "delay"): the fd it returns is the inhibitor.
+    private func take() async {
+        guard fd < 0 else { return }
+        let done = OneShot<Int32>()
+        let box = Unmanaged.passRetained(FDBox(done))
+        let parameters = V.tuple([V.string("sleep"), V.string("touchgated"),
+                                  V.string("End fingerprint prompts and close the reader"), V.string("delay")])
+        g_dbus_connection_call_with_unix_fd_list(
+            connection, "org.freedesktop.login1", "/org/freedesktop/login1", "org.freedesktop.login1.Manager",
+            "Inhibit", parameters, nil, G_DBUS_CALL_FLAGS_NONE, 5000, nil, nil, { source, result, data in
+                let box = Unmanaged<FDBox>.fromOpaque(data!).takeUnretainedValue()
+                var error: UnsafeMutablePointer<GError>?
+                var list: UnsafeMutablePointer<GUnixFDList>?
+                var fd: Int32 = -1
+                if let reply = g_dbus_connection_call_with_unix_fd_list_finish(OpaquePointer(source), &list, result, &error) {
+                    if let list { fd = g_unix_fd_list_get(list, 0, nil); g_object_unref(UnsafeMutableRawPointer(list)) }
+                    g_variant_unref(reply)
+                } else {
+                    box.why = busError(error).message
+                    g_error_free(error)
+                }
+                CoreActor.assumeIsolated { box.done.set(fd) }
+            }, box.toOpaque())
+        let taken = await done.wait()
+        let why = box.takeUnretainedValue().why
+        box.release()
+        if taken >= 0 {
+            fd = taken
+            log.info("holding a sleep delay inhibitor")
+        } else {
+            log.info("no sleep inhibitor (no logind on this bus?): \(why ?? "")")
+        }
+    }
+
+    private func release() {
+        guard fd >= 0 else { return }
+        close(fd)
+        fd = -1
+        log.info("released the sleep inhibitor")
+    }
+}
+
+private final class FDBox: @unchecked Sendable {
+    let done: OneShot<Int32>
+    var why: String?
+    init(_ done: OneShot<Int32>) { self.done = done }
+}
