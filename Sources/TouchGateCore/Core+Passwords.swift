@@ -62,7 +62,7 @@ extension Core {
         let timer = LoopTimer(after: passwordDeadline) { answer.set(.unavailable("no answer within \(self.passwordDeadline) ms")) }
         defer { timer.cancel() }
         let passwords = self.passwords, pool = passwordPool
-        Task { @CoreActor in
+        CoreLoop.shared.task {
             let check = (try? await pool.run { passwords.check(user: user, password: password) })
                 ?? .unavailable("password checks queue full")
             answer.set(check)

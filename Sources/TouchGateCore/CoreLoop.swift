@@ -42,22 +42,36 @@ public final class CoreLoop: @unchecked Sendable {
         }, box)
     }
 
+    /// Starts a task on the loop that prefers the loop as its task executor (see `LoopExecutor`).
+    @discardableResult
+    public func task(_ body: @escaping @Sendable @CoreActor () async -> Void) -> Task<Void, Never> {
+        Task<Void, Never>(executorPreference: executor, operation: body)
+    }
+
     /// The GMainContext (for GDBus, which must dispatch on this loop).
     public var mainContext: UnsafeMutableRawPointer { tg_loop_main_context(handle) }
 }
 
-/// The serial executor of `CoreActor`: its jobs run on the loop thread, in order.
-public final class LoopExecutor: SerialExecutor, @unchecked Sendable {
+/// The executor of `CoreActor`, and the task executor every daemon task prefers: its jobs run on
+/// the loop thread, in order. As the preferred task executor it also receives what Swift would
+/// otherwise send to its global pool (resumed continuations, nonisolated async code), so the
+/// daemon runs no Dispatch threads — and nothing that exhausting descriptors could crash.
+public final class LoopExecutor: SerialExecutor, TaskExecutor, @unchecked Sendable {
     public func enqueue(_ job: consuming ExecutorJob) {
         let unowned = UnownedJob(job)
         tg_loop_post(CoreLoop.shared.handle, { raw in
             let job = unsafeBitCast(raw!, to: UnownedJob.self)
-            job.runSynchronously(on: CoreLoop.shared.executor.asUnownedSerialExecutor())
+            let executor = CoreLoop.shared.executor
+            job.runSynchronously(isolatedTo: executor.asUnownedSerialExecutor(), taskExecutor: executor.asUnownedTaskExecutor())
         }, unsafeBitCast(unowned, to: UnsafeMutableRawPointer.self))
     }
 
     public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
         UnownedSerialExecutor(ordinary: self)
+    }
+
+    public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
+        UnownedTaskExecutor(ordinary: self)
     }
 
     public func checkIsolated() {

@@ -151,7 +151,7 @@ public enum Durability: Sendable {
         let moveAside = e.moveAside
         e.moveAside = false
         let (users, stamp) = (self.users, clock.now())
-        Task { @CoreActor in
+        CoreLoop.shared.task { [self] in
             let outcome: StorageError?
             do {
                 outcome = try await pool.run { Self.write(state, user: user, users: users, moveAside: moveAside, stamp: stamp) }

@@ -111,7 +111,7 @@ extension FprintDevice {
         let request = EvaluateRequest(user: claim.username, policy: .biometrics, origin: Origin(service: FprintNames.bus),
                                       maxTries: 1, noInput: true, fingers: finger.map { [$0] })
         let signals = DeviceSignals(device: self, verify: true)
-        Task { @CoreActor in
+        CoreLoop.shared.task { [self] in
             // Answered first, then the finger is announced, as fprintd orders them.
             service.emit("VerifyFingerSelected", [V.string(selected)])
             while true {
@@ -141,7 +141,7 @@ extension FprintDevice {
         let action = DeviceAction(verify: false)
         self.action = action
         let signals = DeviceSignals(device: self, verify: false)
-        Task { @CoreActor in
+        CoreLoop.shared.task { [self] in
             let reply = await core.enroll(user: claim.username, finger: finger, password: nil,
                                           origin: Origin(service: FprintNames.bus), caller: caller,
                                           client: signals, input: action.input)

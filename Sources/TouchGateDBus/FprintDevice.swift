@@ -57,7 +57,7 @@ import TouchGateWire
     // MARK: dispatch
 
     func handle(_ call: Invocation) {
-        Task { @CoreActor in
+        CoreLoop.shared.task { [self] in
             switch call.method {
             case "Claim": call.answer(await claimDevice(call))
             case "Release": call.answer(await release(call))
@@ -158,7 +158,7 @@ import TouchGateWire
     private func clientVanished(_ sender: String) {
         service.authority?.forget(sender)
         guard claim?.sender == sender else { return }
-        Task { @CoreActor in await endClaim() }
+        CoreLoop.shared.task { [self] in await endClaim() }
     }
 
     func endClaim() async {

@@ -33,7 +33,7 @@ import TouchGateCore
     var isHeld: Bool { fd >= 0 }
 
     private func prepareForSleep(_ sleeping: Bool) {
-        Task { @CoreActor in
+        CoreLoop.shared.task { [self] in
             if sleeping {
                 log.info("preparing for sleep")
                 await core.suspend()

@@ -123,7 +123,7 @@ import TouchGateWire
         keepalive = LoopTimer(milliseconds: WireLimits.keepaliveMilliseconds / 2) { [weak self] in
             self?.sendKeepaliveIfQuiet() ?? false
         }
-        let task = Task { @CoreActor [weak self] in
+        let task = CoreLoop.shared.task { [weak self] in
             guard let self else { return }
             let outcome: Reply?
             do {

@@ -102,7 +102,7 @@ struct Touchgated: ParsableCommand {
         log.info("listening on \(boundPath ?? "the socket passed by systemd")")
         if settings.fprintdAPI {
             // After READY: the bus connection never delays the first PAM prompt.
-            CoreLoop.shared.post { Task { @CoreActor in _ = await FprintFrontEnd.start(core: listener.core, log: log) } }
+            CoreLoop.shared.post { CoreLoop.shared.task { _ = await FprintFrontEnd.start(core: listener.core, log: log) } }
         }
 
         var received: Int32 = 0
@@ -110,7 +110,7 @@ struct Touchgated: ParsableCommand {
         log.info("stopping on signal \(received)")
         let stopped = Semaphore()
         CoreLoop.shared.post {
-            Task { @CoreActor in
+            CoreLoop.shared.task {
                 await stop(listener)
                 stopped.signal()
             }
