@@ -33,6 +33,16 @@ struct Touchgated: ParsableCommand {
     @Flag(help: "Log debug details (never a template byte or a password).")
     var debug = false
 
+    /// The arguments as the kernel recorded them. A statically linked Swift runtime captures argv
+    /// in an ELF constructor, which some preloaded libraries (pam_wrapper, used by the tests and
+    /// the benchmark) leave empty; /proc/self/cmdline is always right.
+    static func main() {
+        let recorded = readSmallFile("/proc/self/cmdline", limit: 1 << 16).map {
+            $0.split(separator: "\0", omittingEmptySubsequences: false).dropFirst().dropLast().map(String.init)
+        }
+        main(recorded ?? Array(CommandLine.arguments.dropFirst()))
+    }
+
     func run() throws {
         let level: Logger.Level = debug ? .debug : .info
         LoggingSystem.bootstrap { label in
@@ -173,14 +183,20 @@ private func environment(_ name: String) -> String? {
 /// systemd joins several directories with ':'; the first is ours.
 private func firstPath(_ value: String) -> String { String(value.split(separator: ":").first ?? "") }
 
-private func readSmallFile(_ path: String) -> String? {
+private func readSmallFile(_ path: String, limit: Int = 256) -> String? {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
-    var buffer = [UInt8](repeating: 0, count: 256)
-    let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-    guard n > 0 else { return nil }
-    return String(decoding: buffer[0..<n], as: UTF8.self)
+    var buffer = [UInt8](repeating: 0, count: limit)
+    var count = 0
+    while count < limit {
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, limit - count) }
+        if n < 0 && errno == EINTR { continue }
+        if n <= 0 { break }
+        count += n
+    }
+    guard count > 0 else { return nil }
+    return String(decoding: buffer[0..<count], as: UTF8.self)
 }
 
 extension String {
