@@ -26,6 +26,7 @@ import socket
 import subprocess
 import tempfile
 import termios
+import select
 import threading
 import time
 from pathlib import Path
@@ -35,6 +36,8 @@ BIN_DIR = Path(os.environ.get("TOUCHGATE_BIN_DIR", REPO / ".build" / "debug"))
 TOUCHGATED = BIN_DIR / "touchgated"
 TOUCHGATE = BIN_DIR / "touchgate"
 PAM_MODULE = Path(os.environ.get("TOUCHGATE_PAM_MODULE", REPO / "pam" / "pam_touchgate.so"))
+# libfaketime: shifts the daemon's wall clock for the policy's time rules (Daemon(clock=…)).
+FAKETIME = next(iter(sorted(glob.glob("/usr/lib/*/faketime/libfaketime.so.1"))), "libfaketime.so.1")
 # pam_wrapper's password database module: the daemon's own password service uses it here.
 PAM_MATRIX = next(iter(sorted(glob.glob("/usr/lib/*/pam_wrapper/pam_matrix.so"))), "pam_matrix.so")
 
@@ -276,7 +279,8 @@ class World:
             shutil.copy2(TOUCHGATE, self.cli_binary)
             self.cli_binary.chmod(0o755)
         self.daemon = None
-        self.reader = VirtualReader(self.vdev)
+        self.daemons = []
+        self.reader = VirtualReader(self.vdev, self)
         self.sessions = []
         _live_worlds.add(self)
 
@@ -289,8 +293,8 @@ class World:
         (self.pam_dir / name).write_text(line.rstrip() + "\n")
         return name
 
-    def start_daemon(self, config="/nonexistent", timeout=10.0):
-        self.daemon = Daemon(self, config=config)
+    def start_daemon(self, config="/nonexistent", timeout=10.0, clock=None):
+        self.daemon = Daemon(self, config=config, clock=clock)
         self.daemon.wait_ready(timeout)
         return self.daemon
 
@@ -341,12 +345,25 @@ def daemon_env(world):
 
 
 class Daemon:
-    """touchgated on a virtual reader, with nss_wrapper users; stderr kept line by line."""
+    """touchgated on a virtual reader, with nss_wrapper users; stderr kept line by line.
 
-    def __init__(self, world, config="/nonexistent", args=()):
+    Ready is the daemon's own READY=1 on a notify socket (as systemd hears it), not a guess.
+    `clock`: a file whose content ("+0", "+90"…) shifts the daemon's wall clock through
+    libfaketime, so the policy's time rules are tested without waiting (the monotonic clock,
+    which deadlines use, is left alone)."""
+
+    def __init__(self, world, config="/nonexistent", args=(), clock=None):
         self.world = world
         self.log = LineLog("touchgated stderr")
         env = daemon_env(world)
+        self.notify_path = world.dir / ("notify-%d.sock" % len(world.daemons))
+        world.daemons.append(self)
+        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.notify.bind(str(self.notify_path))
+        env["NOTIFY_SOCKET"] = str(self.notify_path)
+        if clock is not None:
+            env["LD_PRELOAD"] += " " + FAKETIME
+            env.update(FAKETIME_TIMESTAMP_FILE=str(clock), FAKETIME_NO_CACHE="1", DONT_FAKE_MONOTONIC="1")
         self.argv = [str(TOUCHGATED), "--socket", str(world.socket), "--state-dir", str(world.state),
                      "--print-store", str(world.prints), "--config", str(config)] + list(args)
         self.started = now()
@@ -359,24 +376,25 @@ class Daemon:
         self.ready_after = None
 
     def wait_ready(self, timeout=10.0):
-        """Ready = the socket accepts connections (SPEC §6). Bounded poll; fails if the daemon exits."""
+        """Waits for READY=1 (sent once the socket accepts connections, SPEC §6); fails at once if
+        the daemon exits first (its stderr closes)."""
         deadline = now() + timeout
-        while True:
-            if self.proc.poll() is not None:
-                self.log.wait_closed(2.0)
-                raise AssertionError("touchgated exited with status %d before it was ready:\n%s"
-                                     % (self.proc.returncode, self.log.dump()))
-            try:
-                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-                    s.connect(str(self.world.socket))
-                self.ready_after = now() - self.started
-                return self
-            except (FileNotFoundError, ConnectionRefusedError):
-                pass
-            if now() > deadline:
-                raise WaitTimeout("touchgated not accepting connections after %.1f s:\n%s"
-                                  % (timeout, self.log.dump()))
-            time.sleep(0.005)
+        stderr = self.proc.stderr
+        with self.notify:
+            while True:
+                left = deadline - now()
+                if left <= 0:
+                    raise WaitTimeout("touchgated did not send READY=1 within %.1f s:\n%s" % (timeout, self.log.dump()))
+                readable, _, _ = select.select([self.notify, stderr], [], [], left)
+                if self.notify in readable and b"READY=1" in self.notify.recv(4096):
+                    self.ready_after = now() - self.started
+                    return self
+                if self.proc.poll() is not None:
+                    self.log.wait_closed(2.0)
+                    raise AssertionError("touchgated exited with status %d before it was ready:\n%s"
+                                         % (self.proc.returncode, self.log.dump()))
+                if stderr in readable:
+                    self.log.wait_for(re.compile("."), 0.5)  # output, not an exit: keep waiting
 
     def reader_line(self):
         for text in self.log.texts():
@@ -418,25 +436,27 @@ def run_daemon_once(world, config, timeout=DEFAULT_WAIT):
 
 
 class VirtualReader:
-    """libfprint's virtual_device control socket: one command per connection, the driver closes it."""
+    """libfprint's virtual_device control socket: one command per connection, the driver closes it.
+    The socket exists while the daemon holds the device open: the daemon's "reader: …" line is the
+    event that says so."""
 
-    def __init__(self, path):
+    def __init__(self, path, world=None):
         self.path = str(path)
+        self.world = world
         self.sent = []  # [(t, command)]
 
     def send(self, command, timeout=DEFAULT_WAIT):
         deadline = now() + timeout
-        while True:  # the socket exists while the daemon holds the device open
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                s.settimeout(max(0.01, deadline - now()))
-                s.connect(self.path)
-                break
-            except (FileNotFoundError, ConnectionRefusedError):
-                s.close()
-                if now() > deadline:
-                    raise WaitTimeout("virtual reader socket %s not accepting within %.1f s" % (self.path, timeout))
-                time.sleep(0.005)
+        daemon = self.world.daemon if self.world is not None else None
+        if daemon is not None:
+            daemon.log.wait_for("reader: ", timeout)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(max(0.01, deadline - now()))
+        try:
+            s.connect(self.path)
+        except OSError as e:
+            s.close()
+            raise WaitTimeout("virtual reader socket %s: %s" % (self.path, e))
         with s:
             s.sendall(command.encode() + b"\n")
             self.sent.append((now(), command))
