@@ -56,6 +56,10 @@ let package = Package(
             "TouchGateCore", "TouchGateSocket", "TouchGateDBus", "TouchGateReader", "TouchGateConfig",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
+        ], linkerSettings: [
+            // Packed relative relocations (DT_RELR, glibc ≥ 2.36): a static Swift runtime carries
+            // ~45,000 of them; packed, the loader reads 9 KB instead of 1.1 MB at every start.
+            .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"], .when(platforms: [.linux])),
         ]),
         .executableTarget(name: "touchgate", dependencies: [
             "TouchGateWire", "TouchGateConfig",
