@@ -1,4 +1,4 @@
-"""Screen lockers with deviceOwnerAuthentication (issue: locked out at the lock screen): the
+"""Screen lockers with deviceOwnerAuthentication (locked out at the lock screen, as on a Mac): the
 README's console-locker stack — `auth sufficient pam_touchgate.so policy=biometrics-or-password`
 then `auth required pam_unix.so try_first_pass` — with real vlock run as alice in a pty that is
 its controlling terminal, against touchgated on libfprint's virtual reader.
