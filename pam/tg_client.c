@@ -34,6 +34,22 @@ int tg_remaining_ms(uint64_t deadline)
     return left > INT_MAX ? INT_MAX : (int)left;
 }
 
+void tg_watch_start(struct tg_watch *w, uint64_t now, uint64_t cap_ms)
+{
+    w->cap = now + cap_ms;
+    w->silence = now + TG_SILENCE_DEADLINE_MS;
+}
+
+void tg_watch_frame(struct tg_watch *w, uint64_t now)
+{
+    w->silence = now + TG_SILENCE_DEADLINE_MS;
+}
+
+uint64_t tg_watch_deadline(const struct tg_watch *w)
+{
+    return w->silence < w->cap ? w->silence : w->cap;
+}
+
 /* Waits for events on fd until the deadline. EINTR restarts the wait with the time left. */
 static enum tg_io_status wait_for(int fd, short events, uint64_t deadline)
 {

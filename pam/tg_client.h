@@ -20,6 +20,20 @@ uint64_t tg_deadline_after(uint64_t ms);
 /* Milliseconds left until the deadline, clamped to [0, INT_MAX]. */
 int tg_remaining_ms(uint64_t deadline);
 
+/* The two limits on waiting for a result: silence, restarted by every frame, and an overall cap
+ * that nothing restarts, so neither a frozen daemon nor one that only sends keepalives holds the
+ * client. Times are tg_now_ms() values passed in, so the rule can be tested without waiting. */
+struct tg_watch {
+    uint64_t cap;
+    uint64_t silence;
+};
+
+void tg_watch_start(struct tg_watch *w, uint64_t now, uint64_t cap_ms);
+/* A frame arrived at `now`: the silence deadline starts again. */
+void tg_watch_frame(struct tg_watch *w, uint64_t now);
+/* The earlier of the two deadlines. */
+uint64_t tg_watch_deadline(const struct tg_watch *w);
+
 /* Connects a SOCK_CLOEXEC stream socket to path; *fd is -1 unless TG_IO_OK. */
 enum tg_io_status tg_connect(const char *path, uint64_t deadline, int *fd);
 

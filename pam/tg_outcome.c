@@ -38,8 +38,8 @@ int tg_outcome_to_pam(int32_t code, const char *reason)
     case TG_ERR_PASSWORD_NOT_SET:
     case TG_ERR_INVALID_CONTEXT:
     case TG_ERR_NOT_PERMITTED:           /* e.g. a remote session the daemon refuses */
-    case TG_ERR_TEMPLATE_DAMAGED:        /* every print needs enrolling again: the password works */
-    case TG_ERR_BUSY:                    /* too many connections: the password still works */
+    case TG_ERR_TEMPLATE_DAMAGED:        /* re-enroll that finger; the password works meanwhile */
+    case TG_ERR_BUSY:                    /* too many connections: an attacker's flood must not lock anyone out */
         return PAM_AUTHINFO_UNAVAIL;
 
     case TG_ERR_BAD_REQUEST:

@@ -19,4 +19,6 @@ if [ "$tests" = yes ]; then
 else
     swift build
 fi
-make -C pam
+# The module reads the build tree's catalogs, so the tests see them (an install build: make -C pam).
+make -C po mo
+make -C pam LOCALEDIR="$TOUCHGATE_ROOT/.build/locale"

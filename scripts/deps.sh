@@ -14,6 +14,8 @@ packages=(
     python3
     # the real-client tests: sudo, su, login and vlock in a private mount namespace
     sudo vlock login util-linux openssl
+    # message catalogs (xgettext, msgfmt), the Chinese locale they are tested in, the manual's lint
+    gettext locales mandoc
 )
 
 as_root() {
@@ -38,6 +40,13 @@ apt_install() {
 if [ ${#missing[@]} -gt 0 ]; then
     echo "deps.sh: installing ${missing[*]}"
     apt_install "${missing[@]}"
+fi
+
+# gettext translates only into an installed locale: add zh_CN.UTF-8 if missing (a new locale,
+# no setting of this machine changes).
+if ! locale -a 2>/dev/null | grep -qix 'zh_CN\.utf-\?8'; then
+    echo "deps.sh: generating the zh_CN.UTF-8 locale"
+    as_root localedef -i zh_CN -f UTF-8 zh_CN.UTF-8
 fi
 
 # pytest for the end-to-end tests: pip for a python3 of its own (pyenv, venv), else Debian's package.

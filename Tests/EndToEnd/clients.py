@@ -185,6 +185,16 @@ class Clients:
         (self.pam_dir / "other").write_text("".join("%s required pam_deny.so\n" % t
                                                     for t in ("auth", "account", "session", "password")))
 
+    def console_locker(self, service="vlock", options=""):
+        """The README's console-locker stack for `service`: deviceOwnerAuthentication (the module asks
+        for the password itself when the fingerprint is refused), pam_unix after it."""
+        line = self.touchgate_line(("policy=biometrics-or-password " + options).strip())
+        (self.pam_dir / service).write_text("auth sufficient %s\n"
+                                            "auth required pam_unix.so try_first_pass\n"
+                                            "account required pam_permit.so\n"
+                                            "session required pam_permit.so\n"
+                                            "password required pam_deny.so\n" % line)
+
     def env(self, user, extra=None):
         home = self.homes.get(user, "/root")
         env = {"PATH": PATH, "LANG": "C.UTF-8", "TERM": "vt100", "HOME": str(home), "SHELL": "/bin/sh",

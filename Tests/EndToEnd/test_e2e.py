@@ -192,7 +192,7 @@ def test_frozen_daemon_gives_up_within_seconds(world, alice):
     assert pam.result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
     assert pam.messages() == ["Fingerprint service not responding: use your password"]
     elapsed = harness.ms(pam.ended - pam.auth_started())
-    assert elapsed < 5000, "gave up after %.0f ms" % elapsed  # TG_SILENCE_DEADLINE_MS is 3.5 s
+    assert elapsed <= 2000, "gave up after %.0f ms" % elapsed  # TG_SILENCE_DEADLINE_MS is 1.5 s
 
 
 def test_client_killed_mid_prompt_frees_the_reader(world, alice):

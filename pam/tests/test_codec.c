@@ -349,7 +349,7 @@ static void test_limits(void)
     CHECK(tg_frame_decode(half, sizeof(half), &frame) == TG_CODEC_OVERRUN, "half field header");
     /* Reply and request kinds at the edges of their ranges, and just outside. */
     static const struct { uint8_t kind; bool ok; } kinds[] = {
-        { 0x00, false }, { 0x01, true }, { 0x10, true }, { 0x11, false },
+        { 0x00, false }, { 0x01, true }, { 0x10, true }, { 0x11, true }, { 0x12, false },
         { 0x3F, false }, { 0x40, true }, { 0x42, true }, { 0x43, false }, { 0xFF, false },
     };
     for (size_t i = 0; i < COUNT(kinds); i++) {

@@ -25,6 +25,9 @@
 #define TEXT_NOT_RESPONDING "Fingerprint service not responding: use your password"
 #define TEXT_WRONG       "Wrong password"
 #define TEXT_QUEUED      "Waiting for the fingerprint reader (1 ahead in the queue)"
+#define TEXT_LOCKED      "Fingerprint locked after 5 failed attempts: enter your password"
+#define TEXT_PASSWORD    "Password: "
+#define TEXT_PASSWORD_ZH "密码："
 #define OUTPUT_MAX       8192
 
 static char dir[PATH_MAX];
@@ -39,6 +42,8 @@ enum daemon_act {
     MATCH_ON_GO,   /* PROMPT, then RESULT TG_OK when the test says go */
     HANG_UP_ON_GO, /* PROMPT, then closes the connection when the test says go */
     GO_SILENT,     /* PROMPT, then nothing at all (no keepalives) until the client hangs up */
+    ASK_PASSWORD,  /* no PROMPT: RESULT lockout with ASK_PASSWORD; then a VERIFY_PASSWORD, if one
+                    * comes before the test's "go", gets `answer` */
 };
 
 struct daemon {
@@ -57,6 +62,7 @@ struct daemon {
     int next_kind;              /* the frame after EVALUATE: its kind, 0 = hang-up, -1 = nothing */
     char password[TG_MAX_STRING + 1];
     bool saw_close;
+    bool verify_came;           /* ASK_PASSWORD: a second connection brought VERIFY_PASSWORD */
 };
 
 static bool wait_go(struct daemon *d)
@@ -83,7 +89,36 @@ static void answer_input(struct daemon *d, int fd, uint32_t id)
         tg_frame_string(&f, TG_TAG_PASSWORD, d->password, sizeof(d->password));
         fake_result(fd, id, d->answer, d->answer_reason, d->answer_message);
     }
-    /* A CANCEL is deliberately left unanswered: the module must not wait for the answer. */
+    /* A CANCEL is deliberately left unanswered, and the prompt kept alive with keepalives at
+     * the daemon's pace until the module hangs up: a module that waited for an answer would
+     * never return, and run_tty's deadline would fail the test. */
+    while (f.kind == TG_KIND_CANCEL) {
+        struct pollfd pfd = { .fd = fd, .events = POLLIN };
+        if (poll(&pfd, 1, TG_KEEPALIVE_MS) != 0)
+            return;  /* the hang-up (or anything else): the module is done with us */
+        fake_progress(fd, id, TG_PROGRESS_KEEPALIVE, 0, NULL);
+    }
+}
+
+/* The password step's connection: VERIFY_PASSWORD, answered with d->answer. Accepts until the
+ * test's "go" (sent once the client has finished), so a step that never connects ends there. */
+static void verify_password(struct daemon *d)
+{
+    uint8_t buf[TG_FRAME_BUFFER];
+    struct tg_frame f;
+    struct pollfd fds[2] = { { .fd = d->listen_fd, .events = POLLIN }, { .fd = d->go[0], .events = POLLIN } };
+    if (poll(fds, 2, 10000) <= 0 || fds[0].revents == 0)
+        return;
+    int fd = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0)
+        return;
+    if (fake_read(fd, buf, &f, 5000) && f.kind == TG_KIND_VERIFY_PASSWORD) {
+        d->verify_came = true;
+        tg_frame_string(&f, TG_TAG_PASSWORD, d->password, sizeof(d->password));
+        fake_result(fd, f.request_id, d->answer, d->answer_reason, d->answer_message);
+    }
+    fake_await_close(fd, 10000);
+    close(fd);
 }
 
 static void *daemon_main(void *arg)
@@ -96,6 +131,20 @@ static void *daemon_main(void *arg)
     uint32_t id = d->request.request_id;
     if (!d->got_request)
         goto done;
+    if (d->act == ASK_PASSWORD) {
+        uint8_t buf[TG_FRAME_BUFFER];
+        struct tg_writer w;
+        tg_writer_init(&w, buf, sizeof(buf), TG_KIND_RESULT, id);
+        tg_put_int(&w, TG_TAG_CODE, TG_ERR_BIOMETRY_LOCKOUT);
+        tg_put_string(&w, TG_TAG_REASON, "lockout");
+        tg_put_int(&w, TG_TAG_FLAGS, TG_FLAG_ASK_PASSWORD);
+        tg_put_string(&w, TG_TAG_MESSAGE, TEXT_LOCKED);
+        fake_send(fd, &w);
+        d->saw_close = fake_await_close(fd, 10000);
+        close(fd);
+        verify_password(d);
+        return NULL;
+    }
     if (d->queued)
         fake_progress(fd, id, TG_PROGRESS_QUEUED, TG_STYLE_INFO, TEXT_QUEUED);
     else
@@ -113,6 +162,7 @@ static void *daemon_main(void *arg)
         close(fd);
         return NULL;
     case GO_SILENT:
+    case ASK_PASSWORD:
         break;
     }
 done:
@@ -302,6 +352,8 @@ static void run_tty(const struct script *s, struct daemon *d, struct outcome *o)
     CHECK(o->reported, "%s: the client never finished", s->service);
     if (!o->reported)
         kill(pid, SIGKILL);
+    if (write(d->go[1], "g", 1) != 1)  /* the client is done: a daemon still waiting stops */
+        CHECK(false, "cannot signal the fake daemon");
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
         ;
     /* The child has exited: whatever it printed is read up to EIO. */
@@ -371,7 +423,6 @@ static void test_enter(void)
     child_reads_leftover = false;
     expect_restored(&o, "enter");
     CHECK(o.rep.rc == PAM_AUTHINFO_UNAVAIL, "enter: %d", o.rep.rc);
-    CHECK(o.ms_after_keys < 1000, "enter: took %llu ms", (unsigned long long)o.ms_after_keys);
     CHECK(d.next_kind == TG_KIND_CANCEL || d.next_kind == 0, "enter: daemon saw %d",
           d.next_kind);
     CHECK(d.saw_close, "enter: no hang-up");
@@ -394,7 +445,6 @@ static void test_ctrl_c(void)
     run_tty(&s, &d, &o);
     expect_restored(&o, "ctrl-c");
     CHECK(o.rep.rc == PAM_AUTHINFO_UNAVAIL, "ctrl-c: %d", o.rep.rc);
-    CHECK(o.ms_after_keys < 1000, "ctrl-c: took %llu ms", (unsigned long long)o.ms_after_keys);
     CHECK(d.next_kind == TG_KIND_CANCEL || d.next_kind == 0, "ctrl-c: daemon saw %d",
           d.next_kind);
     CHECK(printed_nothing(&o), "ctrl-c: printed '%s'", o.after);
@@ -411,7 +461,6 @@ static void test_ctrl_d_in_chinese(void)
     setenv("LANG", "en_US.UTF-8", 1);
     expect_restored(&o, "ctrl-d");
     CHECK(o.rep.rc == PAM_AUTHINFO_UNAVAIL, "ctrl-d: %d", o.rep.rc);
-    CHECK(o.ms_after_keys < 1000, "ctrl-d: took %llu ms", (unsigned long long)o.ms_after_keys);
     CHECK(d.next_kind == TG_KIND_CANCEL || d.next_kind == 0, "ctrl-d: daemon saw %d",
           d.next_kind);
 }
@@ -506,8 +555,6 @@ static void test_password_for_the_password_module(void)
           "biometrics password: PAM_AUTHTOK '%s'", o.rep.authtok);
     CHECK(d.next_kind == TG_KIND_CANCEL, "biometrics password: daemon saw %d, not CANCEL",
           d.next_kind);
-    CHECK(o.ms_after_keys < 1000, "biometrics password: took %llu ms",
-          (unsigned long long)o.ms_after_keys);
     CHECK(strstr(o.after, "secret") == NULL, "biometrics password: echoed: '%s'", o.after);
 }
 
@@ -561,7 +608,7 @@ static void test_daemon_silent(void)
     run_tty(&s, &d, &o);
     expect_restored(&o, "silent");
     CHECK(o.rep.rc == PAM_AUTHINFO_UNAVAIL, "silent: %d", o.rep.rc);
-    CHECK(o.ms_after_keys < TG_SILENCE_DEADLINE_MS + 1500, "silent: %llu ms",
+    CHECK(o.ms_after_keys < 2000, "silent: given up after %llu ms, not within 2 s",
           (unsigned long long)o.ms_after_keys);
     CHECK(d.saw_close, "silent: no hang-up");
 }
@@ -581,6 +628,76 @@ static void test_noinput_on_terminal(void)
     CHECK(frame_int_is(&d.request, TG_TAG_FLAGS, TG_FLAG_NO_INPUT, true),
           "noinput: FLAGS NO_INPUT not sent");
     CHECK(o.reported && termios_same(&o.rep.before, &o.rep.after), "noinput: termios changed");
+}
+
+/* ---- the password step at the terminal ---------------------------------------------------- */
+
+/* The refusal's line, then the module's own "Password: " with the terminal raw (echo and signal
+ * keys off); the keys typed there decide. */
+static void run_password_step(const char *keys, const char *prompt, struct daemon *d, struct outcome *o,
+                              const char *name)
+{
+    struct script s = { "tg-tty-bop", prompt, keys, NULL };
+    run_tty(&s, d, o);
+    expect_restored(o, name);
+    CHECK(strstr(o->before, TEXT_LOCKED) != NULL && strstr(o->before, TEXT_LOCKED) < strstr(o->before, prompt),
+          "%s: the refusal did not come before the prompt: '%s'", name, o->before);
+    CHECK(strstr(o->before, TEXT_HINT_BOP) == NULL, "%s: a fingerprint hint was shown", name);
+}
+
+static void test_password_step_correct(void)
+{
+    struct daemon d = { .act = ASK_PASSWORD, .answer = TG_OK, .answer_reason = "password",
+                        .answer_message = "Password accepted" };
+    struct outcome o;
+
+    run_password_step("pw\r", TEXT_PASSWORD, &d, &o, "step correct");
+    CHECK(o.rep.rc == PAM_SUCCESS, "step correct: %d", o.rep.rc);
+    CHECK(d.verify_came && strcmp(d.password, "pw") == 0, "step correct: daemon saw '%s'", d.password);
+    CHECK(o.rep.has_authtok && strcmp(o.rep.authtok, "pw") == 0, "step correct: PAM_AUTHTOK '%s'", o.rep.authtok);
+    CHECK(strstr(o.after, "pw") == NULL, "step correct: echoed: '%s'", o.after);
+    CHECK(strstr(o.after, "Password accepted") == NULL, "step correct: success was chattered: '%s'", o.after);
+}
+
+static void test_password_step_wrong(void)
+{
+    struct daemon d = { .act = ASK_PASSWORD, .answer = TG_ERR_AUTHENTICATION_FAILED,
+                        .answer_reason = "wrongPassword", .answer_message = TEXT_WRONG };
+    struct outcome o;
+
+    run_password_step("nope\r", TEXT_PASSWORD, &d, &o, "step wrong");
+    CHECK(o.rep.rc == PAM_AUTH_ERR, "step wrong: %d", o.rep.rc);
+    CHECK(strstr(o.after, TEXT_WRONG) != NULL, "step wrong: not said: '%s'", o.after);
+    CHECK(!o.rep.has_authtok, "step wrong: PAM_AUTHTOK set");
+}
+
+/* Ctrl-C, Ctrl-D, or Enter on nothing: userCancel, nothing sent, the terminal exactly restored. */
+static void test_password_step_cancelled(void)
+{
+    static const struct { const char *keys; const char *name; } ways[] = {
+        { "\x03", "step ctrl-c" }, { "\x04", "step ctrl-d" }, { "\r", "step empty" },
+        { "ab\x03", "step ctrl-c after typing" },
+    };
+    for (size_t i = 0; i < sizeof(ways) / sizeof(ways[0]); i++) {
+        struct daemon d = { .act = ASK_PASSWORD, .answer = TG_OK, .answer_reason = "password" };
+        struct outcome o;
+        run_password_step(ways[i].keys, TEXT_PASSWORD, &d, &o, ways[i].name);
+        CHECK(o.rep.rc == PAM_AUTHINFO_UNAVAIL, "%s: %d", ways[i].name, o.rep.rc);
+        CHECK(!d.verify_came, "%s: a password was sent", ways[i].name);
+        CHECK(!o.rep.has_authtok, "%s: PAM_AUTHTOK set", ways[i].name);
+    }
+}
+
+static void test_password_step_in_chinese(void)
+{
+    struct daemon d = { .act = ASK_PASSWORD, .answer = TG_OK, .answer_reason = "password" };
+    struct outcome o;
+
+    setenv("LANG", "zh_CN.UTF-8", 1);
+    run_password_step("pw\r", TEXT_PASSWORD_ZH, &d, &o, "step zh");
+    setenv("LANG", "en_US.UTF-8", 1);
+    CHECK(o.rep.rc == PAM_SUCCESS, "step zh: %d", o.rep.rc);
+    CHECK(strstr(o.before, TEXT_PASSWORD) == NULL, "step zh: English prompt too: '%s'", o.before);
 }
 
 /* ---- the line editor alone ----------------------------------------------------------------- */
@@ -676,6 +793,10 @@ int main(int argc, char **argv)
     test_daemon_gone();
     test_daemon_silent();
     test_noinput_on_terminal();
+    test_password_step_correct();
+    test_password_step_wrong();
+    test_password_step_cancelled();
+    test_password_step_in_chinese();
 
     static const char *const files[] = { "tg-tty-bio", "tg-tty-bop", "tg-tty-noinput" };
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {

@@ -1,0 +1,60 @@
+/* The client's waiting rule with an injected clock: keepalives restart the silence deadline, the
+ * overall cap holds whatever arrives. No real time passes. */
+#include <stdbool.h>
+
+#include "check.h"
+#include "tg_client.h"
+#include "touchgate_wire.h"
+
+static void test_keepalives_restart_the_silence_deadline(void)
+{
+    struct tg_watch w;
+    uint64_t t = 1000000;  /* any start: only differences matter */
+
+    tg_watch_start(&w, t, 60000);
+    CHECK(tg_watch_deadline(&w) == t + TG_SILENCE_DEADLINE_MS, "first deadline: silence");
+    /* A keepalive every TG_KEEPALIVE_MS for far longer than the silence deadline: never expired. */
+    bool expired = false;
+    for (uint64_t now = t; now < t + 10 * TG_SILENCE_DEADLINE_MS; now += TG_KEEPALIVE_MS) {
+        expired |= now >= tg_watch_deadline(&w);
+        tg_watch_frame(&w, now);
+    }
+    CHECK(!expired, "keepalives at the daemon's pace let the silence deadline pass");
+    /* Then silence: given up on exactly TG_SILENCE_DEADLINE_MS after the last frame. */
+    uint64_t last = t + 10 * TG_SILENCE_DEADLINE_MS;
+    tg_watch_frame(&w, last);
+    CHECK(tg_watch_deadline(&w) == last + TG_SILENCE_DEADLINE_MS, "silence deadline after the last frame");
+    /* A frozen daemon is given up on within 2 s (SPEC §9: seconds, not fprintd's 25 s). */
+    CHECK(TG_SILENCE_DEADLINE_MS <= 2000 && TG_KEEPALIVE_MS * 2 < TG_SILENCE_DEADLINE_MS,
+          "silence %d ms, keepalive %d ms", TG_SILENCE_DEADLINE_MS, TG_KEEPALIVE_MS);
+}
+
+static void test_the_cap_holds_against_endless_keepalives(void)
+{
+    struct tg_watch w;
+    uint64_t t = 5000;
+
+    tg_watch_start(&w, t, 4000);
+    for (uint64_t now = t; now < t + 3000; now += 100)
+        tg_watch_frame(&w, now);
+    CHECK(tg_watch_deadline(&w) == t + 4000, "cap not kept: %llu",
+          (unsigned long long)(tg_watch_deadline(&w) - t));
+    tg_watch_frame(&w, t + 3999);
+    CHECK(tg_watch_deadline(&w) == t + 4000, "a frame moved the cap");
+}
+
+static void test_remaining(void)
+{
+    CHECK(tg_remaining_ms(0) == 0, "a passed deadline leaves 0 ms");
+    uint64_t d = tg_deadline_after(60000);
+    int left = tg_remaining_ms(d);
+    CHECK(left > 0 && left <= 60000, "remaining %d", left);
+}
+
+int main(void)
+{
+    test_keepalives_restart_the_silence_deadline();
+    test_the_cap_holds_against_endless_keepalives();
+    test_remaining();
+    return check_summary("test_client");
+}

@@ -1,0 +1,184 @@
+/* Options: each one parsed and range-checked, nothing applied partly, and the manual naming
+ * exactly the options the parser accepts (the drift check of pam_touchgate.8). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "tg_options.h"
+#include "touchgate_wire.h"
+
+static void test_defaults_and_values(void)
+{
+    struct tg_options o;
+    tg_options_default(&o);
+    CHECK(strcmp(o.socket, TG_DEFAULT_SOCKET) == 0 && o.policy == TG_POLICY_BIOMETRICS &&
+              o.max_tries == 0 && o.timeout_s == 0 && !o.debug && !o.noinput && !o.report,
+          "defaults");
+
+    CHECK(tg_option_apply(&o, "socket=/run/x.sock") == TG_OPTION_OK && strcmp(o.socket, "/run/x.sock") == 0,
+          "socket=");
+    CHECK(tg_option_apply(&o, "policy=biometrics-or-password") == TG_OPTION_OK &&
+              o.policy == TG_POLICY_BIOMETRICS_OR_PASSWORD, "policy=biometrics-or-password");
+    CHECK(tg_option_apply(&o, "policy=biometrics") == TG_OPTION_OK && o.policy == TG_POLICY_BIOMETRICS,
+          "policy=biometrics");
+    CHECK(tg_option_apply(&o, "max_tries=1") == TG_OPTION_OK && o.max_tries == 1, "max_tries=1");
+    CHECK(tg_option_apply(&o, "max_tries=100") == TG_OPTION_OK && o.max_tries == 100, "max_tries=100");
+    CHECK(tg_option_apply(&o, "timeout=3600") == TG_OPTION_OK && o.timeout_s == 3600, "timeout=3600");
+    CHECK(tg_option_apply(&o, "debug") == TG_OPTION_OK && o.debug, "debug");
+    CHECK(tg_option_apply(&o, "noinput") == TG_OPTION_OK && o.noinput, "noinput");
+    CHECK(tg_option_apply(&o, "report") == TG_OPTION_OK && o.report, "report");
+}
+
+/* A bad value keeps what was there; an unknown option changes nothing. */
+static void test_bad_values(void)
+{
+    static const char *const bad[] = {
+        "socket=relative.sock", "socket=", "max_tries=0", "max_tries=101", "max_tries=abc",
+        "max_tries=3x", "max_tries=", "max_tries=99999999999999999999", "max_tries=-1", "timeout=0",
+        "timeout=3601", "timeout= 5", "policy=nope", "policy=", "policy=Biometrics",
+    };
+    struct tg_options o, before;
+    tg_options_default(&o);
+    tg_option_apply(&o, "max_tries=2");
+    tg_option_apply(&o, "timeout=7");
+    before = o;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        CHECK(tg_option_apply(&o, bad[i]) == TG_OPTION_BAD_VALUE, "%s not refused", bad[i]);
+        CHECK(memcmp(&o, &before, sizeof(o)) == 0, "%s changed the options", bad[i]);
+    }
+    char longpath[200];
+    memset(longpath, 'a', sizeof(longpath));
+    memcpy(longpath, "socket=/", 8);
+    longpath[sizeof(longpath) - 1] = '\0';
+    CHECK(tg_option_apply(&o, longpath) == TG_OPTION_BAD_VALUE, "a socket path too long for sun_path");
+    static const char *const unknown[] = { "bogus", "Debug", "debug=1", "report=yes", "nullok", "" };
+    for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
+        CHECK(tg_option_apply(&o, unknown[i]) == TG_OPTION_UNKNOWN, "'%s' not unknown", unknown[i]);
+        CHECK(memcmp(&o, &before, sizeof(o)) == 0, "'%s' changed the options", unknown[i]);
+    }
+}
+
+/* A value the manual could show for each option, so the parser can be asked about it. */
+static const char *sample_value(const char *name)
+{
+    if (strcmp(name, "socket=") == 0)
+        return "/run/touchgate/touchgated.sock";
+    if (strcmp(name, "policy=") == 0)
+        return "biometrics";
+    return "3";
+}
+
+/* The manual's options: each ".It Cm NAME" in its OPTIONS section (NAME, or NAME= when followed
+ * by "Ns = Ns"). */
+static int manual_options(const char *path, char names[][32], int max)
+{
+    FILE *f = fopen(path, "r");
+    char line[512];
+    int n = 0;
+    bool in_options = false;
+    if (f == NULL)
+        return -1;
+    while (fgets(line, sizeof(line), f) != NULL && n < max) {
+        if (strncmp(line, ".Sh ", 4) == 0)
+            in_options = strncmp(line + 4, "OPTIONS", 7) == 0;
+        if (!in_options || strncmp(line, ".It Cm ", 7) != 0)
+            continue;
+        size_t len = strcspn(line + 7, " \n");
+        if (len == 0 || len >= 30)
+            continue;
+        snprintf(names[n], 32, "%.*s%s", (int)len, line + 7, strstr(line, "Ns = Ns") ? "=" : "");
+        n++;
+    }
+    fclose(f);
+    return n;
+}
+
+static void test_manual_names_every_option(const char *manual)
+{
+    char names[32][32];
+    int n = manual_options(manual, names, 32);
+    CHECK(n > 0, "no options found in %s", manual);
+
+    /* Every option of the manual is one the parser accepts. */
+    for (int i = 0; i < n; i++) {
+        struct tg_options o;
+        char arg[128];
+        tg_options_default(&o);
+        bool valued = names[i][strlen(names[i]) - 1] == '=';
+        snprintf(arg, sizeof(arg), "%s%s", names[i], valued ? sample_value(names[i]) : "");
+        CHECK(tg_option_apply(&o, arg) == TG_OPTION_OK, "the manual names '%s', which the parser refuses", arg);
+    }
+    /* Every option the parser accepts is in the manual, and the list is the parser's truth. */
+    int listed = 0;
+    for (const char *const *name = tg_option_names; *name != NULL; name++, listed++) {
+        bool found = false;
+        for (int i = 0; i < n; i++)
+            found |= strcmp(names[i], *name) == 0;
+        CHECK(found, "the parser accepts '%s', which the manual does not name", *name);
+        struct tg_options o;
+        char arg[128];
+        tg_options_default(&o);
+        bool valued = (*name)[strlen(*name) - 1] == '=';
+        snprintf(arg, sizeof(arg), "%s%s", *name, valued ? sample_value(*name) : "");
+        CHECK(tg_option_apply(&o, arg) == TG_OPTION_OK, "tg_option_names lists '%s', which the parser refuses", arg);
+    }
+    CHECK(listed == n, "the manual names %d options, the parser %d", n, listed);
+}
+
+/* The parser's own names, read from its source (strcmp(arg, "x") and option_value(arg, "x")):
+ * each must be in tg_option_names, so the list cannot fall behind the code. */
+static void test_list_is_the_parsers(const char *source)
+{
+    FILE *f = fopen(source, "r");
+    char line[512];
+    int found = 0;
+    CHECK(f != NULL, "cannot read %s", source);
+    if (f == NULL)
+        return;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        static const char *const calls[] = { "strcmp(arg, \"", "option_value(arg, \"" };
+        for (int k = 0; k < 2; k++) {
+            const char *p = strstr(line, calls[k]);
+            if (p == NULL)
+                continue;
+            p += strlen(calls[k]);
+            char name[40];
+            snprintf(name, sizeof(name), "%.*s%s", (int)strcspn(p, "\""), p, k == 1 ? "=" : "");
+            bool listed = false;
+            for (const char *const *n = tg_option_names; *n != NULL; n++)
+                listed |= strcmp(*n, name) == 0;
+            CHECK(listed, "%s accepts '%s', which tg_option_names lacks", source, name);
+            found++;
+        }
+    }
+    fclose(f);
+    CHECK(found >= 7, "only %d option names found in %s", found, source);
+}
+
+/* The manual itself: mandoc finds no warning or error in it. */
+static void test_manual_lints_clean(const char *manual)
+{
+    char cmd[256], out[512];
+    snprintf(cmd, sizeof(cmd), "mandoc -T lint -W warning %s 2>&1", manual);
+    FILE *p = popen(cmd, "r");
+    CHECK(p != NULL, "cannot run mandoc");
+    if (p == NULL)
+        return;
+    size_t n = fread(out, 1, sizeof(out) - 1, p);
+    out[n] = '\0';
+    int status = pclose(p);
+    CHECK(status == 0 && n == 0, "mandoc -T lint (status %d): %s", status, out);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    test_defaults_and_values();
+    test_bad_values();
+    /* Run from pam/ by `make check`. */
+    test_manual_names_every_option("pam_touchgate.8");
+    test_list_is_the_parsers("tg_options.c");
+    test_manual_lints_clean("pam_touchgate.8");
+    return check_summary("test_options");
+}

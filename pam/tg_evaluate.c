@@ -1,0 +1,62 @@
+/* The EVALUATE request that starts a fingerprint prompt: what the daemon is told, and the connection. */
+#include "tg_evaluate.h"
+
+#include "tg_client.h"
+#include "tg_env.h"
+#include "tg_outcome.h"
+
+/* The module asks the person nothing at all: noinput, or no terminal to read keys from and no
+ * password step to come (policy biometrics). The daemon then offers no password step either. */
+static bool takes_no_input(const struct tg_call *c)
+{
+    return c->opt->noinput || (c->tty.fd < 0 && c->opt->policy != TG_POLICY_BIOMETRICS_OR_PASSWORD);
+}
+
+int tg_evaluate_start(const struct tg_call *c, uint32_t id, int *sock)
+{
+    uint8_t req[TG_FRAME_BUFFER];
+    struct tg_writer w;
+    size_t len = 0;
+    const struct tg_options *opt = c->opt;
+    const char *service = tg_pam_string(c->pamh, PAM_SERVICE);
+    const char *tty = tg_pam_string(c->pamh, PAM_TTY);
+    const char *rhost = tg_remote_host(c->pamh);
+
+    tg_writer_init(&w, req, sizeof(req), TG_KIND_EVALUATE, id);
+    tg_put_string(&w, TG_TAG_USER, c->user);
+    tg_put_int(&w, TG_TAG_POLICY, opt->policy);
+    tg_put_string(&w, TG_TAG_SERVICE, service != NULL ? service : "");
+    if (opt->max_tries > 0)
+        tg_put_int(&w, TG_TAG_MAX_TRIES, opt->max_tries);
+    if (opt->timeout_s > 0)
+        tg_put_int(&w, TG_TAG_TIMEOUT, opt->timeout_s);
+    if (c->locale != NULL)
+        tg_put_string(&w, TG_TAG_LOCALE, c->locale);
+    if (tty != NULL)
+        tg_put_string(&w, TG_TAG_TTY, tty);
+    /* RHOST is always sent when known (the daemon applies allow_remote); one we cannot encode
+     * fails the request rather than being dropped, which would make a remote session look local. */
+    if (rhost != NULL)
+        tg_put_string(&w, TG_TAG_RHOST, rhost);
+    if (takes_no_input(c))
+        tg_put_int(&w, TG_TAG_FLAGS, TG_FLAG_NO_INPUT);
+    if (!tg_finish_request(c->pamh, &w, &len))
+        return tg_failure_to_pam(TG_FAIL_BAD_REQUEST);
+
+    uint64_t deadline = tg_deadline_after(TG_CONNECT_DEADLINE_MS);
+    enum tg_io_status io = tg_connect(opt->socket, deadline, sock);
+    if (io != TG_IO_OK) {
+        /* No daemon, no prompt: fingerprint is simply not there, and the password follows. */
+        TG_DEBUG(opt, c->pamh, "connect %s: %s", opt->socket, tg_io_strerror(io));
+        return tg_failure_to_pam(io == TG_IO_TIMEOUT ? TG_FAIL_TIMEOUT : TG_FAIL_UNREACHABLE);
+    }
+    TG_DEBUG(opt, c->pamh, "evaluate user %s service %s policy %d rhost %s keys %s request %08x",
+             c->user, service != NULL ? service : "", opt->policy, rhost != NULL ? rhost : "-",
+             c->tty.fd >= 0 ? "yes" : "no", (unsigned)id);
+    if ((io = tg_send_all(*sock, req, len, deadline)) != TG_IO_OK) {
+        TG_DEBUG(opt, c->pamh, "send: %s", tg_io_strerror(io));
+        return tg_failure_to_pam(io == TG_IO_TIMEOUT ? TG_FAIL_TIMEOUT : TG_FAIL_DISCONNECTED);
+    }
+    return PAM_SUCCESS;
+}
+

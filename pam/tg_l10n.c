@@ -1,0 +1,75 @@
+/* The module's own words in the PAM client's language: gettext, text domain "touchgate". */
+#include "tg_l10n.h"
+
+#include <libintl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#define NAME_MAX_LEN 64
+
+/* Only names that look like locale names (ll_CC.codeset@modifier): the name comes from the
+ * person's environment and becomes a path under the locale directories, so no '/', no "..". */
+static bool plausible_name(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > NAME_MAX_LEN || name[0] == '.' || strstr(name, "..") != NULL)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char ch = name[i];
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                  ch == '_' || ch == '.' || ch == '-' || ch == '@';
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+static bool english_anyway(const char *name)
+{
+    return strcmp(name, "C") == 0 || strncmp(name, "C.", 2) == 0 || strcmp(name, "POSIX") == 0;
+}
+
+void tg_lang_open(struct tg_lang *lang, const char *name)
+{
+    char utf8[NAME_MAX_LEN + 16];
+
+    lang->loc = (locale_t)0;
+    if (name == NULL || !plausible_name(name) || english_anyway(name))
+        return;
+    /* LC_MESSAGES only, over the "C" base: nothing but message lookup uses this locale. */
+    lang->loc = newlocale(LC_MESSAGES_MASK, name, (locale_t)0);
+    if (lang->loc == (locale_t)0) {
+        /* "zh_CN" or "zh_CN.GB18030" when only zh_CN.UTF-8 is installed: the catalog is read as
+         * UTF-8 anyway (bind_textdomain_codeset below), so the language is what matters. */
+        size_t base = strcspn(name, ".@");
+        snprintf(utf8, sizeof(utf8), "%.*s.UTF-8", (int)base, name);
+        lang->loc = newlocale(LC_MESSAGES_MASK, utf8, (locale_t)0);
+    }
+    if (lang->loc == (locale_t)0)
+        return;
+    /* Process-wide, but only for our own domain, and idempotent: glibc locks around it. */
+    bindtextdomain(TG_TEXT_DOMAIN, TG_LOCALEDIR);
+    bind_textdomain_codeset(TG_TEXT_DOMAIN, "UTF-8");
+}
+
+void tg_lang_close(struct tg_lang *lang)
+{
+    if (lang->loc != (locale_t)0)
+        freelocale(lang->loc);
+    lang->loc = (locale_t)0;
+}
+
+const char *tg_text(const struct tg_lang *lang, const char *msgid)
+{
+    if (lang->loc == (locale_t)0)
+        return msgid;
+    /* The thread's locale, not the process's: other threads of the client and the client's own
+     * setlocale() are untouched, and it is put back before anything else runs on this thread. */
+    locale_t saved = uselocale(lang->loc);
+    if (saved == (locale_t)0)
+        return msgid;
+    const char *text = dgettext(TG_TEXT_DOMAIN, msgid);
+    uselocale(saved);
+    return text;
+}

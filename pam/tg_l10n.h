@@ -1,0 +1,34 @@
+/* The module's own words in the PAM client's language: gettext, text domain "touchgate". */
+#ifndef TG_L10N_H
+#define TG_L10N_H
+
+#include <locale.h>
+
+#define TG_TEXT_DOMAIN "touchgate"
+
+/* Fixed at build time (make LOCALEDIR=…), never from the environment: the module runs inside
+ * setuid programs, whose environment belongs to the person being authenticated. */
+#ifndef TG_LOCALEDIR
+#define TG_LOCALEDIR "/usr/share/locale"
+#endif
+
+/* Marks a msgid for xgettext where the text is looked up later. */
+#define N_(text) (text)
+
+/* One call's language. loc (locale_t)0: no usable locale, so English (the msgids themselves). */
+struct tg_lang {
+    locale_t loc;
+};
+
+/* Opens an LC_MESSAGES-only locale for `name` (a LANG-style value; NULL, "C" or "POSIX" mean
+ * English). Never changes the process's or the thread's locale. */
+void tg_lang_open(struct tg_lang *lang, const char *name);
+
+/* Frees what tg_lang_open made; safe to repeat. */
+void tg_lang_close(struct tg_lang *lang);
+
+/* msgid translated into lang: the calling thread's locale is switched for the lookup alone and
+ * restored before returning. The result is never freed; it lives as long as the process. */
+const char *tg_text(const struct tg_lang *lang, const char *msgid);
+
+#endif /* TG_L10N_H */

@@ -1,0 +1,96 @@
+/* The module's options (pam_touchgate(8)), parsed afresh on every call into a stack value. */
+#include "tg_options.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+#include <syslog.h>
+
+#include <security/pam_ext.h>
+
+#include "touchgate_wire.h"
+
+/* The one list of names: tg_option_apply below accepts exactly these, and the manual's drift
+ * check (tests/test_options.c) compares them with pam_touchgate.8. */
+const char *const tg_option_names[] = {
+    "socket=", "policy=", "max_tries=", "timeout=", "debug", "noinput", "report", NULL,
+};
+
+void tg_options_default(struct tg_options *opt)
+{
+    *opt = (struct tg_options){ .socket = TG_DEFAULT_SOCKET, .policy = TG_POLICY_BIOMETRICS };
+}
+
+/* Returns the value of "name=value", or NULL if arg is another option. */
+static const char *option_value(const char *arg, const char *name)
+{
+    size_t n = strlen(name);
+    return (strncmp(arg, name, n) == 0 && arg[n] == '=') ? arg + n + 1 : NULL;
+}
+
+/* Range-checked strtol: false (and *out untouched) unless the whole string is a number in range. */
+static bool parse_int(const char *s, long lo, long hi, int *out)
+{
+    char *end = NULL;
+    /* Digits only: strtol would also take leading blanks and a sign. */
+    if (s[0] < '0' || s[0] > '9')
+        return false;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+        return false;
+    *out = (int)v;
+    return true;
+}
+
+enum tg_option_status tg_option_apply(struct tg_options *opt, const char *arg)
+{
+    const char *v;
+
+    if (strcmp(arg, "debug") == 0) {
+        opt->debug = true;
+    } else if (strcmp(arg, "noinput") == 0) {
+        opt->noinput = true;
+    } else if (strcmp(arg, "report") == 0) {
+        opt->report = true;
+    } else if ((v = option_value(arg, "socket")) != NULL) {
+        /* Absolute only: a relative path would depend on the client's working directory. */
+        if (v[0] != '/' || strlen(v) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+            return TG_OPTION_BAD_VALUE;
+        opt->socket = v;
+    } else if ((v = option_value(arg, "policy")) != NULL) {
+        if (strcmp(v, "biometrics") == 0)
+            opt->policy = TG_POLICY_BIOMETRICS;
+        else if (strcmp(v, "biometrics-or-password") == 0)
+            opt->policy = TG_POLICY_BIOMETRICS_OR_PASSWORD;
+        else
+            return TG_OPTION_BAD_VALUE;
+    } else if ((v = option_value(arg, "max_tries")) != NULL) {
+        if (!parse_int(v, 1, TG_MAX_TRIES_LIMIT, &opt->max_tries))
+            return TG_OPTION_BAD_VALUE;
+    } else if ((v = option_value(arg, "timeout")) != NULL) {
+        if (!parse_int(v, 1, TG_TIMEOUT_LIMIT, &opt->timeout_s))
+            return TG_OPTION_BAD_VALUE;
+    } else {
+        return TG_OPTION_UNKNOWN;
+    }
+    return TG_OPTION_OK;
+}
+
+void tg_options_parse(pam_handle_t *pamh, int argc, const char **argv, struct tg_options *opt)
+{
+    tg_options_default(opt);
+    for (int i = 0; i < argc; i++) {
+        switch (tg_option_apply(opt, argv[i])) {
+        case TG_OPTION_OK:
+            break;
+        case TG_OPTION_UNKNOWN:
+            pam_syslog(pamh, LOG_ERR, "unknown option ignored: %s", argv[i]);
+            break;
+        case TG_OPTION_BAD_VALUE:
+            pam_syslog(pamh, LOG_ERR, "invalid option value ignored, default kept: %s", argv[i]);
+            break;
+        }
+    }
+}

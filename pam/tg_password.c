@@ -1,0 +1,233 @@
+/* The password step of biometrics-or-password (deviceOwnerAuthentication): ask, let touchgated check. */
+#include "tg_password.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tg_client.h"
+#include "tg_env.h"
+#include "tg_outcome.h"
+
+#define TYPING_DEADLINE_MS  120000  /* a person who walked away: the password module asks afresh */
+#define CHECK_CAP_MS        30000   /* the daemon's own PAM check (pam_unix delays a wrong one) */
+
+#define DEBUG(c, ...) TG_DEBUG((c)->opt, (c)->pamh, __VA_ARGS__)
+
+enum asked {
+    ASKED_LINE,    /* line holds what was typed (possibly empty) */
+    ASKED_CANCEL,  /* Ctrl-C, Ctrl-D, an overlong line, or nobody answered in time */
+    ASKED_GONE,    /* the terminal or the conversation went away */
+    ASKED_NOWHERE, /* the terminal cannot be set up: ask through the conversation instead */
+};
+
+/* The module's own terminal reader: "Password: ", echo and signals off (the same tg_tty code as
+ * the fingerprint prompt), so Ctrl-C and Ctrl-D are keys with a meaning and the terminal is put
+ * back exactly as found whatever ends it. */
+static enum asked ask_on_terminal(struct tg_call *c, struct tg_line *line)
+{
+    enum asked asked = ASKED_CANCEL;
+    uint64_t deadline = tg_deadline_after(TYPING_DEADLINE_MS);
+
+    if (!tg_tty_raw(&c->tty))
+        return ASKED_NOWHERE;
+    tg_tty_write(&c->tty, tg_text(&c->lang, N_("Password: ")));
+    for (;;) {
+        struct pollfd pfd = { .fd = c->tty.fd, .events = POLLIN };
+        int left = tg_remaining_ms(deadline);
+        int n = left > 0 ? poll(&pfd, 1, left) : 0;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            asked = n == 0 ? ASKED_CANCEL : ASKED_GONE;
+            break;
+        }
+        uint8_t key = 0;
+        enum tg_tty_read r = tg_tty_read_key(&c->tty, &key);
+        if (r == TG_TTY_NONE)
+            continue;
+        if (r == TG_TTY_GONE) {
+            asked = ASKED_GONE;
+            break;
+        }
+        enum tg_key_action action = tg_line_key(line, key);
+        if (action == TG_KEY_SUBMIT) {
+            asked = ASKED_LINE;
+            break;
+        }
+        /* Enter or Ctrl-D on an empty line, Ctrl-C, an overlong line: nothing is sent. */
+        if (action == TG_KEY_FALLBACK || action == TG_KEY_CANCEL)
+            break;
+    }
+    tg_tty_restore(&c->tty);
+    tg_tty_write(&c->tty, "\n");  /* the Enter was not echoed: end the prompt's line */
+    if (asked != ASKED_LINE)
+        tg_line_wipe(line);
+    return asked;
+}
+
+/* Through the application's conversation (graphical clients, clients without a terminal). */
+static enum asked ask_in_conversation(struct tg_call *c, struct tg_line *line)
+{
+    char *answer = NULL;
+    enum asked asked = ASKED_GONE;
+    int rc = pam_prompt(c->pamh, PAM_PROMPT_ECHO_OFF, &answer, "%s",
+                        tg_text(&c->lang, N_("Password: ")));
+    if (rc != PAM_SUCCESS) {
+        DEBUG(c, "conversation refused the password prompt: %s", pam_strerror(c->pamh, rc));
+        goto done;
+    }
+    size_t len = answer != NULL ? strlen(answer) : 0;
+    /* Never cut down: a longer answer is not what the person typed (as at the terminal). */
+    if (len > TG_LINE_MAX) {
+        asked = ASKED_CANCEL;
+        goto done;
+    }
+    memcpy(line->buf, answer != NULL ? answer : "", len + 1);
+    line->len = len;
+    asked = ASKED_LINE;
+done:
+    if (answer != NULL) {
+        explicit_bzero(answer, strlen(answer));
+        free(answer);
+    }
+    return asked;
+}
+
+/* Connects, sends VERIFY_PASSWORD and reads its RESULT into buf/frame. The request, which holds
+ * the password, is wiped whatever happens. */
+static enum tg_io_status exchange(struct tg_call *c, const char *password, uint8_t *buf,
+                                  struct tg_frame *frame, bool *malformed)
+{
+    uint8_t req[TG_FRAME_BUFFER];
+    struct tg_writer w;
+    size_t len = 0;
+    int fd = -1;
+    uint32_t id = tg_new_request_id();
+    const char *service = tg_pam_string(c->pamh, PAM_SERVICE);
+    const char *tty = tg_pam_string(c->pamh, PAM_TTY);
+    const char *rhost = tg_remote_host(c->pamh);
+    enum tg_io_status io = TG_IO_ERROR;
+
+    *malformed = false;
+    tg_writer_init(&w, req, sizeof(req), TG_KIND_VERIFY_PASSWORD, id);
+    tg_put_string(&w, TG_TAG_USER, c->user);
+    tg_put_string(&w, TG_TAG_PASSWORD, password);
+    tg_put_string(&w, TG_TAG_SERVICE, service != NULL ? service : "");
+    if (tty != NULL)
+        tg_put_string(&w, TG_TAG_TTY, tty);
+    if (rhost != NULL)
+        tg_put_string(&w, TG_TAG_RHOST, rhost);
+    if (c->locale != NULL)
+        tg_put_string(&w, TG_TAG_LOCALE, c->locale);
+    /* Not UTF-8, say: the daemon cannot be asked, the password module can still judge it. */
+    if (tg_writer_finish(&w, &len) != TG_CODEC_OK) {
+        *malformed = true;
+        goto done;
+    }
+    uint64_t deadline = tg_deadline_after(TG_CONNECT_DEADLINE_MS);
+    if ((io = tg_connect(c->opt->socket, deadline, &fd)) != TG_IO_OK ||
+        (io = tg_send_all(fd, req, len, deadline)) != TG_IO_OK)
+        goto done;
+    explicit_bzero(req, sizeof(req));
+
+    /* Keepalives while the daemon's PAM service checks: silence and an overall cap bound it. */
+    struct tg_watch watch;
+    tg_watch_start(&watch, tg_now_ms(), CHECK_CAP_MS);
+    for (;;) {
+        io = tg_read_frame(fd, buf, TG_FRAME_BUFFER, &len, tg_watch_deadline(&watch));
+        if (io != TG_IO_OK)
+            break;
+        tg_watch_frame(&watch, tg_now_ms());
+        int32_t progress = 0;
+        if (tg_frame_decode(buf, len, frame) != TG_CODEC_OK || !tg_answers(frame, id)) {
+            *malformed = true;
+            break;
+        }
+        if (frame->kind == TG_KIND_RESULT)
+            break;
+        if (frame->kind != TG_KIND_PROGRESS || !tg_frame_int(frame, TG_TAG_PROGRESS, &progress) ||
+            progress != TG_PROGRESS_KEEPALIVE) {
+            *malformed = true;  /* nothing but keepalives may come before the answer */
+            break;
+        }
+    }
+done:
+    explicit_bzero(req, sizeof(req));
+    if (fd >= 0)
+        close(fd);
+    return io;
+}
+
+/* The daemon's judgement of the password: PAM code, message shown, password handed on or not. */
+static int judge(struct tg_call *c, const struct tg_frame *frame, const char *password)
+{
+    char text[TG_MAX_STRING + 1];
+    char reason[TG_MAX_STRING + 1];
+    int32_t code;
+
+    if (!tg_frame_int(frame, TG_TAG_CODE, &code)) {
+        pam_syslog(c->pamh, LOG_ERR, "bad reply from touchgated: result without CODE");
+        tg_hand_over(c, password);
+        return tg_failure_to_pam(TG_FAIL_MALFORMED_REPLY);
+    }
+    bool has_reason = tg_frame_string(frame, TG_TAG_REASON, reason, sizeof(reason));
+    int rc = tg_outcome_to_pam(code, has_reason ? reason : NULL);
+    if (code == TG_ERR_BUSY)
+        tg_say(c, PAM_ERROR_MSG, tg_busy_text(c));
+    else if (code != TG_OK && tg_frame_string(frame, TG_TAG_MESSAGE, text, sizeof(text)))
+        tg_say(c, PAM_ERROR_MSG, text);  /* "Wrong password", how long the back-off lasts, … */
+    /* The password goes on unless the daemon judged it wrong (or refused to look, in back-off):
+     * verified, it serves later modules; unjudged, pam_unix try_first_pass judges it. */
+    bool rejected = code == TG_ERR_AUTHENTICATION_FAILED || code == TG_ERR_PASSWORD_BACKOFF;
+    if (!rejected)
+        tg_hand_over(c, password);
+    DEBUG(c, "password step: code %d reason %s -> %s", (int)code, has_reason ? reason : "-",
+          pam_strerror(c->pamh, rc));
+    return rc;
+}
+
+int tg_password_step(struct tg_call *c)
+{
+    struct tg_line line = { 0 };
+    uint8_t buf[TG_FRAME_BUFFER];
+    struct tg_frame frame;
+    bool malformed = false;
+    int rc;
+
+    enum asked asked = c->tty.fd >= 0 ? ask_on_terminal(c, &line) : ASKED_NOWHERE;
+    if (asked == ASKED_NOWHERE)
+        asked = ask_in_conversation(c, &line);
+    if (asked == ASKED_GONE) {
+        rc = tg_outcome_to_pam(TG_ERR_APP_CANCEL, NULL);
+        goto done;
+    }
+    /* An empty password is never sent: it is how a person says "not now" (userCancel). */
+    if (asked == ASKED_CANCEL || line.len == 0) {
+        DEBUG(c, "password step cancelled");
+        rc = tg_outcome_to_pam(TG_ERR_USER_CANCEL, NULL);
+        goto done;
+    }
+    enum tg_io_status io = exchange(c, line.buf, buf, &frame, &malformed);
+    if (malformed) {
+        pam_syslog(c->pamh, LOG_ERR, "password step: bad reply from touchgated");
+        tg_say(c, PAM_ERROR_MSG, tg_text(&c->lang, N_("Fingerprint service error: use your password")));
+        tg_hand_over(c, line.buf);
+        rc = tg_failure_to_pam(TG_FAIL_MALFORMED_REPLY);
+    } else if (io != TG_IO_OK) {
+        /* AUTHINFO_UNAVAIL with the password handed on: a daemon that died since the refusal
+         * must not cost the person their password; pam_unix checks it without asking again. */
+        pam_syslog(c->pamh, LOG_WARNING, "password step: touchgated %s: handed to the password module",
+                   tg_io_strerror(io));
+        tg_hand_over(c, line.buf);
+        rc = tg_failure_to_pam(io == TG_IO_TIMEOUT ? TG_FAIL_TIMEOUT : TG_FAIL_DISCONNECTED);
+    } else {
+        rc = judge(c, &frame, line.buf);
+    }
+    explicit_bzero(buf, sizeof(buf));  /* held only the reply, but frames are wiped alike */
+done:
+    tg_line_wipe(&line);
+    return rc;
+}

@@ -1,0 +1,16 @@
+/* The password step of biometrics-or-password (deviceOwnerAuthentication): ask, let touchgated check. */
+#ifndef TG_PASSWORD_H
+#define TG_PASSWORD_H
+
+#include "tg_module.h"
+
+/* Asks for the password (the module's own terminal reader when it reads keys, else the PAM
+ * conversation), sends it in a VERIFY_PASSWORD request and maps the answer:
+ *   verified                            PAM_SUCCESS, the password set as PAM_AUTHTOK
+ *   wrong, or password entry backed off PAM_AUTH_ERR, the daemon's message shown
+ *   empty, Ctrl-C, Ctrl-D, no answer    userCancel: PAM_AUTHINFO_UNAVAIL, nothing sent
+ *   daemon gone, silent, not judging    PAM_AUTHINFO_UNAVAIL (or the mapped error), the password
+ *                                       set as PAM_AUTHTOK so pam_unix try_first_pass checks it */
+int tg_password_step(struct tg_call *c);
+
+#endif /* TG_PASSWORD_H */

@@ -1,0 +1,360 @@
+/* The fingerprint prompt: one EVALUATE, the daemon's messages relayed, the terminal's keys read. */
+#include "tg_prompt.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tg_client.h"
+#include "tg_evaluate.h"
+#include "tg_outcome.h"
+
+#define DEFAULT_MAX_TRIES   3
+#define DEFAULT_TIMEOUT_S   30
+#define OVERALL_SLACK_MS    120000  /* queueing, password typing and messages beyond the tries */
+#define CANCEL_DEADLINE_MS  200     /* a CANCEL is a courtesy: closing the socket cancels too */
+
+/* Returned by the prompt's steps while the prompt goes on; every PAM code is >= 0. */
+#define KEEP_WAITING (-1)
+
+/* What the module knows while it waits for the daemon and the keys. */
+struct prompt {
+    struct tg_call *c;
+    uint32_t id;
+    int sock;
+    bool keys;               /* reading keys now: the terminal is in raw mode */
+    bool keys_offered;       /* the terminal was offered once (the hint is shown once) */
+    bool typing_noted;       /* the "typing password" note was shown (once) */
+    bool line_open;          /* that note ended without a newline, which is still owed */
+    bool password_sent;      /* a PASSWORD went out: the RESULT judges it */
+    bool ask_password;       /* the RESULT asks for the password step */
+    struct tg_line line;     /* the typed password, wiped on every way out */
+};
+
+#define DEBUG(p, ...) TG_DEBUG((p)->c->opt, (p)->c->pamh, __VA_ARGS__)
+
+/* ---- the terminal ------------------------------------------------------------------------ */
+
+/* Ends the terminal part: the owed newline, then the exact termios as found. Safe to repeat. */
+static void finish_keys(struct prompt *p)
+{
+    if (p->line_open)
+        tg_tty_write(&p->c->tty, "\n");  /* the terminal's next prompt starts on a fresh line */
+    p->line_open = false;
+    p->keys = false;
+    tg_tty_restore(&p->c->tty);
+}
+
+/* A message while the prompt goes on; false when the conversation failed. */
+static bool say_in_prompt(struct prompt *p, int style, const char *text)
+{
+    if (p->line_open) {
+        tg_tty_write(&p->c->tty, "\n");
+        p->line_open = false;
+    }
+    return tg_say(p->c, style, text);
+}
+
+/* The application's conversation failed: it went away or its prompt was closed (a graphical
+ * fingerprint conversation that was cancelled). Stop at once; closing the socket (done by
+ * tg_prompt_run) makes the daemon cancel the scan. */
+static int client_gone(struct prompt *p)
+{
+    DEBUG(p, "conversation failed mid-prompt: prompt ended");
+    finish_keys(p);
+    return tg_outcome_to_pam(TG_ERR_APP_CANCEL, NULL);
+}
+
+/* Tells the daemon to stop the scan, without waiting for its answer. */
+static void send_cancel(const struct prompt *p)
+{
+    uint8_t req[TG_HEADER_SIZE + 16];
+    struct tg_writer w;
+    size_t len = 0;
+    tg_writer_init(&w, req, sizeof(req), TG_KIND_CANCEL, p->id);
+    if (tg_finish_request(p->c->pamh, &w, &len))
+        tg_send_all(p->sock, req, len, tg_deadline_after(CANCEL_DEADLINE_MS));
+}
+
+/* The user ended the prompt (userFallback, userCancel) or left the terminal: no wait for the
+ * daemon's answer, the password module runs at once. */
+static int end_prompt(struct prompt *p, int32_t outcome, const char *why)
+{
+    finish_keys(p);
+    tg_line_wipe(&p->line);
+    send_cancel(p);
+    DEBUG(p, "prompt ended by the terminal: %s", why);
+    return tg_outcome_to_pam(outcome, NULL);
+}
+
+/* Sends the typed line as the PASSWORD of this request; the frame is wiped after use. */
+static bool send_password(struct prompt *p)
+{
+    uint8_t req[TG_FRAME_BUFFER];
+    struct tg_writer w;
+    size_t len = 0;
+    bool sent = false;
+
+    tg_writer_init(&w, req, sizeof(req), TG_KIND_PASSWORD, p->id);
+    tg_put_string(&w, TG_TAG_PASSWORD, p->line.buf);
+    /* A line that is not UTF-8 cannot go over the wire; the password module can still judge it. */
+    if (tg_writer_finish(&w, &len) == TG_CODEC_OK)
+        sent = tg_send_all(p->sock, req, len, tg_deadline_after(TG_REPLY_DEADLINE_MS)) == TG_IO_OK;
+    explicit_bzero(req, sizeof(req));
+    return sent;
+}
+
+/* Enter ended a non-empty line. */
+static int submit_password(struct prompt *p)
+{
+    finish_keys(p);  /* no more keys: the terminal is back to normal for the rest of the wait */
+    if (p->c->opt->policy == TG_POLICY_BIOMETRICS_OR_PASSWORD) {
+        if (send_password(p)) {
+            p->password_sent = true;
+            DEBUG(p, "typed password sent to the daemon");
+            return KEEP_WAITING;
+        }
+        DEBUG(p, "typed password could not be sent: handed to the password module");
+    }
+    /* policy=biometrics: the daemon checks no password in this policy, so the password module
+     * that follows checks it, and the prompt ends as on Enter. */
+    tg_hand_over(p->c, p->line.buf);
+    return end_prompt(p, TG_ERR_USER_FALLBACK, "password typed");
+}
+
+/* One key from the terminal. */
+static int on_key(struct prompt *p)
+{
+    uint8_t key = 0;
+    switch (tg_tty_read_key(&p->c->tty, &key)) {
+    case TG_TTY_NONE:
+        return KEEP_WAITING;
+    case TG_TTY_GONE:
+        return end_prompt(p, TG_ERR_APP_CANCEL, "terminal gone");
+    case TG_TTY_KEY:
+        break;
+    }
+    switch (tg_line_key(&p->line, key)) {
+    case TG_KEY_NONE:
+        return KEEP_WAITING;
+    case TG_KEY_TYPED:
+        /* Nothing is echoed; one note, once, says the keys are being taken as a password. */
+        if (!p->typing_noted) {
+            tg_tty_write(&p->c->tty, tg_text(&p->c->lang, N_("(typing password — press Enter)")));
+            p->typing_noted = p->line_open = true;
+        }
+        return KEEP_WAITING;
+    case TG_KEY_FALLBACK:
+        return end_prompt(p, TG_ERR_USER_FALLBACK, "Enter");
+    case TG_KEY_CANCEL:
+        return end_prompt(p, TG_ERR_USER_CANCEL, "Ctrl-C");
+    case TG_KEY_SUBMIT:
+        return submit_password(p);
+    }
+    return KEEP_WAITING;
+}
+
+static const char *hint(const struct prompt *p)
+{
+    if (p->c->opt->policy == TG_POLICY_BIOMETRICS_OR_PASSWORD)
+        return tg_text(&p->c->lang, N_("(or type your password and press Enter)"));
+    return tg_text(&p->c->lang, N_("(or press Enter to use your password)"));
+}
+
+/* Once the reader listens (or the request waits in the queue), the terminal is read too, so the
+ * password is always one Enter away and never behind a timeout. */
+static int offer_keys(struct prompt *p)
+{
+    if (p->keys_offered || p->c->tty.fd < 0 || p->password_sent)
+        return KEEP_WAITING;
+    p->keys_offered = true;
+    if (!tg_tty_raw(&p->c->tty)) {
+        DEBUG(p, "terminal cannot be set up: no keys read");
+        return KEEP_WAITING;
+    }
+    p->keys = true;
+    if (!say_in_prompt(p, PAM_TEXT_INFO, hint(p)))
+        return client_gone(p);
+    return KEEP_WAITING;
+}
+
+/* ---- the daemon -------------------------------------------------------------------------- */
+
+static int protocol_error(struct prompt *p, enum tg_failure failure, const char *what)
+{
+    finish_keys(p);
+    pam_syslog(p->c->pamh, LOG_ERR, "bad reply from touchgated: %s", what);
+    tg_say(p->c, PAM_ERROR_MSG, tg_text(&p->c->lang, N_("Fingerprint service error: use your password")));
+    return tg_failure_to_pam(failure);
+}
+
+static int daemon_silent(struct prompt *p, enum tg_io_status io)
+{
+    if (io == TG_IO_MALFORMED)
+        return protocol_error(p, TG_FAIL_MALFORMED_REPLY, tg_io_strerror(io));
+    finish_keys(p);
+    pam_syslog(p->c->pamh, LOG_WARNING, "touchgated not responding (%s): falling back",
+               tg_io_strerror(io));
+    tg_say(p->c, PAM_ERROR_MSG,
+           tg_text(&p->c->lang, N_("Fingerprint service not responding: use your password")));
+    return tg_failure_to_pam(io == TG_IO_TIMEOUT ? TG_FAIL_TIMEOUT : TG_FAIL_DISCONNECTED);
+}
+
+static int on_progress(struct prompt *p, const struct tg_frame *frame)
+{
+    char text[TG_MAX_STRING + 1];
+    int32_t kind = 0;
+    int32_t style = TG_STYLE_INFO;
+
+    tg_frame_int(frame, TG_TAG_PROGRESS, &kind);
+    tg_frame_int(frame, TG_TAG_STYLE, &style);
+    if (tg_frame_string(frame, TG_TAG_MESSAGE, text, sizeof(text))) {
+        DEBUG(p, "progress %d message relayed (style %d)", (int)kind, (int)style);
+        if (!say_in_prompt(p, style == TG_STYLE_ERROR ? PAM_ERROR_MSG : PAM_TEXT_INFO, text))
+            return client_gone(p);
+    }
+    if (kind == TG_PROGRESS_PROMPT || kind == TG_PROGRESS_QUEUED)
+        return offer_keys(p);
+    return KEEP_WAITING;  /* a keepalive only restarts the silence deadline */
+}
+
+/* The password step may follow only where the module can ask: policy biometrics-or-password,
+ * not noinput, and a refusal the daemon marked (it leaves the mark off during back-off). */
+static bool asks_password(const struct prompt *p, const struct tg_frame *frame, int32_t code)
+{
+    int32_t flags = 0;
+    return code != TG_OK && tg_frame_int(frame, TG_TAG_FLAGS, &flags) &&
+           (flags & TG_FLAG_ASK_PASSWORD) != 0 &&
+           p->c->opt->policy == TG_POLICY_BIOMETRICS_OR_PASSWORD && !p->c->opt->noinput &&
+           !p->password_sent;
+}
+
+static int on_result(struct prompt *p, const struct tg_frame *frame)
+{
+    char text[TG_MAX_STRING + 1];
+    char reason[TG_MAX_STRING + 1];
+    int32_t code;
+
+    if (!tg_frame_int(frame, TG_TAG_CODE, &code))
+        return protocol_error(p, TG_FAIL_MALFORMED_REPLY, "result without CODE");
+    finish_keys(p);  /* the daemon decided: the terminal is put back before anything is shown */
+    bool has_reason = tg_frame_string(frame, TG_TAG_REASON, reason, sizeof(reason));
+    bool by_password = has_reason && strcmp(reason, "password") == 0;
+    if (code == TG_ERR_BUSY) {
+        tg_say(p->c, PAM_ERROR_MSG, tg_busy_text(p->c));  /* too many connections: our own words */
+    } else if (code != TG_OK && tg_frame_string(frame, TG_TAG_MESSAGE, text, sizeof(text))) {
+        /* "No fingerprints enrolled" is noise for people who never set up fingerprints. */
+        if (code == TG_ERR_BIOMETRY_NOT_ENROLLED)
+            DEBUG(p, "not shown: %s", text);
+        else
+            tg_say(p->c, PAM_ERROR_MSG, text);  /* every other refusal says why */
+    }
+    int rc = tg_outcome_to_pam(code, has_reason ? reason : NULL);
+    if (rc == PAM_SUCCESS && by_password && p->password_sent)
+        tg_hand_over(p->c, p->line.buf);  /* verified: later modules (pam_gnome_keyring) may use it */
+    else if (rc == PAM_SUCCESS && !by_password)
+        pam_set_data(p->c->pamh, TG_MATCH_KEY, "fingerprint", NULL);  /* report mode stays quiet */
+    p->ask_password = asks_password(p, frame, code);
+    tg_line_wipe(&p->line);  /* a half-typed line is dropped when the daemon answers first */
+    DEBUG(p, "result code %d reason %s -> %s%s", (int)code, has_reason ? reason : "-",
+          pam_strerror(p->c->pamh, rc), p->ask_password ? ", password next" : "");
+    return rc;
+}
+
+static int on_frame(struct prompt *p, const uint8_t *buf, size_t len)
+{
+    struct tg_frame frame;
+    enum tg_codec_status cs = tg_frame_decode(buf, len, &frame);
+    if (cs != TG_CODEC_OK)
+        return protocol_error(p, TG_FAIL_MALFORMED_REPLY, tg_codec_strerror(cs));
+    if (!tg_answers(&frame, p->id))
+        return protocol_error(p, TG_FAIL_WRONG_REQUEST_ID, "reply for another request");
+    if (frame.kind == TG_KIND_PROGRESS)
+        return on_progress(p, &frame);
+    if (frame.kind == TG_KIND_RESULT)
+        return on_result(p, &frame);
+    return protocol_error(p, TG_FAIL_UNEXPECTED_REPLY, "unexpected frame kind");
+}
+
+enum wake { WAKE_DAEMON, WAKE_KEY, WAKE_TIMEOUT, WAKE_ERROR };
+
+/* Waits for a frame or, while keys are read, a key; never past the deadline. */
+static enum wake wait_daemon_or_key(const struct prompt *p, uint64_t deadline)
+{
+    for (;;) {
+        struct pollfd fds[2] = {
+            { .fd = p->sock, .events = POLLIN },
+            { .fd = p->keys ? p->c->tty.fd : -1, .events = POLLIN },  /* -1: poll skips it */
+        };
+        int left = tg_remaining_ms(deadline);
+        if (left == 0)
+            return WAKE_TIMEOUT;
+        int n = poll(fds, 2, left);
+        if (n == 0)
+            return WAKE_TIMEOUT;
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return WAKE_ERROR;
+        }
+        /* The daemon first: a match that arrives together with a key press wins. */
+        return fds[0].revents != 0 ? WAKE_DAEMON : WAKE_KEY;
+    }
+}
+
+/* Runs the prompt until the RESULT of our request, a key that ends it, or a deadline. */
+static int await_result(struct prompt *p)
+{
+    uint8_t buf[TG_FRAME_BUFFER];
+    const struct tg_options *opt = p->c->opt;
+    /* Overall cap: every try may use its whole timeout, plus slack, so a daemon that sends
+     * keepalives forever is still cut off. Without the options the SPEC defaults are assumed. */
+    uint64_t cap_ms = (uint64_t)(opt->max_tries ? opt->max_tries : DEFAULT_MAX_TRIES) *
+                          (uint64_t)(opt->timeout_s ? opt->timeout_s : DEFAULT_TIMEOUT_S) * 1000u +
+                      OVERALL_SLACK_MS;
+    struct tg_watch watch;
+    int rc = KEEP_WAITING;
+
+    tg_watch_start(&watch, tg_now_ms(), cap_ms);
+    while (rc == KEEP_WAITING) {
+        uint64_t deadline = tg_watch_deadline(&watch);
+        size_t len = 0;
+        enum tg_io_status io;
+        switch (wait_daemon_or_key(p, deadline)) {
+        case WAKE_KEY:
+            rc = on_key(p);
+            break;
+        case WAKE_DAEMON:
+            io = tg_read_frame(p->sock, buf, sizeof(buf), &len, deadline);
+            if (io != TG_IO_OK) {
+                rc = daemon_silent(p, io);
+                break;
+            }
+            tg_watch_frame(&watch, tg_now_ms());  /* only frames restart the silence deadline */
+            rc = on_frame(p, buf, len);
+            break;
+        case WAKE_TIMEOUT:
+            rc = daemon_silent(p, TG_IO_TIMEOUT);
+            break;
+        case WAKE_ERROR:
+            rc = daemon_silent(p, TG_IO_ERROR);
+            break;
+        }
+    }
+    return rc;
+}
+
+int tg_prompt_run(struct tg_call *c, bool *ask_password)
+{
+    struct prompt p = { .c = c, .sock = -1, .id = tg_new_request_id() };
+    int rc = tg_evaluate_start(c, p.id, &p.sock);
+    if (rc == PAM_SUCCESS)
+        rc = await_result(&p);
+    finish_keys(&p);  /* the terminal exactly as it was found, whatever ended the prompt */
+    tg_line_wipe(&p.line);
+    if (p.sock >= 0)
+        close(p.sock);  /* closing is the cancel: the daemon ends a prompt whose client left */
+    *ask_password = p.ask_password;
+    return rc;
+}
