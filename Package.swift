@@ -35,10 +35,13 @@ let package = Package(
         .target(name: "CTouchGateLoop", dependencies: ["CGIO"]),
         // Linux-PAM's application side: the daemon verifies passwords through its own service.
         .systemLibrary(name: "CPAM", providers: [.apt(["libpam0g-dev"])]),
+        // Message catalogs (gettext), shared with the PAM module's build; and Swift's side of them.
+        .target(name: "CTouchGateL10n"),
+        .target(name: "TouchGateL10n", dependencies: ["CTouchGateL10n"]),
         // The daemon's core: requests, authorization, policy decisions, stores, events; no transport.
         .target(name: "TouchGateCore", dependencies: [
             "TouchGateWire", "TouchGatePolicy", "TouchGateConfig", "TouchGateReader", "TouchGateThreads",
-            "CTouchGateLoop", "CPAM",
+            "TouchGateL10n", "CTouchGateLoop", "CPAM",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
@@ -62,12 +65,13 @@ let package = Package(
             .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"], .when(platforms: [.linux])),
         ]),
         .executableTarget(name: "touchgate", dependencies: [
-            "TouchGateWire", "TouchGateConfig",
+            "TouchGateWire", "TouchGateConfig", "TouchGateL10n",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .testTarget(name: "TouchGateWireTests", dependencies: ["TouchGateWire"]),
         .testTarget(name: "TouchGatePolicyTests", dependencies: ["TouchGatePolicy"]),
         .testTarget(name: "TouchGateConfigTests", dependencies: ["TouchGateConfig"]),
+        .testTarget(name: "TouchGateL10nTests", dependencies: ["TouchGateL10n"]),
         .testTarget(name: "TouchGateCoreTests", dependencies: ["TouchGateCore"]),
         .testTarget(name: "TouchGateSocketTests", dependencies: ["TouchGateSocket", "TouchGateCore"]),
     ],

@@ -11,7 +11,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
-KEYWORDS = ["--keyword=tg_text:2", "--keyword=N_", "--keyword=L"]  # as in po/Makefile
+KEYWORDS = ["--keyword=tg_text:2", "--keyword=N_", "--keyword=L", "--keyword=NL:1,2"]  # as in po/Makefile
 
 passed = failed = 0
 

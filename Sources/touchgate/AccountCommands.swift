@@ -1,4 +1,5 @@
 // enable, disable, status, lock, reset, domain-state: a user's fingerprint state.
+import TouchGateL10n
 import ArgumentParser
 import TouchGateWire
 
@@ -15,7 +16,7 @@ struct Enable: ParsableCommand {
         let client = DaemonClient(socketPath: root.socketPath)
         if !Caller.isRoot { try client.checkReachable() }
         _ = try client.call(.enable, [Field(.user, user)] + (try PasswordPrompt.fieldIfNeeded()))
-        say(tr("Fingerprint authentication enabled for \(user).", "已为 \(user) 启用指纹认证。"))
+        say(L("Fingerprint authentication enabled for %s.", cli, user))
     }
 }
 
@@ -29,7 +30,7 @@ struct Disable: ParsableCommand {
     func run() throws {
         let user = try user.resolved()
         _ = try DaemonClient(socketPath: root.socketPath).call(.disable, [Field(.user, user)])
-        say(tr("Fingerprint authentication disabled for \(user).", "已为 \(user) 停用指纹认证。"))
+        say(L("Fingerprint authentication disabled for %s.", cli, user))
     }
 }
 
@@ -45,13 +46,13 @@ struct Status: ParsableCommand {
         let user = try user.resolved()
         let result = try DaemonClient(socketPath: root.socketPath).call(.status, [Field(.user, user)])
         guard let document = result.string(.json) else {
-            throw Failure(tr("touchgated sent no status", "touchgated 没有返回状态"))
+            throw Failure(L("touchgated sent no status", cli))
         }
         if json {
             say(oneLine(document))
         } else {
             guard let value = JSONValue.parse(document) else {
-                throw Failure(tr("touchgated sent a status that is not JSON", "touchgated 返回的状态不是 JSON"))
+                throw Failure(L("touchgated sent a status that is not JSON", cli))
             }
             for line in keyValueLines(value) { say(line) }
         }
@@ -69,8 +70,7 @@ struct Lock: ParsableCommand {
 
     func run() throws {
         _ = try DaemonClient(socketPath: root.socketPath).call(.lock, [Field(.user, user)])
-        say(tr("Locked fingerprint authentication for \(user) until a password success.",
-                 "已锁定 \(user) 的指纹认证，直到成功输入密码。"))
+        say(L("Locked fingerprint authentication for %s until a password success.", cli, user))
     }
 }
 
@@ -85,7 +85,7 @@ struct Reset: ParsableCommand {
 
     func run() throws {
         _ = try DaemonClient(socketPath: root.socketPath).call(.reset, [Field(.user, user)])
-        say(tr("Reset the counters of \(user).", "已重置 \(user) 的计数器。"))
+        say(L("Reset the counters of %s.", cli, user))
     }
 }
 
@@ -101,7 +101,7 @@ struct DomainState: ParsableCommand {
 
     func validate() throws {
         if let service, service.isEmpty || service.utf8.contains(0) {
-            throw ValidationError("--service must be a PAM service name.")
+            throw ValidationError(L("--service must be a PAM service name.", cli))
         }
     }
 

@@ -1,4 +1,5 @@
 // Facts about the person running the CLI: user name, uid, locale, terminal, environment.
+import TouchGateL10n
 import ArgumentParser
 #if canImport(Glibc)
 import Glibc
@@ -25,8 +26,7 @@ enum Caller {
     static func invokingUserName() throws(Failure) -> String {
         let uid = getuid()
         guard let pw = getpwuid(uid), let name = pw.pointee.pw_name else {
-            throw Failure(tr("cannot find the user name of uid \(uid); use --user",
-                             "找不到 uid \(uid) 的用户名；请使用 --user"))
+            throw Failure(L("cannot find the user name of uid %s; use --user", cli, uid))
         }
         return String(cString: name)
     }
@@ -39,9 +39,9 @@ enum Caller {
 
     /// A user name that can go on the wire; the daemon decides whether it exists.
     static func validateUserName(_ name: String) throws {
-        guard !name.isEmpty else { throw ValidationError("--user must not be empty.") }
+        guard !name.isEmpty else { throw ValidationError(L("--user must not be empty.", cli)) }
         guard !name.utf8.contains(0), name.utf8.count <= 256 else {
-            throw ValidationError("--user '\(name)' is not a user name.")
+            throw ValidationError(L("--user '%s' is not a user name.", cli, name))
         }
     }
 }

@@ -1,4 +1,5 @@
 // One request to touchgated: connect, send, check every reply's request id, await the RESULT.
+import TouchGateL10n
 import TouchGateWire
 #if canImport(Glibc)
 import Glibc
@@ -35,7 +36,7 @@ struct DaemonClient {
             switch frame.kind {
             case .result: return try succeeded(frame)
             case .progress: progress(frame)
-            default: throw Failure(tr("touchgated sent an unexpected message", "touchgated 发来了意外的消息"))
+            default: throw Failure(L("touchgated sent an unexpected message", cli))
             }
         }
     }
@@ -49,7 +50,7 @@ struct DaemonClient {
             case .event: event(frame)
             case .result: _ = try succeeded(frame)  // an acknowledgement; a refusal throws
             case .progress: break
-            default: throw Failure(tr("touchgated sent an unexpected message", "touchgated 发来了意外的消息"))
+            default: throw Failure(L("touchgated sent an unexpected message", cli))
             }
         }
     }
@@ -61,7 +62,7 @@ struct DaemonClient {
     }
 
     private func unreachable(_ cause: String) -> Failure {
-        Failure(tr("cannot reach touchgated at \(socketPath): \(cause)", "无法连接 touchgated（\(socketPath)）：\(cause)"))
+        Failure(L("cannot reach touchgated at %s: %s", cli, socketPath, cause))
     }
 
     private func start(_ kind: Kind, _ fields: [Field]) throws(Failure) -> Exchange {
@@ -71,20 +72,21 @@ struct DaemonClient {
         } catch {
             switch error {
             case .cannotConnect(_, let e), .io(let e): throw unreachable(strerror(e))
-            case .socketPathTooLong: throw unreachable(tr("socket path too long", "套接字路径过长"))
-            case .timedOut: throw unreachable(tr("timed out", "超时"))
+            case .socketPathTooLong: throw unreachable(L("socket path too long", cli))
+            case .timedOut: throw unreachable(L("timed out", cli))
             default: throw unreachable(error.description)
             }
         }
         let exchange = Exchange(connection: connection, requestID: UInt32.random(in: 1..<WireLimits.unsolicitedRequestID))
-        try exchange.send(kind, fields)
+        // Every request carries the caller's language: the daemon's sentences come back in it.
+        try exchange.send(kind, fields.contains { $0.tag == .locale } ? fields : fields + localeField())
         return exchange
     }
 
     /// The RESULT when its CODE is 0; otherwise its MESSAGE, or a sentence for the outcome, as a Failure.
     private func succeeded(_ result: Frame) throws(Failure) -> Frame {
         guard let code = result.int(.code) else {
-            throw Failure(tr("touchgated sent a result without a code", "touchgated 的回复缺少结果代码"))
+            throw Failure(L("touchgated sent a result without a code", cli))
         }
         if code == Outcome.success.rawValue { return result }
         if let message = result.string(.message), !message.isEmpty { throw Failure(message) }
@@ -108,7 +110,7 @@ private struct Exchange {
     /// The next frame for this request; a frame for another request is an error, never a result.
     func next(deadlineMilliseconds: Int?, silence: Bool) throws(Failure) -> Frame {
         guard let frame = try nextOrEnd(deadlineMilliseconds: deadlineMilliseconds, silence: silence) else {
-            throw Failure(tr("touchgated closed the connection before answering", "touchgated 在回复前关闭了连接"))
+            throw Failure(L("touchgated closed the connection before answering", cli))
         }
         return frame
     }
@@ -124,11 +126,10 @@ private struct Exchange {
             throw failure(error, silence: silence)
         }
         guard frame.requestID == requestID else {
-            throw Failure(tr("touchgated answered request \(frame.requestID), not \(requestID)",
-                             "touchgated 回复的是请求 \(frame.requestID)，而不是 \(requestID)"))
+            throw Failure(L("touchgated answered request %s, not %s", cli, frame.requestID, requestID))
         }
         guard !frame.kind.isRequest else {
-            throw Failure(tr("touchgated sent an unexpected message", "touchgated 发来了意外的消息"))
+            throw Failure(L("touchgated sent an unexpected message", cli))
         }
         return frame
     }
@@ -136,17 +137,17 @@ private struct Exchange {
     private func failure(_ error: ConnectionError, silence: Bool) -> Failure {
         switch error {
         case .closed:
-            return Failure(tr("touchgated closed the connection", "touchgated 关闭了连接"))
+            return Failure(L("touchgated closed the connection", cli))
         case .timedOut where silence:
             let s = Double(WireLimits.silenceDeadlineMilliseconds) / 1000
-            return Failure(tr("touchgated stopped answering (nothing for \(s) s)", "touchgated 停止响应（\(s) 秒无消息）"))
+            return Failure(L("touchgated stopped answering (nothing for %s s)", cli, s))
         case .timedOut:
             let s = WireLimits.replyDeadlineMilliseconds / 1000
-            return Failure(tr("touchgated did not answer within \(s) s", "touchgated 未在 \(s) 秒内回复"))
+            return Failure(L("touchgated did not answer within %s s", cli, s))
         case .wire(let w):
-            return Failure(tr("bad message from touchgated: \(w)", "来自 touchgated 的消息有误：\(w)"))
+            return Failure(L("bad message from touchgated: %s", cli, w))
         case .io(let e):
-            return Failure(tr("socket error: \(String(cString: strerror(e)))", "套接字错误：\(String(cString: strerror(e)))"))
+            return Failure(L("socket error: %s", cli, String(cString: strerror(e))))
         case .socketPathTooLong, .cannotConnect:
             return Failure(error.description)
         }

@@ -1,4 +1,5 @@
 // enroll, verify, list, delete: the commands about a user's prints.
+import TouchGateL10n
 import ArgumentParser
 import TouchGateWire
 
@@ -6,7 +7,7 @@ import TouchGateWire
 func validateFinger(_ name: String) throws {
     guard Finger(rawValue: name) != nil else {
         let valid = Finger.allCases.map(\.rawValue).joined(separator: ", ")
-        throw ValidationError("Unknown finger '\(name)'. Valid names: \(valid).")
+        throw ValidationError(L("Unknown finger '%s'. Valid names: %s.", cli, name, valid))
     }
 }
 
@@ -33,7 +34,7 @@ struct Enroll: ParsableCommand {
         _ = try client.prompt(.enroll, fields) { frame in
             if let line = progressLine(frame, enrolling: finger) { say(line) }
         }
-        say(tr("Enrolled \(finger) for \(user).", "已为 \(user) 录入 \(finger)。"))
+        say(L("Enrolled %s for %s.", cli, finger, user))
     }
 }
 
@@ -54,7 +55,7 @@ struct Verify: ParsableCommand {
         _ = try DaemonClient(socketPath: root.socketPath).prompt(.evaluate, fields) { frame in
             if let line = progressLine(frame) { say(line) }
         }
-        say(tr("Fingerprint recognised.", "指纹已识别。"))
+        say(L("Fingerprint recognised.", cli))
     }
 }
 
@@ -69,7 +70,7 @@ struct List: ParsableCommand {
         let result = try DaemonClient(socketPath: root.socketPath).call(.list, [Field(.user, user)])
         let fingers = result.strings(.finger)
         if fingers.isEmpty {
-            say(tr("No fingers enrolled for \(user).", "\(user) 没有录入任何手指。"))
+            say(L("No fingers enrolled for %s.", cli, user))
         }
         for finger in fingers { say(finger) }
     }
@@ -87,8 +88,8 @@ struct Delete: ParsableCommand {
 
     func validate() throws {
         switch (finger, all) {
-        case (nil, false): throw ValidationError("Give either --finger or --all.")
-        case (.some, true): throw ValidationError("Give --finger or --all, not both.")
+        case (nil, false): throw ValidationError(L("Give either --finger or --all.", cli))
+        case (.some, true): throw ValidationError(L("Give --finger or --all, not both.", cli))
         case (let name?, false): try validateFinger(name)
         case (nil, true): break
         }
@@ -101,9 +102,9 @@ struct Delete: ParsableCommand {
         let which = finger.map { Field(.finger, $0) } ?? Field(.all, 1)
         _ = try client.call(.delete, [Field(.user, user), which] + (try PasswordPrompt.fieldIfNeeded()))
         if let finger {
-            say(tr("Deleted \(finger) for \(user).", "已删除 \(user) 的 \(finger)。"))
+            say(L("Deleted %s for %s.", cli, finger, user))
         } else {
-            say(tr("Deleted all fingers for \(user).", "已删除 \(user) 的所有手指。"))
+            say(L("Deleted all fingers for %s.", cli, user))
         }
     }
 }

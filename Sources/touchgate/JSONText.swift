@@ -1,5 +1,6 @@
 // Reading the daemon's JSON documents (status, events) into readable lines.
 #if canImport(FoundationEssentials)
+import TouchGateL10n
 import FoundationEssentials
 #else
 import Foundation
@@ -32,8 +33,8 @@ enum JSONValue: Decodable, Equatable {
     /// A scalar as a person reads it; nil for arrays and objects.
     var scalarText: String? {
         switch self {
-        case .null: return tr("none", "无")
-        case .bool(let b): return b ? tr("yes", "是") : tr("no", "否")
+        case .null: return L("none", cli)
+        case .bool(let b): return b ? L("yes", cli) : L("no", cli)
         case .int(let i): return String(i)
         case .double(let d): return String(d)
         case .string(let s): return s
@@ -69,7 +70,7 @@ func keyValueLines(_ value: JSONValue) -> [String] {
         case .object(let o):
             for (k, inner) in o { walk(inner, path.isEmpty ? k : "\(path).\(k)") }
         case .array(let a) where a.allSatisfy({ $0.scalarText != nil }):
-            lines.append((path, a.isEmpty ? tr("none", "无") : a.compactMap(\.scalarText).joined(separator: ", ")))
+            lines.append((path, a.isEmpty ? L("none", cli) : a.compactMap(\.scalarText).joined(separator: ", ")))
         case .array(let a):
             for (i, inner) in a.enumerated() { walk(inner, "\(path).\(i)") }
         default:

@@ -1,4 +1,5 @@
 // Reads the caller's password: on the terminal with echo off (always restored), or one line of stdin.
+import TouchGateL10n
 import TouchGateWire
 #if canImport(Glibc)
 import Glibc
@@ -24,10 +25,10 @@ enum PasswordPrompt {
         }
         defer { for i in bytes.indices { bytes[i] = 0 } }
         guard bytes.count <= WireLimits.maxString else {
-            throw Failure(tr("the password is too long", "密码过长"))
+            throw Failure(L("the password is too long", cli))
         }
         guard !bytes.contains(0), let password = String(validating: bytes, as: UTF8.self) else {
-            throw Failure(tr("the password is not valid text", "密码不是有效的文本"))
+            throw Failure(L("the password is not valid text", cli))
         }
         return password
     }
@@ -41,9 +42,9 @@ enum PasswordPrompt {
         // A signal while echo is off must not leave the terminal silent: restore, then die as usual.
         TerminalGuard.arm(fd: fd, saved: saved)
         defer { TerminalGuard.disarm() }
-        writeAll(promptFD, tr("Password: ", "密码："))
+        writeAll(promptFD, L("Password: ", cli))
         guard tcsetattr(fd, TCSAFLUSH, &quiet) == 0 else {
-            throw Failure(tr("cannot turn off echo on the terminal", "无法关闭终端回显"))
+            throw Failure(L("cannot turn off echo on the terminal", cli))
         }
         defer {
             _ = tcsetattr(fd, TCSAFLUSH, &saved)
@@ -60,11 +61,10 @@ enum PasswordPrompt {
             let n = Glibc.read(fd, &byte, 1)
             if n < 0 {
                 if errno == EINTR { continue }
-                throw Failure(tr("cannot read the password: \(String(cString: strerror(errno)))",
-                                 "无法读取密码：\(String(cString: strerror(errno)))"))
+                throw Failure(L("cannot read the password: %s", cli, String(cString: strerror(errno))))
             }
             if n == 0 {
-                if line.isEmpty { throw Failure(tr("no password given", "未输入密码")) }
+                if line.isEmpty { throw Failure(L("no password given", cli)) }
                 break
             }
             if byte == 0x0A { break }

@@ -1,4 +1,5 @@
 // devices, monitor, check-config: the commands about the daemon and its readers.
+import TouchGateL10n
 import ArgumentParser
 import TouchGateConfig
 import TouchGateWire
@@ -15,7 +16,7 @@ struct Devices: ParsableCommand {
     func run() throws {
         let result = try DaemonClient(socketPath: root.socketPath).call(.devices, [])
         let devices = result.strings(.device)
-        guard !devices.isEmpty else { throw Failure(tr("No fingerprint reader found.", "未找到指纹读取器。")) }
+        guard !devices.isEmpty else { throw Failure(L("No fingerprint reader found.", cli)) }
         for device in devices { say(device) }
     }
 }
@@ -72,9 +73,9 @@ struct CheckConfig: ParsableCommand {
             throw ExitCode.failure
         }
         if access(file, F_OK) != 0 && errno == ENOENT {
-            say(tr("\(file): ok (no such file: the defaults apply)", "\(file)：正常（文件不存在：使用默认值）"))
+            say(L("%s: ok (no such file: the defaults apply)", cli, file))
         } else {
-            say(tr("\(file): ok", "\(file)：正常"))
+            say(L("%s: ok", cli, file))
         }
     }
 }

@@ -41,6 +41,9 @@ FAKETIME = next(iter(sorted(glob.glob("/usr/lib/*/faketime/libfaketime.so.1"))),
 # pam_wrapper's password database module: the daemon's own password service uses it here.
 PAM_MATRIX = next(iter(sorted(glob.glob("/usr/lib/*/pam_wrapper/pam_matrix.so"))), "pam_matrix.so")
 
+# The compiled message catalogs of this build (scripts/build.sh: make -C po mo).
+LOCALEDIR = REPO / ".build" / "locale"
+
 SERVICE = "touchgate-test"     # the PAM service pamtester runs (pam_touchgate.so alone, `required`)
 PASSWORD_SERVICE = "touchgate"  # the daemon's default `password_service`: pam_matrix here
 
@@ -303,8 +306,8 @@ class World:
         self.sessions.append(session)
         return session
 
-    def cli(self, *args, timeout=DEFAULT_WAIT, as_user=None, password=None):
-        return run_cli(self, *args, timeout=timeout, as_user=as_user, password=password)
+    def cli(self, *args, timeout=DEFAULT_WAIT, as_user=None, password=None, env=None):
+        return run_cli(self, *args, timeout=timeout, as_user=as_user, password=password, env=env)
 
     def close(self):
         for session in self.sessions:
@@ -327,6 +330,7 @@ def _env(extra):
     env.pop("LD_PRELOAD", None)
     env.pop("TOUCHGATE_SOCKET", None)
     env["LANG"] = "C.UTF-8"  # English messages whatever the caller's locale
+    env["TOUCHGATE_LOCALEDIR"] = str(LOCALEDIR)  # the daemon's and the CLI's catalogs: the build's
     env.update(extra)
     return env
 
@@ -496,13 +500,13 @@ def _as_user(user):
     return {"user": uid, "group": uid, "extra_groups": []}
 
 
-def run_cli(world, *args, timeout=DEFAULT_WAIT, as_user=None, password=None):
+def run_cli(world, *args, timeout=DEFAULT_WAIT, as_user=None, password=None, env=None):
     """Runs `touchgate ARGS` (socket from TOUCHGATE_SOCKET) to completion, with a deadline; as root,
     or as a test user who types `password` (the CLI reads it from stdin when that is not a tty)."""
     argv = [str(world.cli_binary if as_user else TOUCHGATE)] + [str(a) for a in args]
     t0 = now()
     p = subprocess.run(argv, input="" if password is None else password + "\n", capture_output=True,
-                       text=True, env=cli_env(world), timeout=timeout, **_as_user(as_user))
+                       text=True, env=dict(cli_env(world), **(env or {})), timeout=timeout, **_as_user(as_user))
     return CliResult(["touchgate"] + list(map(str, args)), p.returncode, p.stdout, p.stderr, now() - t0)
 
 

@@ -72,6 +72,20 @@ def test_cli_without_daemon_fails_with_one_line(world):
     assert "/nonexistent" in lines[0]
 
 
+def test_the_cli_speaks_the_callers_language(world, alice):
+    zh = {"LANG": "zh_CN.UTF-8"}
+    # Its own words (the daemon is not reached)...
+    unreachable = world.cli("--socket", world.dir / "nowhere.sock", "devices", env=zh)
+    assert unreachable.returncode == 1 and unreachable.stderr.startswith("touchgate: 无法连接 touchgated"), unreachable
+    # ...and the daemon's, which it asks for in the caller's language.
+    refused = world.cli("list", "--user", "bob", as_user="alice", env=zh)
+    assert refused.returncode == 1 and refused.stderr.strip() == "touchgate: 无权执行此操作", refused
+    # A language without a catalog (a traditional-script one too) gets English, not the wrong script.
+    for lang in ("xx_YY.UTF-8", "zh_TW.UTF-8"):
+        other = world.cli("list", "--user", "bob", as_user="alice", env={"LANG": lang})
+        assert other.stderr.strip() == "touchgate: Not permitted", (lang, other)
+
+
 def test_invalid_config_stops_the_daemon_naming_the_line(world):
     config = world.dir / "touchgate.conf"
     config.write_text("max_tries = 3\n# a comment\nno_such_key = 1\n")

@@ -1,4 +1,5 @@
-/* The module's own words in the PAM client's language: gettext, text domain "touchgate". */
+/* Words in a person's language: gettext, text domain "touchgate", looked up per call in a given
+ * locale — shared by the PAM module (the client's language), the daemon (each request's) and the CLI. */
 #ifndef TG_L10N_H
 #define TG_L10N_H
 
@@ -6,8 +7,8 @@
 
 #define TG_TEXT_DOMAIN "touchgate"
 
-/* Fixed at build time (make LOCALEDIR=…), never from the environment: the module runs inside
- * setuid programs, whose environment belongs to the person being authenticated. */
+/* The PAM module's is fixed at build time (make LOCALEDIR=…), never from the environment: it runs
+ * inside setuid programs, whose environment belongs to the person being authenticated. */
 #ifndef TG_LOCALEDIR
 #define TG_LOCALEDIR "/usr/share/locale"
 #endif
@@ -24,11 +25,17 @@ struct tg_lang {
  * English). Never changes the process's or the thread's locale. */
 void tg_lang_open(struct tg_lang *lang, const char *name);
 
+/* The same with the catalogs read from `localedir` (the daemon's and the CLI's, chosen at start). */
+void tg_lang_open_at(struct tg_lang *lang, const char *name, const char *localedir);
+
 /* Frees what tg_lang_open made; safe to repeat. */
 void tg_lang_close(struct tg_lang *lang);
 
 /* msgid translated into lang: the calling thread's locale is switched for the lookup alone and
  * restored before returning. The result is never freed; it lives as long as the process. */
 const char *tg_text(const struct tg_lang *lang, const char *msgid);
+
+/* The singular or plural form for n (the language's own plural rule, ngettext). */
+const char *tg_text_plural(const struct tg_lang *lang, const char *singular, const char *plural, unsigned long n);
 
 #endif /* TG_L10N_H */

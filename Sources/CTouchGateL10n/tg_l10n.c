@@ -1,4 +1,7 @@
-/* The module's own words in the PAM client's language: gettext, text domain "touchgate". */
+/* Words in a person's language: gettext, text domain "touchgate", looked up per call. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE  /* newlocale and uselocale */
+#endif
 #include "tg_l10n.h"
 
 #include <libintl.h>
@@ -32,6 +35,11 @@ static bool english_anyway(const char *name)
 
 void tg_lang_open(struct tg_lang *lang, const char *name)
 {
+    tg_lang_open_at(lang, name, TG_LOCALEDIR);
+}
+
+void tg_lang_open_at(struct tg_lang *lang, const char *name, const char *localedir)
+{
     char utf8[NAME_MAX_LEN + 16];
 
     lang->loc = (locale_t)0;
@@ -49,7 +57,7 @@ void tg_lang_open(struct tg_lang *lang, const char *name)
     if (lang->loc == (locale_t)0)
         return;
     /* Process-wide, but only for our own domain, and idempotent: glibc locks around it. */
-    bindtextdomain(TG_TEXT_DOMAIN, TG_LOCALEDIR);
+    bindtextdomain(TG_TEXT_DOMAIN, localedir);
     bind_textdomain_codeset(TG_TEXT_DOMAIN, "UTF-8");
 }
 
@@ -70,6 +78,18 @@ const char *tg_text(const struct tg_lang *lang, const char *msgid)
     if (saved == (locale_t)0)
         return msgid;
     const char *text = dgettext(TG_TEXT_DOMAIN, msgid);
+    uselocale(saved);
+    return text;
+}
+
+const char *tg_text_plural(const struct tg_lang *lang, const char *singular, const char *plural, unsigned long n)
+{
+    if (lang->loc == (locale_t)0)
+        return n == 1 ? singular : plural;
+    locale_t saved = uselocale(lang->loc);
+    if (saved == (locale_t)0)
+        return n == 1 ? singular : plural;
+    const char *text = dngettext(TG_TEXT_DOMAIN, singular, plural, n);
     uselocale(saved);
     return text;
 }

@@ -1,0 +1,93 @@
+// Swift's side of the message catalogs (gettext, text domain "touchgate"): a language, and lookups
+// in it with printf-style placeholders that translators may reorder (%1$s, %2$d).
+import CTouchGateL10n
+import Glibc
+
+/// A person's language, as a LANG-style locale name (nil: English, the msgids themselves).
+public struct Language: Sendable, Equatable {
+    public let locale: String?
+
+    public init(locale: String?) {
+        self.locale = locale.flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    public static let english = Language(locale: nil)
+    public static let chinese = Language(locale: "zh_CN.UTF-8")
+
+    /// The calling process's language: LC_ALL, then LC_MESSAGES, then LANG (POSIX precedence).
+    public static var ofProcess: Language {
+        for name in ["LC_ALL", "LC_MESSAGES", "LANG"] {
+            if let p = getenv(name), p.pointee != 0 { return Language(locale: String(cString: p)) }
+        }
+        return .english
+    }
+}
+
+public enum Catalogs {
+    /// Where compiled catalogs are read: TOUCHGATE_LOCALEDIR (the daemon's environment is root's;
+    /// the CLI's is its own user's, who only ever changes their own messages), else the system's.
+    /// The PAM module never reads this: its directory is fixed when it is built.
+    public static let directory: String = {
+        if let p = getenv("TOUCHGATE_LOCALEDIR"), p.pointee == 0x2F { return String(cString: p) }
+        return "/usr/share/locale"
+    }()
+}
+
+/// `msgid` in `language`, its placeholders filled with `arguments` in order (%s, %d; %N$s when
+/// a translation reorders them). xgettext extracts the first argument of every `L(`.
+public func L(_ msgid: String, _ language: Language, _ arguments: CustomStringConvertible...) -> String {
+    let text = lookup(language) { lang in
+        msgid.withCString { m in tg_text(lang, m).map { String(cString: $0) } }  // inside: it may be m itself
+    }
+    return format(text ?? msgid, arguments.map(\.description))
+}
+
+/// The singular or plural form for `n` (the language's own rule). xgettext: `NL(` arguments 1, 2.
+public func NL(_ singular: String, _ plural: String, _ n: Int, _ language: Language,
+               _ arguments: CustomStringConvertible...) -> String {
+    let text = lookup(language) { lang in
+        singular.withCString { s in
+            plural.withCString { p in tg_text_plural(lang, s, p, UInt(clamping: n)).map { String(cString: $0) } }
+        }
+    }
+    return format(text ?? (n == 1 ? singular : plural), arguments.map(\.description))
+}
+
+/// Runs `body` with the language's catalog open; nil for English (no catalog needed).
+private func lookup(_ language: Language, _ body: (UnsafePointer<tg_lang>) -> String?) -> String? {
+    guard let name = language.locale else { return nil }
+    var lang = tg_lang()
+    tg_lang_open_at(&lang, name, Catalogs.directory)
+    defer { tg_lang_close(&lang) }
+    return withUnsafePointer(to: &lang) { body($0) }
+}
+
+/// printf's placeholders, for text only: %s and %d take the next argument, %N$s and %N$d the Nth,
+/// %% is a percent sign. Anything else is left as it is (catalogs are checked by msgfmt -c).
+func format(_ template: String, _ arguments: [String]) -> String {
+    guard template.utf8.contains(0x25) else { return template }
+    var out = ""
+    var next = 0
+    var chars = template[...]
+    while let i = chars.firstIndex(of: "%") {
+        out += chars[..<i]
+        var rest = chars[chars.index(after: i)...]
+        if rest.first == "%" { out += "%"; chars = rest.dropFirst(); continue }
+        var position: Int?
+        let digits = rest.prefix(while: \.isNumber)
+        if !digits.isEmpty, rest.dropFirst(digits.count).first == "$" {
+            position = Int(digits).map { $0 - 1 }
+            rest = rest.dropFirst(digits.count + 1)
+        }
+        guard let conversion = rest.first, conversion == "s" || conversion == "d" else {
+            out += "%"
+            chars = chars[chars.index(after: i)...]
+            continue
+        }
+        let index = position ?? next
+        if position == nil { next += 1 }
+        out += arguments.indices.contains(index) ? arguments[index] : ""
+        chars = rest.dropFirst()
+    }
+    return out + chars
+}
