@@ -14,6 +14,9 @@ packages=(
     python3
     # the real-client tests: sudo, su, login and vlock in a private mount namespace
     sudo vlock login util-linux openssl
+    # fprintd's D-Bus API: a private dbus-daemon, polkit and logind stand-ins (fprintd's own
+    # clients are fetched by the tests with apt-get download, never installed)
+    dbus-daemon python3-dbusmock
 )
 
 as_root() {

@@ -213,7 +213,8 @@ import TouchGateWire
     static func error(for reply: Reply) -> BusError {
         let why = reply.text?.render(.english) ?? reply.outcome.name
         switch reply.outcome {
-        case .biometryNotEnrolled: return .noEnrolledPrints(why)
+        // Every print damaged: fprintd, too, finds none it can load.
+        case .biometryNotEnrolled, .templateDamaged: return .noEnrolledPrints(why)
         case .notPermitted, .userUnknown, .biometryLockout, .passwordRequired, .passwordBackoff: return .permissionDenied(why)
         default: return .internalError(why)
         }
