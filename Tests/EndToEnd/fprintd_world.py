@@ -120,6 +120,10 @@ BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Config
     <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
     <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
   </policy>
+  <!-- root may watch the bus (dbus-monitor), as on Debian's system bus. -->
+  <policy user="root">
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Monitoring"/>
+  </policy>
   <!-- The stand-ins for polkit and logind, as their own policy files would allow. -->
   <policy user="root">
     <allow own="{polkit}"/>
@@ -207,6 +211,18 @@ class BusWorld(harness.World):
     def emit_prepare_for_sleep(self, sleeping):
         self.root.call("EmitSignal", "org.freedesktop.login1.Manager", "PrepareForSleep", "b", [{"variant": ["b", sleeping]}],
                        sig="sssav", dest=LOGIND, path="/org/freedesktop/login1", iface=MOCK_IFACE)
+
+    def monitor(self, *match_rules):
+        """dbus-monitor as root for `match_rules`: each message that passes is a line (with
+        "member=NAME") in the returned LineLog, so a test sees a call reach its destination."""
+        log = LineLog("dbus-monitor")
+        proc = subprocess.Popen(["dbus-monitor", "--system"] + list(match_rules), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=harness._env(self.bus_env()),
+                                start_new_session=True)
+        self.helpers.append(("dbus-monitor", proc))
+        threading.Thread(target=harness._pump_lines, args=(lambda: proc.stdout.read1(4096), log), daemon=True).start()
+        log.wait_for("member=NameLost", 10.0)  # its own name lost as it became a monitor: it sees the bus
+        return log
 
     # --- touchgated on this bus
 
