@@ -27,8 +27,9 @@ def say(obj):
 
 def error_of(err):
     name = Gio.DBusError.get_remote_error(err) or "org.freedesktop.DBus.Error.Failed"
-    Gio.DBusError.strip_remote_error(err)
-    return {"error": name, "message": err.message}
+    prefix = "GDBus.Error:%s: " % name  # what GDBus puts before a remote error's own message
+    message = err.message[len(prefix):] if err.message.startswith(prefix) else err.message
+    return {"error": name, "message": message}
 
 
 def variants(value):
