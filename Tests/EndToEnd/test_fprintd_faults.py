@@ -4,8 +4,8 @@ with fprintd's error name and a sentence, the reader free at once for everyone e
 
 import pytest
 
-from fprintd_world import (ALICE_PRINT, DEVICE_IFACE, ERROR, BusError, bus_daemon, bus_world,  # noqa: F401
-                           enroll_alice, status)
+from fprintd_world import (ALICE_PRINT, DEVICE_IFACE, ERROR, bus_daemon, bus_world, enroll_alice,  # noqa: F401
+                           status)
 from harness import PROMPT
 
 NOT_CLAIMED = (ERROR + "ClaimDevice", "Device was not claimed before use")

@@ -6,13 +6,12 @@ import os
 import shutil
 import stat
 import subprocess
-
-from fprintd_world import (ALICE_PRINT, DEBIAN_PYTHON, ERROR, bus_world, enroll_alice,  # noqa: F401
-                           enroll_with_tool, password_success, status, verify_with_tool)
-from harness import PROMPT, now
 from pathlib import Path
 
 import harness
+from fprintd_world import (ALICE_PRINT, DEBIAN_PYTHON, ERROR, bus_world, enroll_alice,  # noqa: F401
+                           enroll_with_tool, password_success, status, verify_with_tool)
+from harness import PROMPT, now
 
 DEVICE = ("virtual_device", "0")  # libfprint's virtual reader: driver, device id
 MAKER = Path(__file__).resolve().parent / "fprintd_print.py"
