@@ -164,3 +164,32 @@ def test_objects_properties_and_introspection_as_fprintd_exports_them(bus_world,
         assert '"%s"' % name in xml, name
     e = root.error("Set", DEVICE_IFACE, "name", {"variant": ["s", "x"]}, sig="ssv", iface="org.freedesktop.DBus.Properties")
     assert e.name in ("org.freedesktop.DBus.Error.PropertyReadOnly", "org.freedesktop.DBus.Error.InvalidArgs"), e
+
+
+def test_release_mid_verify_and_enroll_stop_mid_enrollment_end_them_and_free_the_reader(alice_enrolled):
+    world = alice_enrolled
+    root = world.root
+    root.call("Claim", "alice")
+    mark = root.signal_count()
+    root.call("VerifyStart", "any")
+    root.wait_finger_needed(True, start=mark)
+    root.call("Release")  # without VerifyStop: the verify ends with the claim, as in fprintd
+    pam_gets_the_reader_at_once(world)
+
+    root.call("Claim", "alice")
+    mark = root.signal_count()
+    root.call("EnrollStart", "left-thumb")
+    world.reader.scan("alice-left-thumb")
+    root.wait_signal("EnrollStatus", lambda a: a == ["enroll-stage-passed", False], start=mark)
+    root.call("EnrollStop")
+    assert err(root.error("EnrollStop")) == (ERROR + "NoActionInProgress", "No enrollment in progress")
+    root.call("Release")
+    pam_gets_the_reader_at_once(world)
+    assert world.cli("list", "--user", "alice").stdout.split() == ["right-index-finger"]  # nothing half-enrolled
+
+
+def test_the_older_delete_method_works_unclaimed_and_says_when_there_is_nothing(alice_enrolled):
+    world = alice_enrolled
+    world.root.call("DeleteEnrolledFingers", "alice")
+    assert world.cli("list", "--user", "alice").stdout.strip() == "No fingers enrolled for alice."
+    assert err(world.root.error("DeleteEnrolledFingers", "alice")) == (ERROR + "NoEnrolledPrints", "No fingerprint enrolled")

@@ -90,3 +90,18 @@ def test_a_hanging_polkit_holds_up_only_the_caller_it_decides_about(polkit_world
     world.polkit("ReleaseHangingCalls")
     assert alice.result(claim) == []  # polkit said yes: alice now holds the claim
     alice.call("Release")
+
+
+def test_a_client_gone_while_polkit_decided_its_claim_leaves_no_claim_behind(polkit_world):
+    world = polkit_world
+    allow(world, VERIFY)
+    world.polkit("SimulateHang", True, sig="b")
+    watch = world.monitor("interface='org.freedesktop.PolicyKit1.Authority',member='CheckAuthorization'")
+    alice = world.client("alice")
+    alice.start("Claim", "")
+    watch.wait_for("member=CheckAuthorization")
+    alice.kill()
+    world.polkit("ReleaseHangingCalls")  # polkit says yes to a client that is no longer there
+    world.daemon.log.wait_for("D-Bus client %s left: its claim is released" % alice.unique_name)
+    world.root.call("Claim", "alice")
+    world.root.call("Release")
