@@ -14,9 +14,10 @@ packages=(
     python3
     # the real-client tests: sudo, su, login and vlock in a private mount namespace
     sudo vlock login util-linux openssl
-    # fprintd's D-Bus API: a private dbus-daemon, polkit and logind stand-ins (fprintd's own
-    # clients are fetched by the tests with apt-get download, never installed)
-    dbus-daemon python3-dbusmock
+    # fprintd's D-Bus API: a private dbus-daemon (and dbus-monitor), polkit and logind stand-ins,
+    # libfprint's typelib to write prints as fprintd does (fprintd's own clients are fetched by the
+    # tests with apt-get download, never installed)
+    dbus-daemon dbus-bin python3-dbusmock python3-gi gir1.2-fprint-2.0
 )
 
 as_root() {

@@ -2,8 +2,11 @@
 fprintd-enroll, fprintd-list, fprintd-verify, fprintd-delete and pam_fprintd.so through pamtester,
 on a private system bus whose policy is the one touchgate ships."""
 
-from fprintd_world import (ALICE_PRINT, ERROR, FPRINT, BusError, bus_daemon, bus_world,  # noqa: F401
-                           enroll_alice, enroll_with_tool, password_success, status, verify_with_tool)
+import subprocess
+
+import harness
+from fprintd_world import (ALICE_PRINT, ERROR, FPRINT, MANAGER, MANAGER_IFACE, BusError, bus_daemon,  # noqa: F401
+                           bus_world, enroll_alice, enroll_with_tool, password_success, status, verify_with_tool)
 from harness import PASSWORD_AFTER_BOOT
 
 LOCKED = "Fingerprint locked after 5 failed attempts: enter your password"
@@ -130,3 +133,35 @@ def test_pam_fprintd_refuses_a_locked_out_user_and_the_reason_reaches_log_client
     # And fprintd-verify prints the D-Bus error's message.
     told = verify_with_tool(world, ["alice"])
     assert told.lines()[-1] == "VerifyStart failed: GDBus.Error:%sPermissionDenied: %s" % (ERROR, LOCKED)
+
+
+def test_while_fprintd_holds_the_name_touchgated_serves_pam_alone_and_says_so(bus_world):
+    world = bus_world
+    assert world.root.own(FPRINT) == 1  # 1 = PRIMARY_OWNER: root's stand-in for a running fprintd
+    daemon = harness.World.start_daemon(world)  # not BusWorld's: it would wait for the name
+    daemon.log.wait_for("net.reactivated.Fprint is owned by another service (fprintd?): its D-Bus API is not served")
+    enroll_alice(world)
+    pam = world.pam("alice")
+    pam.wait_for(harness.PROMPT)
+    world.reader.scan(ALICE_PRINT)
+    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+
+
+def test_without_a_reader_there_is_no_device_and_fprintd_list_says_so(bus_world):
+    world = bus_world
+    env = harness.daemon_env(world)
+    del env["FP_VIRTUAL_DEVICE"]
+    env["FP_DRIVERS_WHITELIST"] = "no_such_driver"  # libfprint finds no reader at all
+    proc = subprocess.Popen([str(harness.TOUCHGATED), "--socket", str(world.socket), "--state-dir", str(world.state),
+                             "--print-store", str(world.prints), "--config", "/nonexistent"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    try:
+        world.root.wait_name(FPRINT)
+        manager = dict(path=MANAGER, iface=MANAGER_IFACE)
+        assert world.root.call("GetDevices", **manager) == [[]]
+        e = world.root.error("GetDefaultDevice", **manager)
+        assert (e.name, e.message) == (ERROR + "NoSuchDevice", "No devices available")
+        assert world.run_tool("fprintd-list", "alice").lines() == ["No devices available"]
+    finally:
+        proc.terminate()
+        proc.wait(harness.DEFAULT_WAIT)
