@@ -208,7 +208,13 @@ import TouchGateWire
             return .failure(.noEnrolledPrints(finger.map { "Fingerprint for finger \($0.rawValue) is not enrolled" }
                                               ?? "No fingerprint enrolled"))
         }
-        guard reply.isSuccess else { return .failure(Self.error(for: reply)) }
+        guard reply.isSuccess else {
+            // The store could not be changed: fprintd's name for prints left in place.
+            if reply.outcome == .internalError {
+                return .failure(.printsNotDeleted("Failed to delete the prints: the print store cannot be changed (the daemon's log says why)"))
+            }
+            return .failure(Self.error(for: reply))
+        }
         return .success([])
     }
 

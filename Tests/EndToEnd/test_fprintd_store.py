@@ -149,6 +149,9 @@ def test_a_print_store_that_vanishes_or_cannot_be_written_is_an_error_for_those_
     listed = world.run_tool("fprintd-list", "bob")  # not "no prints": bob is told his cannot be read
     assert listed.lines()[-1] == "ListEnrolledFingers failed: GDBus.Error:%sInternal: %s" % (
         ERROR, "Fingerprint unavailable: its stored files are not safe to use (ask the administrator)"), listed.transcript()
+    kept = world.run_tool("fprintd-delete", "bob")
+    assert kept.lines()[-1] == "Failed to delete fingerprints: GDBus.Error:%sPrintsNotDeleted: %s" % (
+        ERROR, "Failed to delete the prints: the print store cannot be changed (the daemon's log says why)"), kept.transcript()
     matched = verify_with_tool(world, ["alice"], scan=ALICE_PRINT)  # everyone else is unaffected
     assert matched.lines()[-1] == "Verify result: verify-match (done)"
 
