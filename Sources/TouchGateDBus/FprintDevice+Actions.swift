@@ -73,6 +73,8 @@ enum FprintStatus {
         case .authenticationFailed, .biometryLockout: return "verify-no-match"
         case .biometryNotAvailable where r.reason == "removed" || r.reason == "tooHot": return "verify-disconnected"
         case .appCancel: return nil
+        // Suspend or shutdown ended it: not a failed match (fprintd says no-match), so clients such
+        // as pam_fprintd go to the password at once instead of retrying on a closed reader.
         default: return "verify-unknown-error"
         }
     }
@@ -82,7 +84,8 @@ enum FprintStatus {
         case .success: return "enroll-completed"
         case .biometryNotAvailable where r.reason == "removed" || r.reason == "tooHot": return "enroll-disconnected"
         case .appCancel: return nil
-        case .internalError, .notPermitted: return "enroll-failed"
+        // The daemon ended it (suspend, shutdown): fprintd's word for a cancelled enrollment.
+        case .internalError, .notPermitted, .systemCancel: return "enroll-failed"
         default: return "enroll-unknown-error"
         }
     }

@@ -45,7 +45,7 @@ def test_suspend_ends_prompts_and_releases_the_inhibitor_resume_takes_it_again(b
     assert pam.wait().result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()  # the password follows
     assert pam.messages()[-1] == SLEEPING, pam.transcript()
     i = world.root.wait_signal("VerifyStatus", start=mark)
-    assert world.root.signals[i]["args"] == ["verify-unknown-error", True]  # fprintd's word for a cancelled verify
+    assert world.root.signals[i]["args"] == ["verify-unknown-error", True]  # no failed match: no retry
     dbus.call("VerifyStop")
     dbus.call("Release")
     daemon.log.wait_for("reason=suspend")  # audited
@@ -73,3 +73,22 @@ def test_without_logind_the_daemon_serves_as_before(bus_world, bus_daemon):
     bus_daemon.log.wait_for("no sleep inhibitor (no logind on this bus?)")
     enroll_alice(bus_world)
     assert verify_with_tool(bus_world, ["alice"], scan=ALICE_PRINT).lines()[-1] == "Verify result: verify-match (done)"
+
+
+def test_suspend_mid_enrollment_fails_it_and_saves_nothing(bus_world):
+    world = bus_world
+    world.start_logind()
+    daemon = world.start_daemon()
+    root = world.root
+    root.call("Claim", "alice")
+    mark = root.signal_count()
+    root.call("EnrollStart", "right-index-finger")
+    world.reader.scan("alice-ri")
+    root.wait_signal("EnrollStatus", lambda a: a == ["enroll-stage-passed", False], start=mark)
+    world.emit_prepare_for_sleep(True)
+    i = root.wait_signal("EnrollStatus", lambda a: a[1], start=mark)
+    assert root.signals[i]["args"] == ["enroll-failed", True]
+    root.call("EnrollStop")
+    root.call("Release")
+    daemon.log.wait_for("released the sleep inhibitor")
+    assert world.cli("list", "--user", "alice").stdout.strip() == "No fingers enrolled for alice."
