@@ -165,3 +165,43 @@ def test_without_a_reader_there_is_no_device_and_fprintd_list_says_so(bus_world)
     finally:
         proc.terminate()
         proc.wait(harness.DEFAULT_WAIT)
+
+
+# --- the reader's own words: retry hints, an unplugged reader -------------------------------------
+
+
+def test_retry_hints_reach_fprintds_clients_in_fprintds_words(bus_world, bus_daemon):
+    world = bus_world
+    t = world.tool("fprintd-enroll", "alice")
+    t.out.wait_for("Enrolling right-index-finger finger.")
+    world.reader.send("RETRY 1")  # swipe too short: a hint, not a stage
+    t.out.wait_for("Enroll result: enroll-swipe-too-short")
+    for k in range(5):
+        world.reader.scan("alice-ri")
+    assert t.wait().lines()[-1] == "Enroll result: enroll-completed", t.transcript()
+
+    password_success(world)
+    verify = world.tool("fprintd-verify", "alice")
+    verify.out.wait_for("Verify started!")
+    world.reader.send("RETRY 2")  # centre your finger
+    verify.out.wait_for("Verify result: verify-finger-not-centered (not done)")
+    world.reader.scan("alice-ri")
+    assert verify.wait().lines()[-1] == "Verify result: verify-match (done)", verify.transcript()
+    assert status(world)["failedMatches"] == 0  # hints are no failed matches
+
+    pam = world.pam("alice", service=world.fprintd_service())
+    pam.wait_for(PAM_FPRINTD_PROMPT)
+    world.reader.send("RETRY 1")
+    pam.wait_for("Swipe was too short, try again")  # pam_fprintd's own sentence for it
+    world.reader.scan("alice-ri")
+    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+
+
+def test_a_reader_unplugged_mid_verify_is_reported_disconnected(bus_world, bus_daemon):
+    world = bus_world
+    enroll_alice(world)
+    verify = world.tool("fprintd-verify", "alice")
+    verify.out.wait_for("Verify started!")
+    world.reader.send("UNPLUG")
+    assert verify.wait().lines()[-1] == "Verify result: verify-disconnected (done)", verify.transcript()
+    assert status(world)["failedMatches"] == 0
