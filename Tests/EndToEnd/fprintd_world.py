@@ -77,7 +77,8 @@ def _download(into):
                               capture_output=True, text=True, timeout=300)
     p = fetch()
     if p.returncode != 0:  # a fresh machine may have no package lists yet
-        subprocess.run(["apt-get", "update", "-q"], stdin=subprocess.DEVNULL, capture_output=True, timeout=300)
+        subprocess.run(["apt-get", "update", "-q", "-o", "DPkg::Lock::Timeout=600"], stdin=subprocess.DEVNULL,
+                       capture_output=True, timeout=660)
         p = fetch()
     if p.returncode != 0:
         raise AssertionError("apt-get download %s failed:\n%s%s" % (" ".join(PACKAGES), p.stdout, p.stderr))
