@@ -16,6 +16,12 @@ packages=(
     sudo vlock login util-linux openssl
     # message catalogs (xgettext, msgfmt), the Chinese locale they are tested in, the manual's lint
     gettext locales mandoc
+    # fprintd's D-Bus API: a private dbus-daemon (and dbus-monitor), polkit and logind stand-ins,
+    # libfprint's typelib to write prints as fprintd does (fprintd's own clients are fetched by the
+    # tests with apt-get download, never installed)
+    dbus-daemon dbus-bin python3-dbusmock python3-gi gir1.2-fprint-2.0
+    # the policy's time rules end to end: the daemon's wall clock is moved, not waited for
+    libfaketime
 )
 
 as_root() {

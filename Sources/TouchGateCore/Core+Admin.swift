@@ -7,8 +7,14 @@ import TouchGateWire
 extension Core {
     public func list(user: String, caller: Caller) async -> Reply {
         if let refusal = await authorize(caller, user, .selfOrRoot) { return refusal }
+        let found = await prints.list(user, device: await readerInfo()?.deviceKey)
+        if case .unsafe(let why) = found {
+            // Prints that cannot be read are not "no prints": the caller is told, never misled.
+            log.error("prints of \(user) cannot be listed: \(why)")
+            return Refusal(.internalError, reason: "printsUnsafe", text: .printsUnsafe)
+        }
         var reply = Reply.success()
-        reply.fingers = await prints.list(user, device: await readerInfo()?.deviceKey).prints.map(\.finger)
+        reply.fingers = found.prints.map(\.finger)
         return reply
     }
 

@@ -50,10 +50,11 @@ extension Core {
         }
         do {
             try await prints.save(template, user: user, device: info.deviceKey, finger: finger)
-            // Enrolling opts in. A user who proved their password just now has seen the new set of
-            // prints; after root enrolls for someone, their password is asked once.
+            // Enrolling opts in. A user who proved their password to the daemon just now has seen
+            // the new set of prints; after root, or a polkit grant the daemon cannot see into,
+            // changes them, the password is asked once (a grant never clears a lockout).
             try await adminChange(ctx, action: "enroll:\(finger.rawValue)") { policyEngine.enable($0) }
-            if !caller.isRoot { try await recordPasswordSuccess(ctx) }
+            if !caller.isRoot && !caller.grants.contains(.changePrints) { try await recordPasswordSuccess(ctx) }
         } catch {
             log.error("cannot store template: \(error)")
             return Self.storageFailure

@@ -74,9 +74,14 @@ extension Core {
         if let refusal = await preflight(user: r.user, rhost: r.origin.rhost) { return .reply(refusal, method: nil) }
         guard let info = await readerInfo() else { return .reply(refusal(for: .noReader, timeout: timeout), method: nil) }
         let list = await prints.list(r.user, device: info.deviceKey).prints
-        let usable = list.filter { !$0.damaged && (r.fingers?.contains($0.finger) ?? true) }
+        let wanted = list.filter { r.fingers?.contains($0.finger) ?? true }
+        let usable = wanted.filter { !$0.damaged }
         guard !usable.isEmpty || list.allSatisfy(\.damaged) else {
-            return .reply(Refusal(.biometryNotEnrolled, reason: "noPrints", text: .notEnrolled), method: nil)
+            // Only damaged prints for the fingers asked for: say which, as when every print is.
+            guard !wanted.isEmpty else { return .reply(Refusal(.biometryNotEnrolled, reason: "noPrints", text: .notEnrolled), method: nil) }
+            var refusal = Refusal(.templateDamaged, reason: "templateDamaged", text: .templatesDamaged(wanted.map(\.finger)))
+            refusal.fingers = wanted.map(\.finger)
+            return .reply(refusal, method: nil)
         }
         let templates: [[UInt8]]
         do { templates = try await prints.templates(r.user, device: info.deviceKey, fingers: usable.map(\.finger)) } catch {

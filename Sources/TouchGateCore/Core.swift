@@ -79,7 +79,8 @@ public struct CoreSetup: Sendable {
         let log = setup.log
         states = UserStateStore(users: users, policy: policyEngine, clock: setup.clock, pool: storagePool,
                                 log: { log.error("\($0)") })
-        prints = PrintCache(files: PrintFiles(root: setup.printStore, reader: setup.reader), pool: storagePool)
+        prints = PrintCache(files: PrintFiles(root: setup.printStore, reader: setup.reader), pool: storagePool,
+                            log: { log.notice("\($0)") })
         names = NameCache(accounts: setup.accounts, pool: accountPool)
         let settled = readerSettled
         setup.reader.whenOpened { CoreLoop.shared.post { settled.set(()) } }

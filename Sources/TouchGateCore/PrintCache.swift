@@ -6,11 +6,13 @@ import TouchGateWire
 @CoreActor final class PrintCache {
     let files: PrintFiles
     private let pool: WorkerPool
+    private let log: (String) -> Void
     private var cache: [String: (device: DeviceKey, list: PrintList)] = [:]
 
-    init(files: PrintFiles, pool: WorkerPool) {
+    init(files: PrintFiles, pool: WorkerPool, log: @escaping (String) -> Void = { _ in }) {
         self.files = files
         self.pool = pool
+        self.log = log
     }
 
     /// The user's prints on `device`; with no device (no reader) the prints of every reader, uncached.
@@ -25,6 +27,7 @@ import TouchGateWire
             return .unsafe("storage queue full")  // not cached: the next request reads again
         }
         cache[user] = (device, list)
+        for p in list.prints { if let why = p.problem { log("\(user)'s \(p.finger.rawValue) print is not used: \(why)") } }
         return list
     }
 

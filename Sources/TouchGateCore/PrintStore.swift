@@ -17,8 +17,10 @@ public struct EnrolledPrint: Sendable, Equatable {
     public var finger: Finger
     public var digest: String
     public var damaged: Bool
-    public init(finger: Finger, digest: String, damaged: Bool = false) {
-        self.finger = finger; self.digest = digest; self.damaged = damaged
+    /// Why a damaged print cannot be used (for the log).
+    public var problem: String?
+    public init(finger: Finger, digest: String, damaged: Bool = false, problem: String? = nil) {
+        self.finger = finger; self.digest = digest; self.damaged = damaged; self.problem = problem
     }
 }
 
@@ -55,17 +57,33 @@ public struct PrintFiles: Sendable {
             var found: [EnrolledPrint] = []
             for name in dir.entries() {
                 guard let finger = Self.finger(fileName: name) else { continue }
-                guard let bytes = try dir.read(name) else { continue }
-                let usable = reader.describe(bytes).map {
-                    $0.driver == device.driver && $0.deviceID == device.deviceID
-                        && $0.finger == finger.fpFinger && $0.username == user
-                } ?? false
-                found.append(EnrolledPrint(finger: finger, digest: Self.digest(bytes), damaged: !usable))
+                let bytes: [UInt8]
+                do {
+                    guard let read = try dir.read(name) else { continue }
+                    bytes = read
+                } catch {
+                    // A file that cannot be read or trusted costs that finger only: it still counts
+                    // as enrolled (the set changed) but is never used to match.
+                    found.append(EnrolledPrint(finger: finger, digest: "unreadable", damaged: true, problem: error.description))
+                    continue
+                }
+                let problem = Self.problem(reader.describe(bytes), user: user, device: device, finger: finger)
+                found.append(EnrolledPrint(finger: finger, digest: Self.digest(bytes), damaged: problem != nil, problem: problem))
             }
             return .prints(found.sorted { $0.finger < $1.finger })
         } catch {
             return .unsafe(error.description)
         }
+    }
+
+    /// Why a print cannot be used for `user`'s `finger` on `device` (nil when it can): one that
+    /// libfprint cannot read, or one made for another user, reader or finger.
+    static func problem(_ d: PrintDescription?, user: String, device: DeviceKey, finger: Finger) -> String? {
+        guard let d else { return "libfprint cannot read it" }
+        if d.username != user { return "it is a print of \(d.username.map { "'\($0)'" } ?? "no user"), not of \(user)" }
+        if d.driver != device.driver || d.deviceID != device.deviceID { return "it was made on another reader (\(d.driver) \(d.deviceID))" }
+        if d.finger != finger.fpFinger { return "it is a print of another finger (\(d.finger))" }
+        return nil
     }
 
     public func template(_ user: String, device: DeviceKey, finger: Finger) throws(StorageError) -> [UInt8]? {

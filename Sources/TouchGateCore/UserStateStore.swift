@@ -129,8 +129,11 @@ public enum Durability: Sendable {
 
     private nonisolated static func read(_ user: String, users: Directory, policy: Policy, now: Instant) -> StoredState {
         do {
+            // No state yet: nothing was ever disabled. Enrolling is what opts in, so prints found
+            // without a state were enrolled elsewhere (fprintd) and count as opted in; the policy
+            // still asks the password once for them (enrollmentChanged). No prints: not enrolled.
             guard let dir = try users.subdirectory(user),
-                  let bytes = try dir.read(fileName, limit: 64 * 1024) else { return .state(UserState()) }
+                  let bytes = try dir.read(fileName, limit: 64 * 1024) else { return .state(UserState(enabled: true)) }
             guard let state = try? JSONDecoder().decode(UserState.self, from: Data(bytes)) else {
                 return .corrupt("\(users.path)/\(user)/\(fileName) is not a valid state")
             }

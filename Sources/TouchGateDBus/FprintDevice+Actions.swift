@@ -22,9 +22,12 @@ import TouchGateWire
 @CoreActor final class DeviceSignals: PromptClient {
     unowned let device: FprintDevice
     let verify: Bool
+    /// Set once the prompt has begun: the reader listens, or the request waits in its queue.
+    let begun = OneShot<Void>()
     init(device: FprintDevice, verify: Bool) { self.device = device; self.verify = verify }
 
     func show(_ progress: ProgressEvent) {
+        if progress.kind == .prompt || progress.kind == .queued, !begun.isSet { begun.set(()) }
         switch (progress.kind, progress.text) {
         case (.prompt, _):
             device.setFingerNeeded(true)
@@ -70,6 +73,8 @@ enum FprintStatus {
         case .authenticationFailed, .biometryLockout: return "verify-no-match"
         case .biometryNotAvailable where r.reason == "removed" || r.reason == "tooHot": return "verify-disconnected"
         case .appCancel: return nil
+        // Suspend or shutdown ended it: not a failed match (fprintd says no-match), so clients such
+        // as pam_fprintd go to the password at once instead of retrying on a closed reader.
         default: return "verify-unknown-error"
         }
     }
@@ -79,7 +84,8 @@ enum FprintStatus {
         case .success: return "enroll-completed"
         case .biometryNotAvailable where r.reason == "removed" || r.reason == "tooHot": return "enroll-disconnected"
         case .appCancel: return nil
-        case .internalError, .notPermitted: return "enroll-failed"
+        // The daemon ended it (suspend, shutdown): fprintd's word for a cancelled enrollment.
+        case .internalError, .notPermitted, .systemCancel: return "enroll-failed"
         default: return "enroll-unknown-error"
         }
     }
@@ -100,9 +106,6 @@ extension FprintDevice {
         if let finger, !enrolled.fingers.contains(finger) {
             return .failure(.noEnrolledPrints("No such print \(finger.fpFinger)"))
         }
-        // The policy first: a locked-out or password-required user is refused, with the reason.
-        let preflight = await core.canEvaluate(user: claim.username, policy: .biometrics, rhost: nil, caller: caller)
-        guard preflight.isSuccess else { return .failure(Self.error(for: preflight)) }
         if self.action != nil || self.claim?.sender != call.sender { return .failure(.alreadyInUse("Another operation is already in progress")) }
 
         let action = DeviceAction(verify: true)
@@ -111,11 +114,13 @@ extension FprintDevice {
         let request = EvaluateRequest(user: claim.username, policy: .biometrics, origin: Origin(service: FprintNames.bus),
                                       maxTries: 1, noInput: true, fingers: finger.map { [$0] })
         let signals = DeviceSignals(device: self, verify: true)
+        // The core's own evaluation from the start, so a locked-out or password-required user is
+        // refused by the same rules, with the reason, and audited as every refused evaluation is.
+        let refused = OneShot<Reply>()
         CoreLoop.shared.task { [self] in
-            // Answered first, then the finger is announced, as fprintd orders them.
-            service.emit("VerifyFingerSelected", [V.string(selected)])
             while true {
                 let reply = await core.evaluate(request, caller: caller, client: signals, input: action.input)
+                guard signals.begun.isSet else { refused.set(reply); break }  // refused before any prompt
                 // fprintd waits for a finger until it is stopped: a timeout just listens again.
                 if reply.outcome == .timeout && !action.input.isDelivered { continue }
                 setFingerNeeded(false)
@@ -126,6 +131,13 @@ extension FprintDevice {
             }
             action.ended.set(())
         }
+        // Answered once the prompt has begun (listening, or queued behind another client) or was refused.
+        if case .second(let refusal) = await firstOf(signals.begun, refused) {
+            if self.action === action { self.action = nil }
+            return .failure(Self.error(for: refusal))
+        }
+        // After the answer, as fprintd orders them: the finger it listens for.
+        CoreLoop.shared.task { [self] in service.emit("VerifyFingerSelected", [V.string(selected)]) }
         return .success([])
     }
 

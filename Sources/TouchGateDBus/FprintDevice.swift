@@ -65,6 +65,8 @@ import TouchGateWire
             case "DeleteEnrolledFingers": call.answer(await delete(call, finger: nil, needsClaim: false))
             case "DeleteEnrolledFingers2": call.answer(await delete(call, finger: nil, needsClaim: true))
             case "DeleteEnrolledFinger":
+                // The claim first, then the name, as fprintd checks them.
+                if let e = checkClaimed(call) { return call.fail(e) }
                 guard let finger = call.string(0).flatMap(Finger.init(rawValue:)) else { return call.fail(.invalidFingername()) }
                 call.answer(await delete(call, finger: finger, needsClaim: true))
             case "VerifyStart": call.answer(await verifyStart(call))
@@ -158,6 +160,7 @@ import TouchGateWire
     private func clientVanished(_ sender: String) {
         service.authority?.forget(sender)
         guard claim?.sender == sender else { return }
+        service.core.log.info("D-Bus client \(sender) left: its claim is released")
         CoreLoop.shared.task { [self] in await endClaim() }
     }
 
@@ -205,7 +208,13 @@ import TouchGateWire
             return .failure(.noEnrolledPrints(finger.map { "Fingerprint for finger \($0.rawValue) is not enrolled" }
                                               ?? "No fingerprint enrolled"))
         }
-        guard reply.isSuccess else { return .failure(Self.error(for: reply)) }
+        guard reply.isSuccess else {
+            // The store could not be changed: fprintd's name for prints left in place.
+            if reply.outcome == .internalError {
+                return .failure(.printsNotDeleted("Failed to delete the prints: the print store cannot be changed (the daemon's log says why)"))
+            }
+            return .failure(Self.error(for: reply))
+        }
         return .success([])
     }
 
@@ -213,8 +222,11 @@ import TouchGateWire
     static func error(for reply: Reply) -> BusError {
         let why = reply.text?.render(.english) ?? reply.outcome.name
         switch reply.outcome {
-        case .biometryNotEnrolled: return .noEnrolledPrints(why)
-        case .notPermitted, .userUnknown, .biometryLockout, .passwordRequired, .passwordBackoff: return .permissionDenied(why)
+        // Every print damaged: fprintd, too, finds none it can load.
+        case .biometryNotEnrolled, .templateDamaged: return .noEnrolledPrints(why)
+        // An account that does not exist has no prints (fprintd's answer), told to those who may ask.
+        case .userUnknown: return .noEnrolledPrints(why)
+        case .notPermitted, .biometryLockout, .passwordRequired, .passwordBackoff: return .permissionDenied(why)
         default: return .internalError(why)
         }
     }

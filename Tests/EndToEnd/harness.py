@@ -593,12 +593,12 @@ class PamSession:
     module to read keys from (like a client without a terminal); `ctty=True` makes it one, as for
     a person at a terminal. `type(text)` sends keys either way."""
 
-    def __init__(self, world, user, service=SERVICE, ctty=False):
+    def __init__(self, world, user, service=SERVICE, ctty=False, extra_env=None):
         self.user = user
         self.service = service
         self.out = LineLog("pamtester %s %s" % (service, user))
         env = _env(dict(world.nss_env(), LD_PRELOAD="libpam_wrapper.so libnss_wrapper.so",
-                        PAM_WRAPPER="1", PAM_WRAPPER_SERVICE_DIR=str(world.pam_dir)))
+                        PAM_WRAPPER="1", PAM_WRAPPER_SERVICE_DIR=str(world.pam_dir), **(extra_env or {})))
         master, slave = pty.openpty()
         self.started = now()
         try:

@@ -1,0 +1,207 @@
+"""End to end, fprintd's own clients against touchgated's D-Bus API (fprintd itself never runs):
+fprintd-enroll, fprintd-list, fprintd-verify, fprintd-delete and pam_fprintd.so through pamtester,
+on a private system bus whose policy is the one touchgate ships."""
+
+import subprocess
+
+import harness
+from fprintd_world import (ALICE_PRINT, ERROR, FPRINT, MANAGER, MANAGER_IFACE, BusError, bus_daemon,  # noqa: F401
+                           bus_world, enroll_alice, enroll_with_tool, password_success, status, verify_with_tool)
+from harness import PASSWORD_AFTER_BOOT
+
+LOCKED = "Fingerprint locked after 5 failed attempts: enter your password"
+PAM_FPRINTD_PROMPT = "Swipe your right index finger across the fingerprint reader"  # pam_fprintd's own words
+NO_PRINTS = "User alice has no fingers enrolled for Virtual device for debugging."
+
+
+def test_only_root_may_own_the_name_and_touchgated_holds_it(bus_world, bus_daemon):
+    # A user's process is refused by the bus policy we ship: it cannot pose as the service.
+    alice = bus_world.client("alice")
+    try:
+        alice.own(FPRINT)
+    except BusError as e:
+        assert e.name == "org.freedesktop.DBus.Error.AccessDenied", e
+    else:
+        raise AssertionError("alice could own %s" % FPRINT)
+    # root may (the policy lets it), but touchgated already holds the name: 3 = EXISTS.
+    assert bus_world.root.own(FPRINT) == 3
+    owner = bus_world.root.call("GetNameOwner", FPRINT, dest="org.freedesktop.DBus", path="/org/freedesktop/DBus",
+                                iface="org.freedesktop.DBus")[0]
+    pid = bus_world.root.call("GetConnectionUnixProcessID", owner, dest="org.freedesktop.DBus",
+                              path="/org/freedesktop/DBus", iface="org.freedesktop.DBus")[0]
+    assert pid == bus_daemon.proc.pid
+
+
+def test_fprintd_tools_enroll_list_verify_and_delete_against_touchgated(bus_world, bus_daemon):
+    world = bus_world
+    assert world.run_tool("fprintd-list", "alice").lines()[-1] == NO_PRINTS
+
+    enrolled = enroll_with_tool(world, "alice-ri", "-f", "right-index-finger", "alice")
+    assert enrolled.returncode == 0, enrolled.transcript()
+    assert enrolled.lines()[1:] == ["Enrolling right-index-finger finger."] + ["Enroll result: enroll-stage-passed"] * 4 \
+        + ["Enroll result: enroll-completed"], enrolled.transcript()
+
+    listed = world.run_tool("fprintd-list", "alice")
+    assert listed.lines()[-2:] == ["Fingerprints for user alice on Virtual device for debugging (swipe):",
+                                   " - #0: right-index-finger"], listed.transcript()
+    # One store: touchgate's own CLI sees the same print.
+    assert world.cli("list", "--user", "alice").stdout.split() == ["right-index-finger"]
+
+    # root enrolled it: alice's password is asked once before it unlocks anything (boot first).
+    refused = verify_with_tool(world, ["alice"])
+    assert refused.returncode == 1
+    assert refused.lines()[-1] == "VerifyStart failed: GDBus.Error:%sPermissionDenied: %s" % (ERROR, PASSWORD_AFTER_BOOT)
+
+    password_success(world)
+    matched = verify_with_tool(world, ["alice"], scan="alice-ri")
+    assert matched.returncode == 0, matched.transcript()
+    assert matched.lines()[-3:] == ["Verify started!", "Verifying: right-index-finger", "Verify result: verify-match (done)"]
+    missed = verify_with_tool(world, ["alice"], scan="someone-else")
+    assert missed.returncode == 1, missed.transcript()
+    assert missed.lines()[-1] == "Verify result: verify-no-match (done)"
+    assert status(world)["failedMatches"] == 1
+
+    deleted = world.run_tool("fprintd-delete", "alice")
+    assert deleted.returncode == 0, deleted.transcript()
+    assert deleted.lines()[-1] == "Fingerprints of user alice deleted on Virtual device for debugging"
+    assert world.run_tool("fprintd-list", "alice").lines()[-1] == NO_PRINTS
+    assert world.cli("list", "--user", "alice").stdout.strip() == "No fingers enrolled for alice."
+    assert not (world.prints / "alice").exists()  # fprintd's layout: empty directories go too
+
+
+def test_a_user_lists_and_verifies_their_own_prints_and_is_told_why_enrolling_needs_polkit(bus_world, bus_daemon):
+    world = bus_world
+    enroll_alice(world)
+    listed = world.run_tool("fprintd-list", "alice", as_user="alice")
+    assert listed.lines()[-1] == " - #0: right-index-finger", listed.transcript()
+    mine = verify_with_tool(world, [], scan=ALICE_PRINT, as_user="alice")  # "" is the caller
+    assert mine.returncode == 0 and mine.lines()[-1] == "Verify result: verify-match (done)", mine.transcript()
+
+    # Without polkit, changing prints needs the password, which D-Bus cannot ask for: refused, saying so.
+    refused = world.tool("fprintd-enroll", "-f", "left-thumb", as_user="alice").wait()
+    assert refused.returncode == 1
+    assert refused.lines()[-1].startswith("EnrollStart failed: GDBus.Error:%sPermissionDenied: " % ERROR), refused.transcript()
+    assert "needs your password" in refused.lines()[-1] and "touchgate enroll" in refused.lines()[-1]
+    gone = world.tool("fprintd-delete", "alice", as_user="alice").wait()
+    assert "PermissionDenied" in gone.out.dump() and "needs your password" in gone.out.dump(), gone.transcript()
+    assert world.cli("list", "--user", "alice").stdout.split() == ["right-index-finger"]
+
+
+# --- pam_fprintd.so ----------------------------------------------------------------------------
+
+
+def test_pam_fprintd_authenticates_alice_with_her_finger(bus_world, bus_daemon):
+    world = bus_world
+    enroll_alice(world)
+    pam = world.pam("alice", service=world.fprintd_service())
+    pam.wait_for(PAM_FPRINTD_PROMPT)
+    world.reader.scan(ALICE_PRINT)
+    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+    assert status(world)["lastFingerprintSuccess"] > 0
+
+
+def test_pam_fprintd_three_wrong_fingers_end_in_maxtries_and_count_toward_the_lockout(bus_world, bus_daemon):
+    world = bus_world
+    enroll_alice(world)
+    pam = world.pam("alice", service=world.fprintd_service())
+    i = 0
+    for k in range(3):  # pam_fprintd starts a verify per try; each is one of touchgate's prompts
+        i = pam.wait_for(PAM_FPRINTD_PROMPT, start=i)
+        world.reader.scan("stranger-%d" % k)
+        i = pam.wait_for("Failed to match fingerprint", start=i + 1)
+    assert pam.wait().result == "PAM_MAXTRIES", pam.transcript()
+    assert status(world)["failedMatches"] == 3
+
+
+def test_pam_fprintd_refuses_a_locked_out_user_and_the_reason_reaches_log_client_and_audit(bus_world, bus_daemon):
+    world = bus_world
+    enroll_alice(world)
+    for k in range(5):
+        verify_with_tool(world, ["alice"], scan="stranger-%d" % k)
+    assert status(world)["lockedOut"]
+    audited = len(bus_daemon.log.texts())
+
+    # PAM_WRAPPER_DEBUGLEVEL=3 shows what pam_fprintd logs with pam_syslog (its `debug` option is on).
+    pam = world.pam("alice", service=world.fprintd_service(), env={"PAM_WRAPPER_DEBUGLEVEL": "3"})
+    assert pam.wait().result == "PAM_AUTH_ERR", pam.transcript()  # pam_fprintd's code for a failed VerifyStart
+    assert PAM_FPRINTD_PROMPT not in pam.messages()  # no prompt for a finger that cannot be used
+    # pam_fprintd shows the person no daemon sentence; its debug log carries ours.
+    assert any(line.endswith("VerifyStart failed: " + LOCKED) for line in pam.out.texts()), pam.transcript()
+    # The audit record of the refusal, as for any refused evaluation.
+    bus_daemon.log.wait_for("event=outcome user=alice service=net.reactivated.Fprint outcome=biometryLockout reason=lockout",
+                            start=audited)
+    # And fprintd-verify prints the D-Bus error's message.
+    told = verify_with_tool(world, ["alice"])
+    assert told.lines()[-1] == "VerifyStart failed: GDBus.Error:%sPermissionDenied: %s" % (ERROR, LOCKED)
+
+
+def test_while_fprintd_holds_the_name_touchgated_serves_pam_alone_and_says_so(bus_world):
+    world = bus_world
+    assert world.root.own(FPRINT) == 1  # 1 = PRIMARY_OWNER: root's stand-in for a running fprintd
+    daemon = harness.World.start_daemon(world)  # not BusWorld's: it would wait for the name
+    daemon.log.wait_for("net.reactivated.Fprint is owned by another service (fprintd?): its D-Bus API is not served")
+    enroll_alice(world)
+    pam = world.pam("alice")
+    pam.wait_for(harness.PROMPT)
+    world.reader.scan(ALICE_PRINT)
+    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+
+
+def test_without_a_reader_there_is_no_device_and_fprintd_list_says_so(bus_world):
+    world = bus_world
+    env = harness.daemon_env(world)
+    del env["FP_VIRTUAL_DEVICE"]
+    env["FP_DRIVERS_WHITELIST"] = "no_such_driver"  # libfprint finds no reader at all
+    proc = subprocess.Popen([str(harness.TOUCHGATED), "--socket", str(world.socket), "--state-dir", str(world.state),
+                             "--print-store", str(world.prints), "--config", "/nonexistent"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    try:
+        world.root.wait_name(FPRINT)
+        manager = dict(path=MANAGER, iface=MANAGER_IFACE)
+        assert world.root.call("GetDevices", **manager) == [[]]
+        e = world.root.error("GetDefaultDevice", **manager)
+        assert (e.name, e.message) == (ERROR + "NoSuchDevice", "No devices available")
+        assert world.run_tool("fprintd-list", "alice").lines() == ["No devices available"]
+    finally:
+        proc.terminate()
+        proc.wait(harness.DEFAULT_WAIT)
+
+
+# --- the reader's own words: retry hints, an unplugged reader -------------------------------------
+
+
+def test_retry_hints_reach_fprintds_clients_in_fprintds_words(bus_world, bus_daemon):
+    world = bus_world
+    t = world.tool("fprintd-enroll", "alice")
+    t.out.wait_for("Enrolling right-index-finger finger.")
+    world.reader.send("RETRY 1")  # swipe too short: a hint, not a stage
+    t.out.wait_for("Enroll result: enroll-swipe-too-short")
+    for k in range(5):
+        world.reader.scan("alice-ri")
+    assert t.wait().lines()[-1] == "Enroll result: enroll-completed", t.transcript()
+
+    password_success(world)
+    verify = world.tool("fprintd-verify", "alice")
+    verify.out.wait_for("Verify started!")
+    world.reader.send("RETRY 2")  # centre your finger
+    verify.out.wait_for("Verify result: verify-finger-not-centered (not done)")
+    world.reader.scan("alice-ri")
+    assert verify.wait().lines()[-1] == "Verify result: verify-match (done)", verify.transcript()
+    assert status(world)["failedMatches"] == 0  # hints are no failed matches
+
+    pam = world.pam("alice", service=world.fprintd_service())
+    pam.wait_for(PAM_FPRINTD_PROMPT)
+    world.reader.send("RETRY 1")
+    pam.wait_for("Swipe was too short, try again")  # pam_fprintd's own sentence for it
+    world.reader.scan("alice-ri")
+    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+
+
+def test_a_reader_unplugged_mid_verify_is_reported_disconnected(bus_world, bus_daemon):
+    world = bus_world
+    enroll_alice(world)
+    verify = world.tool("fprintd-verify", "alice")
+    verify.out.wait_for("Verify started!")
+    world.reader.send("UNPLUG")
+    assert verify.wait().lines()[-1] == "Verify result: verify-disconnected (done)", verify.transcript()
+    assert status(world)["failedMatches"] == 0

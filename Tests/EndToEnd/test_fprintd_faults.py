@@ -1,0 +1,195 @@
+"""End to end, bad input and faults on fprintd's D-Bus API: calls without Claim, a second claimer,
+unknown finger names, a uid that may not, clients killed mid-enroll and mid-verify — each answered
+with fprintd's error name and a sentence, the reader free at once for everyone else."""
+
+import pytest
+
+from fprintd_world import (ALICE_PRINT, DEVICE_IFACE, ERROR, bus_daemon, bus_world, enroll_alice,  # noqa: F401
+                           status)
+from harness import PROMPT
+
+NOT_CLAIMED = (ERROR + "ClaimDevice", "Device was not claimed before use")
+ALREADY_CLAIMED = (ERROR + "AlreadyInUse", "Device was already claimed")
+IN_USE = (ERROR + "AlreadyInUse", "Device already in use by another user")
+INVALID_FINGER = (ERROR + "InvalidFingername", "Invalid finger name")
+
+
+def err(e):
+    return (e.name, e.message)
+
+
+@pytest.fixture
+def alice_enrolled(bus_world, bus_daemon):
+    enroll_alice(bus_world)
+    return bus_world
+
+
+def test_device_calls_without_claim_are_refused_as_fprintd_refuses_them(alice_enrolled):
+    root = alice_enrolled.root
+    for method, args in (("VerifyStart", ("any",)), ("VerifyStop", ()), ("EnrollStart", ("right-index-finger",)),
+                         ("EnrollStop", ()), ("Release", ()), ("DeleteEnrolledFinger", ("right-index-finger",)),
+                         ("DeleteEnrolledFinger", ("no-such-finger",)), ("DeleteEnrolledFingers2", ())):
+        assert err(root.error(method, *args)) == NOT_CLAIMED, method
+    # Listing needs no claim; deleting by name claims for the call (fprintd's older method).
+    assert root.call("ListEnrolledFingers", "alice") == [["right-index-finger"]]
+
+
+def test_a_second_claimer_is_told_the_device_is_in_use_until_it_is_released(alice_enrolled):
+    world = alice_enrolled
+    first, second = world.root, world.client()
+    first.call("Claim", "alice")
+    assert err(first.error("Claim", "alice")) == ALREADY_CLAIMED
+    assert err(second.error("Claim", "alice")) == ALREADY_CLAIMED
+    for method, args in (("VerifyStart", ("any",)), ("EnrollStart", ("left-thumb",)), ("Release", ()),
+                         ("DeleteEnrolledFingers2", ()), ("DeleteEnrolledFingers", ("alice",))):
+        assert err(second.error(method, *args)) == IN_USE, method
+    first.call("Release")
+    second.call("Claim", "alice")
+    second.call("Release")
+    assert world.cli("list", "--user", "alice").stdout.split() == ["right-index-finger"]
+
+
+def test_unknown_finger_names_and_fingers_without_prints(alice_enrolled):
+    world = alice_enrolled
+    root = world.root
+    root.call("Claim", "alice")
+    for name in ("left-toe", "any", ""):
+        assert err(root.error("EnrollStart", name)) == INVALID_FINGER, name
+        assert err(root.error("DeleteEnrolledFinger", name)) == INVALID_FINGER, name
+    assert err(root.error("DeleteEnrolledFinger", "left-thumb")) == (
+        ERROR + "NoEnrolledPrints", "Fingerprint for finger left-thumb is not enrolled")
+    assert err(root.error("VerifyStart", "left-thumb")) == (ERROR + "NoEnrolledPrints", "No such print 1")
+    assert err(root.error("VerifyStop")) == (ERROR + "NoActionInProgress", "No verification in progress")
+
+    # As fprintd, an unknown name asks for any finger: here the one alice has.
+    mark = root.signal_count()
+    root.call("VerifyStart", "left-toe")
+    assert root.signals[root.wait_signal("VerifyFingerSelected", start=mark)]["args"] == ["right-index-finger"]
+    assert err(root.error("VerifyStart", "any")) == (ERROR + "AlreadyInUse", "Verification already in progress")
+    assert err(root.error("EnrollStart", "left-thumb")) == (ERROR + "AlreadyInUse", "Verification already in progress")
+    root.call("VerifyStop")
+    root.call("Release")
+    assert status(world)["failedMatches"] == 0  # a stopped verify is no failure
+
+
+def test_a_user_may_not_reach_another_users_prints_nor_change_their_own_without_a_password(alice_enrolled):
+    world = alice_enrolled
+    bob = world.client("bob")
+    for method, args in (("ListEnrolledFingers", ("alice",)), ("Claim", ("alice",)),
+                         ("DeleteEnrolledFingers", ("alice",)), ("ListEnrolledFingers", ("no-such-user",))):
+        e = bob.error(method, *args)
+        assert e.name == ERROR + "PermissionDenied" and e.message, (method, e)
+    assert err(bob.error("ListEnrolledFingers", "")) == (ERROR + "NoEnrolledPrints", "Failed to discover prints")
+
+    alice = world.client("alice")
+    assert alice.call("ListEnrolledFingers", "") == [["right-index-finger"]]
+    e = alice.error("DeleteEnrolledFingers", "alice")
+    assert e.name == ERROR + "PermissionDenied" and "needs your password" in e.message, e
+    alice.call("Claim", "")
+    e = alice.error("DeleteEnrolledFinger", "right-index-finger")
+    assert e.name == ERROR + "PermissionDenied" and "needs your password" in e.message, e
+    alice.call("Release")
+    assert world.cli("list", "--user", "alice").stdout.split() == ["right-index-finger"]
+    # root may name anyone; an account that does not exist has no prints.
+    assert err(world.root.error("ListEnrolledFingers", "no-such-user"))[0] == ERROR + "NoEnrolledPrints"
+
+
+def pam_gets_the_reader_at_once(world):
+    """A pam_touchgate.so prompt for alice: shown without waiting in a queue, and it succeeds."""
+    pam = world.pam("alice")
+    pam.wait_for(PROMPT)
+    assert not any("Waiting for the fingerprint reader" in m for m in pam.messages()), pam.transcript()
+    world.reader.scan(ALICE_PRINT)
+    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+
+
+def test_fprintd_enroll_killed_mid_enrollment_frees_the_reader_and_the_claim_at_once(alice_enrolled):
+    world = alice_enrolled
+    mark = world.root.signal_count()
+    enroll = world.tool("fprintd-enroll", "-f", "left-thumb", "alice")
+    enroll.out.wait_for("Enrolling left-thumb finger.")
+    world.reader.scan("alice-left-thumb")
+    enroll.out.wait_for("Enroll result: enroll-stage-passed")
+    enroll.kill()
+    world.root.wait_finger_needed(False, start=mark)  # the enrollment ended: the client's gone
+    pam_gets_the_reader_at_once(world)
+    world.root.call("Claim", "alice")  # nobody holds the claim any more
+    world.root.call("Release")
+    assert world.cli("list", "--user", "alice").stdout.split() == ["right-index-finger"]  # nothing half-enrolled
+
+
+def test_fprintd_verify_killed_mid_verify_frees_the_reader_and_counts_nothing(alice_enrolled):
+    world = alice_enrolled
+    mark = world.root.signal_count()
+    verify = world.tool("fprintd-verify", "alice")
+    verify.out.wait_for("Verify started!")
+    i = world.root.wait_finger_needed(True, start=mark)
+    verify.kill()
+    world.root.wait_finger_needed(False, start=i + 1)
+    pam_gets_the_reader_at_once(world)
+    assert status(world)["failedMatches"] == 0
+    world.root.call("Claim", "alice")
+    world.root.call("Release")
+
+
+def test_a_bus_client_killed_while_queued_leaves_the_queue(alice_enrolled):
+    world = alice_enrolled
+    pam = world.pam("alice")
+    pam.wait_for(PROMPT)
+    waiting = world.client()
+    waiting.call("Claim", "alice")
+    waiting.call("VerifyStart", "any")  # queued behind the PAM prompt
+    waiting.kill()
+    world.daemon.log.wait_for("D-Bus client %s left" % waiting.unique_name)
+    world.reader.scan(ALICE_PRINT)
+    assert pam.wait().result == "PAM_SUCCESS"
+    pam_gets_the_reader_at_once(world)  # the dead client's verify never took the reader
+
+
+def test_objects_properties_and_introspection_as_fprintd_exports_them(bus_world, bus_daemon):
+    root = bus_world.root
+    manager = dict(path="/net/reactivated/Fprint/Manager", iface="net.reactivated.Fprint.Manager")
+    assert root.call("GetDevices", **manager) == [["/net/reactivated/Fprint/Device/0"]]
+    assert root.call("GetDefaultDevice", **manager) == ["/net/reactivated/Fprint/Device/0"]
+    props = root.call("GetAll", DEVICE_IFACE, iface="org.freedesktop.DBus.Properties")[0]
+    assert props == {"name": "Virtual device for debugging", "num-enroll-stages": 5, "scan-type": "swipe",
+                     "finger-present": False, "finger-needed": False}
+    assert root.property("scan-type") == "swipe"
+    objects = root.call("GetManagedObjects", path="/net/reactivated/Fprint", iface="org.freedesktop.DBus.ObjectManager")[0]
+    assert objects == {"/net/reactivated/Fprint/Device/0": {DEVICE_IFACE: props}}
+    xml = root.call("Introspect", iface="org.freedesktop.DBus.Introspectable")[0]
+    for name in ("Claim", "Release", "ListEnrolledFingers", "DeleteEnrolledFingers", "DeleteEnrolledFingers2",
+                 "DeleteEnrolledFinger", "VerifyStart", "VerifyStop", "EnrollStart", "EnrollStop",
+                 "VerifyFingerSelected", "VerifyStatus", "EnrollStatus", "finger-needed"):
+        assert '"%s"' % name in xml, name
+    e = root.error("Set", DEVICE_IFACE, "name", {"variant": ["s", "x"]}, sig="ssv", iface="org.freedesktop.DBus.Properties")
+    assert e.name in ("org.freedesktop.DBus.Error.PropertyReadOnly", "org.freedesktop.DBus.Error.InvalidArgs"), e
+
+
+def test_release_mid_verify_and_enroll_stop_mid_enrollment_end_them_and_free_the_reader(alice_enrolled):
+    world = alice_enrolled
+    root = world.root
+    root.call("Claim", "alice")
+    mark = root.signal_count()
+    root.call("VerifyStart", "any")
+    root.wait_finger_needed(True, start=mark)
+    root.call("Release")  # without VerifyStop: the verify ends with the claim, as in fprintd
+    pam_gets_the_reader_at_once(world)
+
+    root.call("Claim", "alice")
+    mark = root.signal_count()
+    root.call("EnrollStart", "left-thumb")
+    world.reader.scan("alice-left-thumb")
+    root.wait_signal("EnrollStatus", lambda a: a == ["enroll-stage-passed", False], start=mark)
+    root.call("EnrollStop")
+    assert err(root.error("EnrollStop")) == (ERROR + "NoActionInProgress", "No enrollment in progress")
+    root.call("Release")
+    pam_gets_the_reader_at_once(world)
+    assert world.cli("list", "--user", "alice").stdout.split() == ["right-index-finger"]  # nothing half-enrolled
+
+
+def test_the_older_delete_method_works_unclaimed_and_says_when_there_is_nothing(alice_enrolled):
+    world = alice_enrolled
+    world.root.call("DeleteEnrolledFingers", "alice")
+    assert world.cli("list", "--user", "alice").stdout.strip() == "No fingers enrolled for alice."
+    assert err(world.root.error("DeleteEnrolledFingers", "alice")) == (ERROR + "NoEnrolledPrints", "No fingerprint enrolled")

@@ -1,0 +1,107 @@
+"""End to end, authorization the desktop's way: fprintd's polkit actions asked of a polkitd stand-in
+(python3-dbusmock) on the test's bus, allowing and denying; root never asked; a hanging polkit
+holds up only the caller it is deciding about."""
+
+import pytest
+
+from fprintd_world import (ALICE_PRINT, ERROR, bus_world, enroll_alice, enroll_with_tool,  # noqa: F401
+                           status, verify_with_tool)
+from harness import PROMPT
+
+VERIFY = "net.reactivated.fprint.device.verify"
+ENROLL = "net.reactivated.fprint.device.enroll"
+SETUSERNAME = "net.reactivated.fprint.device.setusername"
+
+
+def denied(action):
+    return "GDBus.Error:%sPermissionDenied: Not Authorized: %s" % (ERROR, action)
+
+
+@pytest.fixture
+def polkit_world(bus_world):
+    """polkitd (everything refused until SetAllowed), then touchgated; alice has a finger."""
+    bus_world.start_polkit()
+    bus_world.start_daemon()
+    enroll_alice(bus_world)
+    return bus_world
+
+
+def allow(world, *actions):
+    world.polkit("SetAllowed", list(actions), sig="as")
+
+
+def test_polkit_decides_verify_enroll_and_setusername_for_users_and_never_for_root(polkit_world):
+    world = polkit_world
+    listed = world.run_tool("fprintd-list", "alice", as_user="alice")
+    assert listed.lines()[-1] == "ListEnrolledFingers failed: " + denied(VERIFY), listed.transcript()
+    # Claim needs verify or enroll; as fprintd, the last refusal asked is the one reported.
+    assert verify_with_tool(world, [], as_user="alice").lines()[-1] == "failed to claim device: " + denied(ENROLL)
+    # root is not asked (polkit itself answers yes for uid 0).
+    assert world.run_tool("fprintd-list", "alice").lines()[-1] == " - #0: right-index-finger"
+
+    allow(world, VERIFY)
+    assert world.run_tool("fprintd-list", "alice", as_user="alice").lines()[-1] == " - #0: right-index-finger"
+    mine = verify_with_tool(world, [], scan=ALICE_PRINT, as_user="alice")
+    assert mine.lines()[-1] == "Verify result: verify-match (done)", mine.transcript()
+    refused = world.tool("fprintd-enroll", "-f", "left-thumb", as_user="alice").wait()
+    assert refused.lines()[-1] == "EnrollStart failed: " + denied(ENROLL), refused.transcript()
+    others = world.run_tool("fprintd-list", "bob", as_user="alice")
+    assert others.lines()[-1] == "ListEnrolledFingers failed: " + denied(SETUSERNAME), others.transcript()
+
+    allow(world, VERIFY, SETUSERNAME)
+    others = world.run_tool("fprintd-list", "bob", as_user="alice")
+    assert others.lines()[-1] == "User bob has no fingers enrolled for Virtual device for debugging.", others.transcript()
+
+
+def test_an_enrollment_polkit_allowed_changes_prints_but_never_counts_as_a_password(polkit_world):
+    world = polkit_world
+    for k in range(5):
+        verify_with_tool(world, ["alice"], scan="stranger-%d" % k)
+    assert status(world)["lockedOut"]
+
+    allow(world, VERIFY, ENROLL)
+    enrolled = enroll_with_tool(world, "alice-left-thumb", "-f", "left-thumb", as_user="alice")
+    assert enrolled.returncode == 0, enrolled.transcript()
+    assert world.cli("list", "--user", "alice").stdout.split() == ["left-thumb", "right-index-finger"]
+    # polkit's grant let the change through; only the password itself clears the lockout.
+    after = status(world)
+    assert after["lockedOut"] and "enrollmentChanged" in after["passwordRequired"], after
+    assert "PermissionDenied" in verify_with_tool(world, [], as_user="alice").lines()[-1]
+
+
+def test_a_hanging_polkit_holds_up_only_the_caller_it_decides_about(polkit_world):
+    world = polkit_world
+    allow(world, VERIFY)
+    world.polkit("SimulateHang", True, sig="b")
+    watch = world.monitor("interface='org.freedesktop.PolicyKit1.Authority',member='CheckAuthorization'")
+    alice = world.client("alice")
+    claim = alice.start("Claim", "")
+    watch.wait_for("member=CheckAuthorization")  # alice's Claim waits on polkit now
+
+    # Everyone else goes on: root over D-Bus (claims the device alice is waiting to claim), the socket.
+    assert world.run_tool("fprintd-list", "alice").returncode == 0
+    assert verify_with_tool(world, ["alice"], scan=ALICE_PRINT).lines()[-1] == "Verify result: verify-match (done)"
+    pam = world.pam("alice")
+    pam.wait_for(PROMPT)
+    world.reader.scan(ALICE_PRINT)
+    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+    assert not alice.answered(claim)
+
+    world.polkit("ReleaseHangingCalls")
+    assert alice.result(claim) == []  # polkit said yes: alice now holds the claim
+    alice.call("Release")
+
+
+def test_a_client_gone_while_polkit_decided_its_claim_leaves_no_claim_behind(polkit_world):
+    world = polkit_world
+    allow(world, VERIFY)
+    world.polkit("SimulateHang", True, sig="b")
+    watch = world.monitor("interface='org.freedesktop.PolicyKit1.Authority',member='CheckAuthorization'")
+    alice = world.client("alice")
+    alice.start("Claim", "")
+    watch.wait_for("member=CheckAuthorization")
+    alice.kill()
+    world.polkit("ReleaseHangingCalls")  # polkit says yes to a client that is no longer there
+    world.daemon.log.wait_for("D-Bus client %s left: its claim is released" % alice.unique_name)
+    world.root.call("Claim", "alice")
+    world.root.call("Release")
