@@ -59,8 +59,15 @@ let package = Package(
         .testTarget(name: "TouchGateWireTests", dependencies: ["TouchGateWire"]),
         .testTarget(name: "TouchGatePolicyTests", dependencies: ["TouchGatePolicy"]),
         .testTarget(name: "TouchGateConfigTests", dependencies: ["TouchGateConfig"]),
-        .testTarget(name: "TouchGateCoreTests", dependencies: ["TouchGateCore"]),
-        .testTarget(name: "TouchGateSocketTests", dependencies: ["TouchGateSocket", "TouchGateCore"]),
+        // Test doubles shared by the core and socket tests: a scripted reader, accounts, a clock, passwords.
+        .target(name: "TouchGateTestSupport", dependencies: [
+            "TouchGateCore", "TouchGateReader", "TouchGatePolicy", "TouchGateWire", "TouchGateThreads",
+            .product(name: "Logging", package: "swift-log"),
+        ], path: "Tests/TouchGateTestSupport"),
+        .testTarget(name: "TouchGateCoreTests", dependencies: [
+            "TouchGateCore", "TouchGateTestSupport", .product(name: "Crypto", package: "swift-crypto"),
+        ]),
+        .testTarget(name: "TouchGateSocketTests", dependencies: ["TouchGateSocket", "TouchGateCore", "TouchGateTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )
