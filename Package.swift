@@ -72,8 +72,15 @@ let package = Package(
         .testTarget(name: "TouchGatePolicyTests", dependencies: ["TouchGatePolicy"]),
         .testTarget(name: "TouchGateConfigTests", dependencies: ["TouchGateConfig"]),
         .testTarget(name: "TouchGateL10nTests", dependencies: ["TouchGateL10n"]),
-        .testTarget(name: "TouchGateCoreTests", dependencies: ["TouchGateCore"]),
-        .testTarget(name: "TouchGateSocketTests", dependencies: ["TouchGateSocket", "TouchGateCore"]),
+        // Test doubles shared by the core and socket tests: a scripted reader, accounts, a clock, passwords.
+        .target(name: "TouchGateTestSupport", dependencies: [
+            "TouchGateCore", "TouchGateReader", "TouchGatePolicy", "TouchGateWire", "TouchGateThreads",
+            .product(name: "Logging", package: "swift-log"),
+        ], path: "Tests/TouchGateTestSupport"),
+        .testTarget(name: "TouchGateCoreTests", dependencies: [
+            "TouchGateCore", "TouchGateTestSupport", .product(name: "Crypto", package: "swift-crypto"),
+        ]),
+        .testTarget(name: "TouchGateSocketTests", dependencies: ["TouchGateSocket", "TouchGateCore", "TouchGateTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

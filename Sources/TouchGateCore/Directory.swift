@@ -32,7 +32,7 @@ public final class Directory: Sendable {
     public static func openRoot(_ path: String, create: Bool = true) throws(StorageError) -> Directory {
         if create && mkdir(path, 0o700) != 0 && errno != EEXIST { throw .io("mkdir \(path)", errno) }
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { throw openError(path, errno) }
+        guard fd >= 0 else { throw directoryOpenError(AT_FDCWD, path, path, errno) }
         let dir = Directory(fd: fd, path: path)
         try dir.checkTrusted(tighten: true)
         return dir
@@ -45,9 +45,8 @@ public final class Directory: Sendable {
         if create && mkdirat(fd, name, 0o700) != 0 && errno != EEXIST { throw .io("mkdir \(full)", errno) }
         let sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         if sub < 0 {
-            let e = errno
-            if e == ENOENT && !create { return nil }
-            throw Self.openError(full, e == ENOTDIR && isSymlink(name) ? ELOOP : e)
+            if errno == ENOENT && !create { return nil }
+            throw Self.directoryOpenError(fd, name, full, errno)
         }
         let dir = Directory(fd: sub, path: full)
         try dir.checkTrusted(tighten: create)
@@ -177,11 +176,6 @@ public final class Directory: Sendable {
 
     // MARK: checks
 
-    private func isSymlink(_ name: String) -> Bool {
-        var st = stat()
-        return fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && (st.st_mode & S_IFMT) == S_IFLNK
-    }
-
     /// One path component: no '/', no NUL, not "." or "..", not empty.
     static func checkName(_ name: String) throws(StorageError) {
         guard !name.isEmpty, name != ".", name != "..", !name.utf8.contains(0x2F), !name.utf8.contains(0) else {
@@ -203,6 +197,15 @@ public final class Directory: Sendable {
     private static func checkOwnership(_ st: stat, _ path: String) throws(StorageError) {
         guard st.st_uid == geteuid() else { throw .unsafe("\(path) is owned by uid \(st.st_uid), not by the daemon's user") }
         guard st.st_mode & 0o022 == 0 else { throw .unsafe("\(path) is writable by group or others") }
+    }
+
+    /// O_DIRECTORY | O_NOFOLLOW reports a symlink as ENOTDIR: the log and status name it for what it is.
+    private static func directoryOpenError(_ at: Int32, _ name: String, _ path: String, _ e: Int32) -> StorageError {
+        var st = stat()
+        if e == ENOTDIR, fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) == 0, (st.st_mode & S_IFMT) == S_IFLNK {
+            return .unsafe("\(path) is a symbolic link")
+        }
+        return openError(path, e)
     }
 
     private static func openError(_ path: String, _ e: Int32) -> StorageError {

@@ -1,0 +1,120 @@
+// Who may do what (SPEC §5), decided from the caller's uid only: root, the user themself, anyone else.
+import Testing
+@testable import TouchGateCore
+import TouchGateTestSupport
+import TouchGateWire
+
+@Suite("Core: authorization")
+@CoreActor struct AuthorizationTests {
+    enum Request: String, CaseIterable, Sendable {
+        case canEvaluate, evaluate, enroll, delete, enable, disable, list, status, domainState
+        case lock, reset, monitor, passwordSuccess, verifyPassword
+    }
+
+    enum Who: String, CaseIterable, Sendable {
+        case root, theUserThemself, anotherUser, aUIDWithoutAnAccount
+        var caller: Caller {
+            switch self {
+            case .root: return .root
+            case .theUserThemself: return .alice
+            case .anotherUser: return .bob
+            case .aUIDWithoutAnAccount: return .stranger
+            }
+        }
+    }
+
+    enum Right { case yes, withTheirPassword, no }
+
+    /// SPEC §5's table, for requests about alice.
+    static func right(_ who: Who, _ request: Request) -> Right {
+        switch who {
+        case .root: return .yes
+        case .anotherUser, .aUIDWithoutAnAccount: return .no
+        case .theUserThemself:
+            switch request {
+            case .enroll, .delete, .enable: return .withTheirPassword
+            case .lock, .reset, .passwordSuccess: return .no
+            case .canEvaluate, .evaluate, .disable, .list, .status, .domainState, .monitor, .verifyPassword: return .yes
+            }
+        }
+    }
+
+    /// Makes `request` about alice as `caller`, with `password` where the request carries one.
+    func perform(_ request: Request, _ core: Core, _ caller: Caller, password: String?) async -> Reply? {
+        let origin = Origin(service: "touchgate")
+        return await within {
+            switch request {
+            case .canEvaluate:
+                return await core.canEvaluate(user: "alice", policy: .biometrics, rhost: nil, caller: caller)
+            case .evaluate:
+                return await core.evaluate(core.evaluateRequest(), caller: caller, client: CollectingClient(), input: PromptInput())
+            case .enroll:
+                return await core.enroll(user: "alice", finger: .leftThumb, password: password, origin: origin, caller: caller,
+                                         client: CollectingClient(), input: PromptInput())
+            case .delete:
+                return await core.delete(user: "alice", fingers: [.leftThumb], all: false, password: password, origin: origin, caller: caller)
+            case .enable: return await core.enable(user: "alice", password: password, origin: origin, caller: caller)
+            case .disable: return await core.disable(user: "alice", origin: origin, caller: caller)
+            case .list: return await core.list(user: "alice", caller: caller)
+            case .status: return await core.status(user: "alice", caller: caller)
+            case .domainState: return await core.domainState(user: "alice", service: "sudo", caller: caller)
+            case .lock: return await core.lock(user: "alice", origin: origin, caller: caller)
+            case .reset: return await core.reset(user: "alice", origin: origin, caller: caller)
+            case .monitor:
+                let (reply, id) = await core.monitor(user: "alice", caller: caller) { _ in true }
+                if let id { core.stopMonitoring(id) }
+                return reply
+            case .passwordSuccess: return await core.passwordSuccessReport(user: "alice", origin: origin, caller: caller)
+            case .verifyPassword:
+                return await core.verifyPasswordRequest(user: "alice", password: password ?? "", origin: origin, caller: caller)
+            }
+        }
+    }
+
+    @Test(arguments: Who.allCases)
+    func everyRequestIsDecidedFromTheCallersUIDAsTheTableSays(_ who: Who) async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            let notPermitted = Refusal(.notPermitted, reason: nil, text: .notPermitted)
+            for request in Request.allCases {
+                let checksBefore = bed.passwords.calls
+                let withPassword = try #require(await perform(request, core, who.caller, password: bed.passwords.correctPassword))
+                switch Self.right(who, request) {
+                case .yes:
+                    #expect(withPassword.outcome != .notPermitted, "\(request): \(withPassword)")
+                case .withTheirPassword:
+                    #expect(withPassword.outcome != .notPermitted, "\(request): \(withPassword)")
+                    let without = try #require(await perform(request, core, who.caller, password: nil))
+                    #expect(without == Refusal(.notPermitted, reason: "passwordNeeded", text: .passwordNeeded), "\(request)")
+                case .no:
+                    #expect(withPassword == notPermitted, "\(request): \(withPassword)")
+                    // Refused before any password is looked at: no oracle for another's password.
+                    #expect(bed.passwords.calls == checksBefore, "\(request)")
+                }
+            }
+        }
+    }
+
+    @Test func anUnknownUserIsUnknownToRootAndNotPermittedToAnyoneElse() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            // Whether an account exists is not told to someone who may not ask about it.
+            #expect(await core.status(user: "mallory", caller: .root) == Refusal(.userUnknown, reason: nil, text: .userUnknown("mallory")))
+            #expect(await core.status(user: "mallory", caller: .bob) == Refusal(.notPermitted, reason: nil, text: .notPermitted))
+            #expect(await core.canEvaluate(user: "mallory", policy: .biometrics, rhost: nil, caller: .stranger).outcome == .notPermitted)
+        }
+    }
+
+    @Test(arguments: ["../alice", "alice/../bob", ".", "..", "", "-rf", "a\0b", String(repeating: "a", count: 65)])
+    func aNameThatCouldEscapeTheStoresIsRefusedForEveryone(_ name: String) async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            for caller in [Caller.root, .alice] {
+                #expect(await core.status(user: name, caller: caller) == Refusal(.userUnknown, reason: nil, text: .userUnknown(name)))
+                #expect(await core.lock(user: name, origin: Origin(), caller: caller).outcome == .userUnknown)
+            }
+            #expect(directoryEntries("\(bed.statePath)/users") == [])
+        }
+    }
+}

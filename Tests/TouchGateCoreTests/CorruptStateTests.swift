@@ -1,0 +1,64 @@
+// A state file that cannot be read: that user's biometrics stay refused until a password, nobody else's (SPEC §9).
+import Testing
+@testable import TouchGateCore
+import TouchGateTestSupport
+import TouchGateWire
+
+@Suite("Core: unreadable state")
+@CoreActor struct CorruptStateTests {
+    /// Alice ready on boot-1, then her state.json replaced by garbage while the daemon was down.
+    func corruptAlicesState(_ bed: TestBed) async throws {
+        let before = try bed.makeCore()
+        try await bed.readyUser(before)
+        await before.states.flush()
+        try plantFile(bed.statePath("alice"), [0x00, 0xFF, 0x7B])
+    }
+
+    @Test func anUnreadableStateLocksThatUsersBiometricsOnly() async throws {
+        try await withTestBed { bed in
+            let setup = try bed.makeCore()
+            try await bed.readyUser(setup, "bob")
+            await setup.states.flush()
+            try await corruptAlicesState(bed)
+
+            let core = try bed.makeCore()
+            #expect(await core.preflight("alice") == stateUnreadableRefusal)
+            #expect(await core.preflight("bob") == nil)
+        }
+    }
+
+    @Test func aPasswordSuccessClearsAnUnreadableStateAndKeepsTheFileAside() async throws {
+        try await withTestBed { bed in
+            try await corruptAlicesState(bed)
+            let core = try bed.makeCore()
+            #expect(await core.preflight() == stateUnreadableRefusal)
+
+            #expect(await core.verifyPassword(context(), bed.passwords.correctPassword) == .correct)
+
+            #expect(await core.preflight() == nil)
+            await core.states.flush()
+            #expect(await (try bed.makeCore()).preflight() == nil)
+            let aside = directoryEntries("\(bed.statePath)/users/alice").filter { $0.hasPrefix("state.json.corrupt-") }
+            #expect(aside == ["state.json.corrupt-\(bed.clock.now())"])
+            #expect(aside.first.flatMap { contents("\(bed.statePath)/users/alice/\($0)") } == [0x00, 0xFF, 0x7B])
+        }
+    }
+
+    @Test func anAdminActionNeverTurnsAnUnreadableStateIntoACleanOne() async throws {
+        try await withTestBed { bed in
+            try await corruptAlicesState(bed)
+            let core = try bed.makeCore()
+            try await core.adminChange(context(), action: "enable") { core.policyEngine.enable($0) }
+            #expect(await core.preflight() == lockoutRefusal)
+        }
+    }
+
+    @Test func aWrongPasswordOnAnUnreadableStateKeepsBiometricsLockedOut() async throws {
+        try await withTestBed { bed in
+            try await corruptAlicesState(bed)
+            let core = try bed.makeCore()
+            #expect(await core.verifyPassword(context(), "wrong") == .refused(wrongPasswordRefusal))
+            #expect(await core.preflight()?.outcome == .biometryLockout)
+        }
+    }
+}

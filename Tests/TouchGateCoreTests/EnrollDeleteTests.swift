@@ -1,0 +1,174 @@
+// enroll and delete: stages relayed, prints stored in fprintd's layout, opt-in, events, the password they need.
+import Testing
+@testable import TouchGateCore
+import TouchGateTestSupport
+import TouchGateWire
+
+@Suite("Core: enroll and delete")
+@CoreActor struct EnrollDeleteTests {
+    func enroll(_ core: Core, _ finger: Finger = .rightIndex, user: String = "alice", password: String? = nil,
+                caller: Caller = .root, client: CollectingClient = CollectingClient(),
+                input: PromptInput = PromptInput()) async -> Reply? {
+        await within {
+            await core.enroll(user: user, finger: finger, password: password, origin: Origin(service: "touchgate"),
+                              caller: caller, client: client, input: input)
+        }
+    }
+
+    @Test func everyStageIsRelayedAndThePrintIsStoredInFprintdsLayout() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            let client = CollectingClient()
+            #expect(await enroll(core, client: client) == .success(.enrolled(.rightIndex)))
+
+            #expect(client.shown == [
+                ProgressEvent(.prompt, .enrollPrompt(finger: .rightIndex, stages: 3)),
+                ProgressEvent(.enrollStage, .enrollStage(1, 3), stage: 1, stages: 3),
+                ProgressEvent(.enrollStage, .enrollStage(2, 3), stage: 2, stages: 3),
+                ProgressEvent(.enrollStage, .enrollStage(3, 3), stage: 3, stages: 3),
+            ])
+            #expect(bed.reader.enrollments.map(\.user) == ["alice"])
+            #expect(bed.reader.enrollments.map(\.finger) == [7])
+            let path = bed.printPath("alice", .rightIndex)
+            #expect(permissions(path) == 0o600)
+            let stored = try #require(contents(path).flatMap(StubPrint.init))
+            #expect(stored.finger == 7 && stored.user == "alice" && stored.deviceID == "stub-0")
+            #expect(await core.list(user: "alice", caller: .root).fingers == [.rightIndex])
+        }
+    }
+
+    @Test func enrollingOptsInAndIsAnEnrollmentChange() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            #expect(await core.disable(user: "alice", origin: Origin(), caller: .alice) == .success())
+            #expect(await core.preflight()?.reason == "notEnabled")
+            let events = await core.collectEvents()
+
+            #expect(await enroll(core, .leftThumb) == .success(.enrolled(.leftThumb)))
+
+            #expect(await core.state()?.enabled == true)
+            #expect(TouchGateCoreTests.events(events.all, "enrollmentChanged").count == 1)
+            #expect(events.all.contains { $0.contains(#""reason":"enrolled:left-thumb""#) })
+            // Root enrolled for her: alice's password is asked once before her fingers work again.
+            #expect(await core.preflight() == Refusal(.passwordRequired, reason: "enrollmentChanged",
+                                                      text: .passwordRequired(.enrollmentChanged)))
+        }
+    }
+
+    @Test func aUserEnrollingThemselfNeedsTheirPasswordAndHasJustGivenIt() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            #expect(await enroll(core, caller: .alice) == Refusal(.notPermitted, reason: "passwordNeeded", text: .passwordNeeded))
+            #expect(await enroll(core, password: "hunter2", caller: .alice) == wrongPasswordRefusal)
+            #expect(bed.reader.enrollments.isEmpty)
+            #expect(!exists(bed.printPath("alice", .rightIndex)))
+
+            #expect(await enroll(core, password: bed.passwords.correctPassword, caller: .alice) == .success(.enrolled(.rightIndex)))
+            // The password proved now covers the new print: the fingerprint works at once.
+            #expect(await core.canEvaluate(user: "alice", policy: .biometrics, rhost: nil, caller: .alice) == .success())
+        }
+    }
+
+    @Test func anotherUserCannotEnrollEvenWithAPassword() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            #expect(await enroll(core, password: bed.passwords.correctPassword, caller: .bob)
+                    == Refusal(.notPermitted, reason: nil, text: .notPermitted))
+            #expect(bed.reader.enrollments.isEmpty)
+            #expect(bed.passwords.calls == 0)
+        }
+    }
+
+    @Test func aFailedEnrollmentSaysWhyAndStoresNothing() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            bed.reader.scriptEnrollment(.fail(.removed))
+            #expect(await enroll(core) == Refusal(.biometryNotAvailable, reason: "removed", text: .readerRemoved))
+            #expect(directoryEntries(bed.storePath) == [])
+            #expect(!exists(bed.statePath("alice")))
+        }
+    }
+
+    @Test func aCancelledEnrollmentStoresNothing() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            bed.reader.scriptEnrollment(.hold)
+            let client = CollectingClient(), input = PromptInput()
+            let running = Running { await core.enroll(user: "alice", finger: .rightIndex, password: nil, origin: Origin(),
+                                                      caller: .root, client: client, input: input) }
+            #expect(await client.waitFor(.prompt))
+            input.deliver(.cancel)
+            #expect(await running.value() == Refusal(.appCancel, reason: "cancelled", text: .cancelled))
+            #expect(bed.reader.cancellations == 1)
+            #expect(directoryEntries(bed.storePath) == [])
+        }
+    }
+
+    @Test func enrollingWithoutAReaderIsRefused() async throws {
+        try await withTestBed(reader: StubReader(info: nil)) { bed in
+            let core = try bed.makeCore()
+            #expect(await enroll(core) == Refusal(.biometryNotAvailable, reason: "noReader", text: .noReader))
+            #expect(bed.reader.enrollments.isEmpty)
+        }
+    }
+
+    // MARK: delete
+
+    func delete(_ core: Core, _ fingers: [Finger], all: Bool = false, password: String? = nil, caller: Caller = .root) async -> Reply? {
+        await within {
+            await core.delete(user: "alice", fingers: fingers, all: all, password: password, origin: Origin(), caller: caller)
+        }
+    }
+
+    @Test func deletingAFingerRemovesItsFileAndIsAnEnrollmentChange() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            try await bed.enroll(core, finger: .leftThumb)
+            let events = await core.collectEvents()
+
+            var expected = Reply.success(.deleted(1))
+            expected.fingers = [.leftThumb]
+            #expect(await delete(core, [.leftThumb]) == expected)
+            #expect(!exists(bed.printPath("alice", .leftThumb)))
+            #expect(exists(bed.printPath("alice", .rightIndex)))
+            #expect(events.all.count == 1)
+            #expect(events.all.first?.contains(#""reason":"deleted:left-thumb""#) == true)
+            #expect(await core.list(user: "alice", caller: .alice).fingers == [.rightIndex])
+        }
+    }
+
+    @Test func deletingAFingerThatIsNotEnrolledIsNotFoundAndChangesNothing() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            let events = await core.collectEvents()
+            #expect(await delete(core, [.leftThumb]) == Refusal(.notFound, reason: nil, text: .fingerNotEnrolled(.leftThumb)))
+            #expect(events.all.isEmpty)
+            #expect(await core.preflight() == nil)
+        }
+    }
+
+    @Test func deletingAllRemovesEveryFingerAndTheUsersDirectory() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            try await bed.enroll(core, finger: .leftThumb)
+            #expect(await delete(core, [], all: true)?.fingers == [.leftThumb, .rightIndex])
+            #expect(directoryEntries(bed.storePath) == [])
+            #expect(await core.preflight() == Refusal(.biometryNotEnrolled, reason: "noPrints", text: .notEnrolled))
+        }
+    }
+
+    @Test func aUserDeletingTheirOwnPrintNeedsTheirPassword() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            #expect(await delete(core, [.rightIndex], caller: .alice) == Refusal(.notPermitted, reason: "passwordNeeded", text: .passwordNeeded))
+            #expect(exists(bed.printPath("alice", .rightIndex)))
+            #expect(await delete(core, [.rightIndex], password: bed.passwords.correctPassword, caller: .alice)?.fingers == [.rightIndex])
+            #expect(!exists(bed.printPath("alice", .rightIndex)))
+        }
+    }
+}

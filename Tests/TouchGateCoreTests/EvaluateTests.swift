@@ -1,0 +1,238 @@
+// evaluate: the queue, the tries, lockout on disk before the reply, and every way a prompt ends early.
+import Glibc
+import Testing
+@testable import TouchGateCore
+import TouchGateReader
+import TouchGateTestSupport
+import TouchGateWire
+
+@Suite("Core: evaluate")
+@CoreActor struct EvaluateTests {
+    @Test func aPromptQueuedBehindAnotherIsToldHowManyAreAheadAndGetsTheReaderInTurn() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            bed.reader.script(.hold, .match)
+            let (first, firstClient, firstInput) = core.startEvaluate()
+            #expect(await firstClient.waitFor(.prompt))
+            let (second, secondClient, _) = core.startEvaluate(caller: .alice)
+            #expect(await secondClient.waitFor(.queued))
+            let (third, thirdClient, _) = core.startEvaluate()
+            #expect(await thirdClient.waitFor(.queued))
+            #expect(secondClient.texts(.queued) == [.queued(ahead: 1)])
+            #expect(thirdClient.texts(.queued) == [.queued(ahead: 2)])
+            #expect(!secondClient.kinds().contains(.prompt))
+
+            firstInput.deliver(.cancel)
+            #expect(await first.value() == Refusal(.appCancel, reason: "cancelled", text: .cancelled))
+            #expect(await second.value() == .success(.recognised))
+            #expect(secondClient.kinds() == [.queued, .prompt])
+            // The third was next in line; its scan is not scripted, so the reader fails it.
+            #expect(await third.value()?.reason == "readerError")
+            #expect(bed.reader.verifications.count == 3)
+        }
+    }
+
+    @Test func threeNoMatchesEndThePromptWithAuthenticationFailedMaxTries() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            bed.reader.script(.noMatch, .noMatch, .noMatch, .match)
+            let (running, client, _) = core.startEvaluate()
+
+            #expect(await running.value() == Refusal(.authenticationFailed, reason: "maxTries", text: .notRecognised(tries: 3)))
+            #expect(client.texts(.noMatch) == [.noMatch(triesLeft: 2), .noMatch(triesLeft: 1)])
+            #expect(bed.reader.verifications.count == 3)
+            #expect(await core.state()?.consecutiveFailedMatches == 3)
+        }
+    }
+
+    @Test func retryHintsAreRelayedAndAreNotFailedMatches() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            bed.reader.script(.retry(.tooShort), .noMatch, .retry(.centerFinger), .retry(.removeFinger), .noMatch, .noMatch)
+            let (running, client, _) = core.startEvaluate()
+
+            #expect(await running.value()?.reason == "maxTries")
+            #expect(client.texts(.retry) == [.retry(.tooShort), .retry(.centerFinger), .retry(.removeFinger)])
+            #expect(bed.reader.verifications.count == 3)
+            #expect(await core.state()?.consecutiveFailedMatches == 3)
+        }
+    }
+
+    @Test func theFifthConsecutiveFailureLocksOutAndIsOnDiskBeforeTheReply() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            let events = await core.collectEvents()
+            bed.reader.script(.noMatch, .noMatch, .noMatch)
+            #expect(await core.startEvaluate().0.value()?.reason == "maxTries")
+            #expect(try bed.stateOnDisk("alice")?.consecutiveFailedMatches == 3)
+
+            // Across prompts: the second failure of the next one is the fifth in a row.
+            bed.reader.script(.noMatch, .noMatch, .match)
+            #expect(await core.startEvaluate().0.value() == lockoutRefusal)
+            let onDisk = try #require(try bed.stateOnDisk("alice"))
+            #expect(onDisk.consecutiveFailedMatches == 5)
+            #expect(onDisk.biometryLockedOut)
+            #expect(TouchGateCoreTests.events(events.all, "lockout").count == 1)
+
+            // Locked out: the next prompt is refused before the reader is touched.
+            #expect(await core.startEvaluate().0.value() == lockoutRefusal)
+            #expect(bed.reader.verifications.count == 5)
+        }
+    }
+
+    @Test func aFailedMatchThatCannotBeRecordedIsNotReportedAsAMereFailure() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            await core.states.flush()
+            // The user's state directory is gone and a file stands in its place: no write can land.
+            let users = "\(bed.statePath)/users"
+            #expect(rename("\(users)/alice", "\(users)/alice.moved") == 0)
+            try plantFile("\(users)/alice", "in the way")
+            bed.reader.script(.noMatch)
+
+            #expect(await core.startEvaluate().0.value() == Refusal(.internalError, reason: "storage", text: .internalError))
+        }
+    }
+
+    @Test func aMatchResetsTheFailureCount() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            bed.reader.script(.noMatch, .noMatch, .noMatch, .noMatch, .match)
+            #expect(await core.startEvaluate().0.value()?.reason == "maxTries")
+            #expect(await core.startEvaluate().0.value() == .success(.recognised))
+            #expect(await core.state()?.consecutiveFailedMatches == 0)
+            await core.states.flush()
+            #expect(try bed.stateOnDisk("alice")?.consecutiveFailedMatches == 0)
+
+            // Four more in a row are still short of the five that lock.
+            bed.reader.script(.noMatch, .noMatch, .noMatch, .noMatch)
+            #expect(await core.startEvaluate().0.value()?.reason == "maxTries")
+            #expect(await core.startEvaluate().0.value()?.reason == "readerError")  // unscripted: not counted
+            #expect(await core.preflight() == nil)
+        }
+    }
+
+    @Test func aCancelEndsThePromptWithAppCancelAndFreesTheReader() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            let events = await core.collectEvents()
+            bed.reader.script(.hold)
+            let (running, client, input) = core.startEvaluate()
+            #expect(await client.waitFor(.prompt))
+
+            input.deliver(.cancel)
+            #expect(await running.value() == Refusal(.appCancel, reason: "cancelled", text: .cancelled))
+            #expect(bed.reader.cancellations == 1)
+            #expect(core.runningPrompts == 0)
+            #expect(!core.queue.isBusy)
+            let outcome = try #require(TouchGateCoreTests.events(events.all, "outcome").last)
+            #expect(outcome.contains(#""outcome":"appCancel""#))
+            // Cancels do not count toward lockout.
+            #expect(await core.state()?.consecutiveFailedMatches == 0)
+        }
+    }
+
+    @Test func aClientThatGoesAwayIsPublishedAsAppCancelAndLeavesTheQueueAtOnce() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            let events = await core.collectEvents()
+            bed.reader.script(.hold, .match)
+            let (holder, holderClient, _) = core.startEvaluate()
+            #expect(await holderClient.waitFor(.prompt))
+            let (leaver, leaverClient, _) = core.startEvaluate()
+            let (waiter, waiterClient, _) = core.startEvaluate()
+            #expect(await waiterClient.waitFor(.queued))
+            #expect(await leaverClient.waitFor(.queued))
+
+            // A queued client goes: it is out at once, while the reader is still held.
+            leaver.cancel()
+            #expect(await leaver.value() == Refusal(.appCancel, reason: "clientGone", text: .cancelled))
+            #expect(!holder.isFinished)
+            #expect(TouchGateCoreTests.events(events.all, "outcome").last?.contains(#""reason":"clientGone""#) == true)
+
+            // The holder's client goes: its scan is cancelled and the next in line gets the reader.
+            holder.cancel()
+            #expect(await holder.value()?.reason == "clientGone")
+            #expect(await waiter.value() == .success(.recognised))
+            #expect(waiterClient.kinds() == [.queued, .prompt])
+            #expect(!leaverClient.kinds().contains(.prompt))
+            #expect(bed.reader.verifications.count == 2)
+            #expect(bed.reader.cancellations == 1)
+        }
+    }
+
+    @Test func shutdownEndsEveryPromptWithSystemCancelAndRefusesNewOnes() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            bed.reader.script(.hold, .match)
+            let (holder, holderClient, _) = core.startEvaluate()
+            #expect(await holderClient.waitFor(.prompt))
+            let (waiter, waiterClient, _) = core.startEvaluate()
+            #expect(await waiterClient.waitFor(.queued))
+
+            core.beginShutdown()
+            let shutdown = Refusal(.systemCancel, reason: "shutdown", text: .shuttingDown)
+            #expect(await holder.value() == shutdown)
+            #expect(await waiter.value() == shutdown)
+            let (late, lateClient, _) = core.startEvaluate()
+            #expect(await late.value() == shutdown)
+            #expect(!lateClient.kinds().contains(.prompt))
+            #expect(bed.reader.verifications.count == 1)
+
+            #expect(core.runningPrompts == 0)
+            #expect(await within { await core.finishShutdown() } != nil)
+            #expect(bed.reader.closes == 1)
+        }
+    }
+
+    @Test(arguments: [
+        (ReaderFailure.removed, Refusal(.biometryNotAvailable, reason: "removed", text: .readerRemoved)),
+        (.tooHot, Refusal(.biometryNotAvailable, reason: "tooHot", text: .readerTooHot)),
+        (.noReader, Refusal(.biometryNotAvailable, reason: "noReader", text: .noReader)),
+        (.busy, Refusal(.biometryNotAvailable, reason: "busy", text: .readerBusy)),
+        (.timedOut, Refusal(.timeout, reason: "timeout", text: .timedOut(seconds: 30))),
+        (.invalidTemplate, Refusal(.biometryNotAvailable, reason: "readerError", text: .internalError)),
+    ])
+    func aReaderFailureEndsThePromptAtOnceAndSaysWhy(_ failure: ReaderFailure, _ expected: Refusal) async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            bed.reader.script(.fail(failure), .match)
+            #expect(await core.startEvaluate().0.value() == expected)
+            #expect(bed.reader.verifications.count == 1)
+            #expect(await core.state()?.consecutiveFailedMatches == 0)
+        }
+    }
+
+    @Test func theClientsLimitsMayOnlyTightenTheDaemons() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            bed.reader.script(.noMatch, .noMatch, .noMatch, .noMatch, .fail(.timedOut))
+            var tight = core.evaluateRequest()
+            tight.maxTries = 1
+            let one = await within { await core.evaluate(tight, caller: .root, client: CollectingClient(), input: PromptInput()) }
+            #expect(one == Refusal(.authenticationFailed, reason: "maxTries", text: .notRecognised(tries: 1)))
+
+            var loose = core.evaluateRequest()
+            loose.maxTries = 50
+            loose.timeoutSeconds = 3600
+            let three = await within { await core.evaluate(loose, caller: .root, client: CollectingClient(), input: PromptInput()) }
+            #expect(three?.text == .notRecognised(tries: 3))
+
+            var quick = core.evaluateRequest()
+            quick.timeoutSeconds = 5
+            let timedOut = await within { await core.evaluate(quick, caller: .root, client: CollectingClient(), input: PromptInput()) }
+            #expect(timedOut == Refusal(.timeout, reason: "timeout", text: .timedOut(seconds: 5)))
+        }
+    }
+}

@@ -1,0 +1,241 @@
+// Prints in fprintd's layout: 0600 files in 0700 directories, libfprint order, digests, damage, the cache.
+import Glibc
+import Testing
+@testable import TouchGateCore
+import TouchGateTestSupport
+import TouchGateWire
+
+@Suite("PrintFiles and PrintCache")
+struct PrintStoreTests {
+    let reader = StubReader()
+    let device = DeviceKey(driver: "stub", deviceID: "stub-0")
+
+    func files(_ dir: String) throws -> PrintFiles {
+        PrintFiles(root: try Directory.openRoot("\(dir)/prints"), reader: reader)
+    }
+
+    func save(_ files: PrintFiles, _ finger: Finger, _ payload: String = "ridges", user: String = "alice") throws -> [UInt8] {
+        let bytes = reader.print(user: user, finger: finger.fpFinger, payload: payload)
+        try files.save(bytes, user: user, device: device, finger: finger)
+        return bytes
+    }
+
+    func fingers(_ files: PrintFiles, _ user: String = "alice") -> [Finger] {
+        files.list(user, device: device).prints.map(\.finger)
+    }
+
+    @Test @CoreActor func createsPrivateStateUsersAndPrintDirectories() async throws {
+        try await withTestBed { bed in
+            _ = try bed.makeCore()
+            #expect(permissions(bed.statePath) == 0o700)
+            #expect(permissions("\(bed.statePath)/users") == 0o700)
+            #expect(permissions(bed.storePath) == 0o700)
+        }
+    }
+
+    @Test func savesATemplateAsAnOwnerOnlyFileInFprintdsLayout() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try files(dir)
+            let bytes = try save(store, .rightIndex)
+
+            // <store>/<user>/<driver>/<device id>/<libfprint's finger number in hex>
+            for level in ["alice", "alice/stub", "alice/stub/stub-0"] {
+                #expect(permissions("\(dir)/prints/\(level)") == 0o700, "\(level)")
+            }
+            #expect(permissions("\(dir)/prints/alice/stub/stub-0/7") == 0o600)
+            #expect(contents("\(dir)/prints/alice/stub/stub-0/7") == bytes)
+            #expect(try store.template("alice", device: device, finger: .rightIndex) == bytes)
+            #expect(try store.template("alice", device: device, finger: .leftIndex) == nil)
+        }
+    }
+
+    @Test func namesEachFileAfterLibfprintsFingerNumberInHex() {
+        #expect(Finger.allCases.map(PrintFiles.fileName) == ["1", "2", "3", "4", "5", "6", "7", "8", "9", "a"])
+    }
+
+    @Test func listsFingersInLibfprintOrderWhateverTheOrderOfEnrolment() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try files(dir)
+            for finger in [Finger.rightLittle, .leftIndex, .rightThumb, .leftThumb] { _ = try save(store, finger) }
+            #expect(fingers(store) == [.leftThumb, .leftIndex, .rightThumb, .rightLittle])
+        }
+    }
+
+    @Test func givesEachPrintTheSHA256OfItsTemplate() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try files(dir)
+            let bytes = try save(store, .leftThumb)
+            #expect(store.list("alice", device: device) == .prints([EnrolledPrint(finger: .leftThumb, digest: sha256Hex(bytes))]))
+        }
+    }
+
+    @Test func keepsEachUsersPrintsApart() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try files(dir)
+            _ = try save(store, .rightIndex, user: "alice")
+            _ = try save(store, .leftThumb, user: "bob")
+            #expect(fingers(store, "alice") == [.rightIndex])
+            #expect(fingers(store, "bob") == [.leftThumb])
+            #expect(fingers(store, "carol") == [])
+        }
+    }
+
+    @Test func deletingOneFingerReturnsOnlyThatFingerAndKeepsTheOthers() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try files(dir)
+            _ = try save(store, .rightIndex)
+            _ = try save(store, .leftIndex)
+
+            #expect(try store.delete("alice", device: device, fingers: [.rightIndex]) == [.rightIndex])
+            #expect(fingers(store) == [.leftIndex])
+            #expect(directoryEntries("\(dir)/prints/alice/stub/stub-0") == ["2"])
+        }
+    }
+
+    @Test func deletingAFingerThatIsNotEnrolledRemovesNothing() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try files(dir)
+            _ = try save(store, .rightIndex)
+            #expect(try store.delete("alice", device: device, fingers: [.leftThumb]) == [])
+            #expect(fingers(store) == [.rightIndex])
+            #expect(try store.delete("nobody-enrolled", device: nil, fingers: Finger.allCases) == [])
+        }
+    }
+
+    @Test func deletingAllReturnsEveryEnrolledFingerInLibfprintOrderAndRemovesTheEmptyDirectories() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try files(dir)
+            for finger in [Finger.rightRing, .leftMiddle, .rightThumb] { _ = try save(store, finger) }
+
+            #expect(try store.delete("alice", device: nil, fingers: Finger.allCases) == [.leftMiddle, .rightThumb, .rightRing])
+            #expect(fingers(store) == [])
+            // As fprintd leaves it: no empty directories behind.
+            #expect(directoryEntries("\(dir)/prints") == [])
+        }
+    }
+
+    @Test func replacingATemplateChangesItsDigest() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try files(dir)
+            let first = try save(store, .rightIndex, "first")
+            let before = store.list("alice", device: device).prints
+            let second = try save(store, .rightIndex, "second")
+            let after = store.list("alice", device: device).prints
+
+            #expect(before.map(\.digest) == [sha256Hex(first)])
+            #expect(after.map(\.digest) == [sha256Hex(second)])
+            #expect(after.map(\.finger) == [.rightIndex])
+        }
+    }
+
+    @Test func aTemplateThatCannotBeReadStillCountsAsEnrolled() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try files(dir)
+            let good = try save(store, .rightIndex)
+            // Bytes libfprint cannot deserialize: enrolled (it changes the set), but damaged.
+            try plantFile("\(dir)/prints/alice/stub/stub-0/1", [0xDE, 0xAD])
+
+            #expect(store.list("alice", device: device) == .prints([
+                EnrolledPrint(finger: .leftThumb, digest: sha256Hex([0xDE, 0xAD]), damaged: true, problem: "libfprint cannot read it"),
+                EnrolledPrint(finger: .rightIndex, digest: sha256Hex(good)),
+            ]))
+        }
+    }
+
+    @Test func aPrintOfAnotherFingerUserOrReaderIsDamaged() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try files(dir)
+            let path = "\(dir)/prints/alice/stub/stub-0"
+            _ = try save(store, .rightIndex)
+            // Each says, inside, that it belongs elsewhere than where it lies.
+            try plantFile("\(path)/1", StubPrint(driver: "stub", deviceID: "stub-0", finger: 2, user: "alice", payload: "x").bytes)
+            try plantFile("\(path)/2", StubPrint(driver: "stub", deviceID: "stub-0", finger: 2, user: "bob", payload: "x").bytes)
+            try plantFile("\(path)/3", StubPrint(driver: "stub", deviceID: "stub-9", finger: 3, user: "alice", payload: "x").bytes)
+            try plantFile("\(path)/4", StubPrint(driver: "other", deviceID: "stub-0", finger: 4, user: "alice", payload: "x").bytes)
+
+            let prints = store.list("alice", device: device).prints
+            #expect(prints.map(\.finger) == [.leftThumb, .leftIndex, .leftMiddle, .leftRing, .rightIndex])
+            #expect(prints.map(\.damaged) == [true, true, true, true, false])
+        }
+    }
+
+    /// Never followed: the finger is damaged (not used, to be enrolled again); the others still work.
+    @Test func aTemplateBehindASymlinkIsDamagedNotFollowed() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try files(dir)
+            let good = try save(store, .rightIndex)
+            try plantFile("\(dir)/elsewhere", reader.print(user: "alice", finger: 1))
+            try plantSymlink(at: "\(dir)/prints/alice/stub/stub-0/1", to: "\(dir)/elsewhere")
+
+            #expect(store.list("alice", device: device) == .prints([
+                EnrolledPrint(finger: .leftThumb, digest: "unreadable", damaged: true,
+                              problem: "\(dir)/prints/alice/stub/stub-0/1 is a symbolic link"),
+                EnrolledPrint(finger: .rightIndex, digest: sha256Hex(good)),
+            ]))
+        }
+    }
+
+    @Test func anOversizedTemplateIsDamagedNotRead() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try files(dir)
+            try store.save([UInt8](repeating: 0xAB, count: (1 << 20) + 1), user: "alice", device: device, finger: .rightIndex)
+            #expect(store.list("alice", device: device) == .prints([
+                EnrolledPrint(finger: .rightIndex, digest: "unreadable", damaged: true,
+                              problem: "\(dir)/prints/alice/stub/stub-0/7 is larger than \(1 << 20) bytes"),
+            ]))
+        }
+    }
+
+    @Test func filesThatAreNotFingersAreIgnored() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try files(dir)
+            let bytes = try save(store, .rightThumb)
+            for name in ["notes.txt", "0", "b", "10", "right-thumb.print"] {
+                try plantFile("\(dir)/prints/alice/stub/stub-0/\(name)", "not a print")
+            }
+            #expect(store.list("alice", device: device) == .prints([EnrolledPrint(finger: .rightThumb, digest: sha256Hex(bytes))]))
+        }
+    }
+
+    @Test func withoutAReaderThePrintsOfEveryReaderAreListed() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try files(dir)
+            _ = try save(store, .rightIndex)
+            let other = DeviceKey(driver: "elan", deviceID: "0")
+            try store.save([1], user: "alice", device: other, finger: .leftThumb)
+
+            #expect(Set(try store.devices("alice")) == [device, other])
+            #expect(store.listAllDevices("alice").prints.map(\.finger) == [.leftThumb, .rightIndex])
+            #expect(try store.delete("alice", device: nil, fingers: Finger.allCases) == [.leftThumb, .rightIndex])
+            #expect(!exists("\(dir)/prints/alice"))
+        }
+    }
+
+    // MARK: the cache
+
+    @Test @CoreActor func theCachedAnswerFollowsSavesAndDeletes() async throws {
+        try await withTemporaryDirectory { dir in
+            let cache = PrintCache(files: try files(dir), pool: WorkerPool(name: "test", threads: 1, queueLimit: 16))
+            func cached() async -> [Finger] { await cache.list("alice", device: device).prints.map(\.finger) }
+            #expect(await cached() == [])   // cached as "none"
+            try await cache.save(reader.print(user: "alice", finger: 7), user: "alice", device: device, finger: .rightIndex)
+            #expect(await cached() == [.rightIndex])
+            try await cache.save(reader.print(user: "alice", finger: 1), user: "alice", device: device, finger: .leftThumb)
+            #expect(await cached() == [.leftThumb, .rightIndex])
+            #expect(try await cache.delete("alice", device: device, fingers: [.leftThumb]) == [.leftThumb])
+            #expect(await cached() == [.rightIndex])
+        }
+    }
+
+    @Test @CoreActor func theCacheAnswersWithoutTouchingTheDisk() async throws {
+        try await withTemporaryDirectory { dir in
+            let cache = PrintCache(files: try files(dir), pool: WorkerPool(name: "test", threads: 1, queueLimit: 16))
+            try await cache.save(reader.print(user: "alice", finger: 7), user: "alice", device: device, finger: .rightIndex)
+            #expect(await cache.list("alice", device: device).prints.map(\.finger) == [.rightIndex])
+            // The daemon is the only writer; canEvaluate answers from memory.
+            try plantFile("\(dir)/prints/alice/stub/stub-0/1", reader.print(user: "alice", finger: 1))
+            #expect(await cache.list("alice", device: device).prints.map(\.finger) == [.rightIndex])
+            #expect(fingers(try files(dir)) == [.leftThumb, .rightIndex])
+        }
+    }
+}

@@ -1,0 +1,100 @@
+// A prompt over the socket: keepalives while it runs, CANCEL and PASSWORD mid-request, a client that leaves.
+import Testing
+@testable import TouchGateCore
+@testable import TouchGateSocket
+import TouchGateTestSupport
+import TouchGateWire
+
+@Suite("Socket: prompts")
+@CoreActor struct PromptTests {
+    @Test func keepalivesFlowWhileThePromptWaitsAndNoIdleDeadlineEndsIt() async throws {
+        try await withSocketBed(limits: limits(idle: 100)) { socket in
+            try await socket.readyAlice()
+            socket.bed.reader.script(.hold)
+            let client = try await socket.connect()
+            try client.send(evaluateFrame(11))
+            let prompt = try #require(await client.progress(.prompt))
+            #expect(prompt.requestID == 11)
+            #expect(prompt.string(.message) == Text.placeFinger(swipe: false).render(.english))
+            // Far longer than the idle deadline: the client keeps hearing that the daemon is alive.
+            for _ in 1...6 {
+                let keepalive = try await client.receive().get()
+                #expect(keepalive.kind == .progress && keepalive.requestID == 11)
+                #expect(keepalive.int(.progress) == ProgressKind.keepalive.rawValue)
+            }
+            try client.send(Frame(.cancel, requestID: 11))
+            let result = try #require(await client.untilResult()?.result)
+            #expect(result.requestID == 11)
+            #expect(result.code == .appCancel && result.string(.reason) == "cancelled")
+            #expect(socket.bed.reader.cancellations == 1)
+        }
+    }
+
+    @Test func aPasswordTypedMidPromptIsCheckedByTheDaemon() async throws {
+        try await withSocketBed { socket in
+            try await socket.readyAlice()
+            socket.bed.reader.script(.hold)
+            let client = try await socket.connect(as: 1000)
+            try client.send(evaluateFrame(3, policy: .biometricsOrPassword))
+            #expect(await client.progress(.prompt) != nil)
+            try client.send(Frame(.password, requestID: 3, [Field(.password, socket.bed.passwords.correctPassword)]))
+            let result = try #require(await client.untilResult()?.result)
+            #expect(result.code == .success && result.string(.reason) == "password")
+            #expect(result.string(.message) == Text.passwordAccepted.render(.english))
+            #expect(socket.bed.passwords.calls == 1)
+            #expect(socket.bed.reader.cancellations == 1)
+        }
+    }
+
+    @Test func aRefusedFingerprintAsksForThePasswordNext() async throws {
+        try await withSocketBed { socket in
+            try await socket.readyAlice()
+            socket.bed.reader.script(.noMatch, .noMatch, .noMatch)
+            let client = try await socket.connect()
+            let result = try #require(try await client.request(evaluateFrame(4, policy: .biometricsOrPassword)))
+            #expect(result.code == .authenticationFailed && result.string(.reason) == "maxTries")
+            #expect(result.int(.flags) == WireLimits.flagAskPassword)
+            let verify = Frame(.verifyPassword, requestID: 5, [Field(.user, "alice"), Field(.password, "wrong")])
+            let wrong = try #require(try await client.request(verify))
+            #expect(wrong.code == .authenticationFailed && wrong.string(.reason) == "wrongPassword")
+        }
+    }
+
+    @Test func aClientThatClosesMidPromptFreesTheReaderAtOnce() async throws {
+        try await withSocketBed { socket in
+            try await socket.readyAlice()
+            socket.bed.reader.script(.hold, .match)
+            let first = try await socket.connect()
+            try first.send(evaluateFrame(1))
+            #expect(await first.progress(.prompt) != nil)
+            let second = try await socket.connect(as: 1000)
+            try second.send(evaluateFrame(1))
+            let queued = try #require(await second.progress(.queued))
+            #expect(queued.string(.message) == Text.queued(ahead: 1).render(.english))
+
+            first.connection.close()
+            #expect(await second.progress(.prompt) != nil)
+            #expect(try #require(await second.untilResult()?.result).code == .success)
+            #expect(socket.bed.reader.cancellations == 1)
+            #expect(socket.core.runningPrompts == 0)
+        }
+    }
+
+    @Test func aFrameForAnotherRequestMidPromptEndsTheConnectionAndThePrompt() async throws {
+        try await withSocketBed { socket in
+            try await socket.readyAlice()
+            socket.bed.reader.script(.hold)
+            let client = try await socket.connect()
+            try client.send(evaluateFrame(8))
+            #expect(await client.progress(.prompt) != nil)
+            try client.send(canEvaluateFrame(9))
+            let refusal = try #require(await client.untilResult()?.result)
+            #expect(refusal.code == .badRequest && refusal.requestID == 8)
+            #expect(await client.closedByDaemon())
+            // The prompt went with its connection.
+            let other = try await socket.connect()
+            socket.bed.reader.script(.match)
+            #expect(try await other.request(evaluateFrame(1))?.code == .success)
+        }
+    }
+}

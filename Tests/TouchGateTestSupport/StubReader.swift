@@ -1,0 +1,183 @@
+// A scripted fingerprint reader: each operation runs on a thread of its own, as libfprint's do.
+import Synchronization
+import TouchGateReader
+import TouchGateThreads
+
+/// Plays back scripted scans. Unscripted verifications fail (`.failed`), unscripted enrollments
+/// complete; `.hold` waits until the core cancels the operation and then ends it as cancelled.
+public final class StubReader: FingerprintReader, Sendable {
+    public enum Scan: Sendable, Equatable {
+        case match(Int)
+        case noMatch
+        /// A retry hint; the same attempt goes on with the next step.
+        case retry(RetryHint)
+        case fail(ReaderFailure)
+        /// Waits for the cancellation, then ends with `.cancelled`.
+        case hold
+
+        public static let match = Scan.match(0)
+    }
+
+    public enum Enrollment: Sendable, Equatable {
+        case complete
+        case fail(ReaderFailure)
+        case hold
+    }
+
+    private struct State {
+        var info: ReaderInfo?
+        var scans: [Scan] = []
+        var enrollments: [Enrollment] = []
+        var verified: [[[UInt8]]] = []
+        var enrolled: [(user: String, finger: Int)] = []
+        var cancelled = 0
+        var closed = 0
+        var serial = 0
+    }
+
+    private let state: Mutex<State>
+
+    public static let defaultInfo = ReaderInfo(name: "Stub reader", driver: "stub", deviceID: "stub-0",
+                                               enrollStages: 3, supportsIdentify: false, isSwipe: false)
+
+    public init(info: ReaderInfo? = StubReader.defaultInfo) {
+        state = Mutex(State(info: info))
+    }
+
+    public var info: ReaderInfo? { state.withLock { $0.info } }
+
+    /// The scans the next verifications play, one per attempt (a retry hint shares its attempt).
+    public func script(_ scans: Scan...) { state.withLock { $0.scans += scans } }
+
+    public func scriptEnrollment(_ steps: Enrollment...) { state.withLock { $0.enrollments += steps } }
+
+    /// The templates each verification was given, in order.
+    public var verifications: [[[UInt8]]] { state.withLock { $0.verified } }
+    public var enrollments: [(user: String, finger: Int)] { state.withLock { $0.enrolled } }
+    /// Operations that ended because the core cancelled them.
+    public var cancellations: Int { state.withLock { $0.cancelled } }
+    public var closes: Int { state.withLock { $0.closed } }
+
+    /// A print this reader's `describe` reads back: what libfprint's serialized prints carry.
+    public func print(user: String, finger: Int, payload: String = "ridges") -> [UInt8] {
+        let info = self.info ?? Self.defaultInfo
+        return StubPrint(driver: info.driver, deviceID: info.deviceID, finger: finger, user: user, payload: payload).bytes
+    }
+
+    // MARK: FingerprintReader
+
+    public func whenOpened(_ completion: @escaping @Sendable () -> Void) { completion() }
+
+    public func describe(_ template: [UInt8]) -> PrintDescription? {
+        StubPrint(template).map { PrintDescription(driver: $0.driver, deviceID: $0.deviceID, finger: $0.finger, username: $0.user) }
+    }
+
+    public func close(completion: @escaping @Sendable () -> Void) {
+        state.withLock { $0.info = nil; $0.closed += 1 }
+        onOwnThread(completion)
+    }
+
+    public func reopen(completion: @escaping @Sendable (Bool) -> Void) {
+        state.withLock { $0.info = Self.defaultInfo }
+        onOwnThread { completion(true) }
+    }
+
+    public func verify(templates: [[UInt8]], timeoutSeconds: Int, cancellation: Cancellation,
+                       retry: @escaping @Sendable (RetryHint) -> Void,
+                       completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void) {
+        let steps = state.withLock { s -> [Scan] in
+            s.verified.append(templates)
+            var steps: [Scan] = []
+            while let next = s.scans.first {
+                s.scans.removeFirst()
+                steps.append(next)
+                if case .retry = next { continue }
+                break
+            }
+            return steps
+        }
+        onOwnThread { [self] in
+            for step in steps {
+                if cancellation.isCancelled { return finishCancelled(completion) }
+                switch step {
+                case .retry(let hint): retry(hint)
+                case .match(let index): return completion(.success(.match(index)))
+                case .noMatch: return completion(.success(.noMatch))
+                case .fail(let failure): return completion(.failure(failure))
+                case .hold: return waitForCancellation(cancellation) { self.finishCancelled(completion) }
+                }
+            }
+            completion(.failure(.failed("no scripted scan")))
+        }
+    }
+
+    public func enroll(user: String, fingerIndex: Int, cancellation: Cancellation,
+                       progress: @escaping @Sendable (EnrollEvent) -> Void,
+                       completion: @escaping @Sendable (Result<[UInt8], ReaderFailure>) -> Void) {
+        let (step, stages, serial) = state.withLock { s -> (Enrollment, Int, Int) in
+            s.enrolled.append((user, fingerIndex))
+            s.serial += 1
+            let step = s.enrollments.isEmpty ? Enrollment.complete : s.enrollments.removeFirst()
+            return (step, s.info?.enrollStages ?? 0, s.serial)
+        }
+        let template = print(user: user, finger: fingerIndex, payload: "enrolled-\(serial)")
+        onOwnThread { [self] in
+            switch step {
+            case .complete:
+                for k in 1...max(1, stages) {
+                    if cancellation.isCancelled { return finishCancelled(completion) }
+                    progress(.stage(completed: k, of: stages))
+                }
+                completion(.success(template))
+            case .fail(let failure): completion(.failure(failure))
+            case .hold: waitForCancellation(cancellation) { self.finishCancelled(completion) }
+            }
+        }
+    }
+
+    // MARK: threads
+
+    private func finishCancelled<T>(_ completion: @Sendable (Result<T, ReaderFailure>) -> Void) {
+        state.withLock { $0.cancelled += 1 }
+        completion(.failure(.cancelled))
+    }
+
+    /// Blocks this operation's thread until the core cancels, then runs `then` on it.
+    private func waitForCancellation(_ cancellation: Cancellation, then: () -> Void) {
+        let woken = Semaphore()
+        cancellation.setHook { woken.signal() }
+        woken.wait()
+        cancellation.setHook(nil)
+        then()
+    }
+
+    private func onOwnThread(_ body: @escaping @Sendable () -> Void) {
+        guard startThread(name: "stub-reader", body) else { fatalError("cannot start a stub reader thread") }
+    }
+}
+
+/// The stub's serialized print: fields libfprint keeps in its own, separated by 0x01.
+public struct StubPrint: Sendable, Equatable {
+    public var driver: String
+    public var deviceID: String
+    public var finger: Int
+    public var user: String
+    public var payload: String
+
+    static let magic = "stub-print"
+
+    public init(driver: String, deviceID: String, finger: Int, user: String, payload: String) {
+        self.driver = driver; self.deviceID = deviceID; self.finger = finger; self.user = user; self.payload = payload
+    }
+
+    /// nil for bytes that are not a stub print (what libfprint does with a damaged file).
+    public init?(_ bytes: [UInt8]) {
+        let parts = bytes.split(separator: 0x01, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+        guard parts.count == 6, parts[0] == Self.magic, let finger = Int(parts[3]) else { return nil }
+        self.init(driver: parts[1], deviceID: parts[2], finger: finger, user: parts[4], payload: parts[5])
+    }
+
+    public var bytes: [UInt8] {
+        Array([Self.magic, driver, deviceID, String(finger), user, payload].joined(separator: "\u{1}").utf8)
+    }
+}

@@ -1,0 +1,73 @@
+// A core on private directories with the stub reader, a table of accounts, a test clock and passwords.
+import Logging
+import TouchGateCore
+import TouchGatePolicy
+import TouchGateReader
+import TouchGateWire
+
+extension Caller {
+    public static let root = Caller(uid: 0, pid: 1)
+    public static let alice = Caller(uid: 1000, pid: 4100)
+    public static let bob = Caller(uid: 1001, pid: 4101)
+    /// A uid no account has.
+    public static let stranger = Caller(uid: 4242, pid: 4102)
+}
+
+/// One test's world. Several cores may be made on it in turn: a daemon restart.
+@CoreActor public final class TestBed {
+    public let root: String
+    public let reader: StubReader
+    public let passwords: StubPasswords
+    public let clock: TestClock
+    public let accounts: TableAccounts
+    /// Every audit line of every core made here.
+    public let audit = Collector<String>()
+
+    public var statePath: String { "\(root)/state" }
+    public var storePath: String { "\(root)/prints" }
+
+    public init(root: String, reader: StubReader = StubReader(), passwords: StubPasswords = StubPasswords(),
+                clock: TestClock = TestClock(), accounts: TableAccounts = TableAccounts()) {
+        self.root = root
+        self.reader = reader
+        self.passwords = passwords
+        self.clock = clock
+        self.accounts = accounts
+    }
+
+    public func setup(bootID: String = "boot-1", allowRemote: Bool = false, policy: PolicyConfig = .defaults,
+                      reader: (any FingerprintReader)? = nil) throws -> CoreSetup {
+        CoreSetup(policy: policy, allowRemote: allowRemote, bootID: bootID,
+                  stateDirectory: try Directory.openRoot(statePath), printStore: try Directory.openRoot(storePath),
+                  reader: reader ?? self.reader, passwords: passwords, accounts: accounts, clock: clock,
+                  log: quietLogger, audit: collectingLogger(audit))
+    }
+
+    /// A core as the daemon starts it on these directories.
+    public func makeCore(bootID: String = "boot-1", allowRemote: Bool = false, policy: PolicyConfig = .defaults,
+                         reader: (any FingerprintReader)? = nil) throws -> Core {
+        try Core(setup(bootID: bootID, allowRemote: allowRemote, policy: policy, reader: reader))
+    }
+
+    /// Where the stub reader's print of `finger` for `user` lives in fprintd's layout.
+    public func printPath(_ user: String, _ finger: Finger) -> String {
+        let info = reader.info ?? StubReader.defaultInfo
+        return "\(storePath)/\(user)/\(info.driver)/\(info.deviceID)/\(String(finger.fpFinger, radix: 16))"
+    }
+
+    public func statePath(_ user: String) -> String { "\(statePath)/users/\(user)/state.json" }
+
+    /// The user's state as it is on disk now (nil: no file).
+    public func stateOnDisk(_ user: String) throws -> UserState? {
+        guard let bytes = contents(statePath(user)) else { return nil }
+        return try decodeJSON(UserState.self, bytes)
+    }
+}
+
+/// Runs `body` with a test bed on a fresh temporary directory.
+@CoreActor public func withTestBed<T>(reader: StubReader = StubReader(), passwords: StubPasswords = StubPasswords(),
+                                      _ body: (TestBed) async throws -> T) async throws -> T {
+    try await withTemporaryDirectory { dir in
+        try await body(TestBed(root: dir, reader: reader, passwords: passwords))
+    }
+}
