@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The test command: builds everything (test targets included), then runs the three test runners,
-# each printing its own summary: swift test, the C tests of the PAM module, the end-to-end tests.
-# All three run even if one fails; the exit status is non-zero if anything failed.
+# The test command: builds everything (test targets included), then runs the four test runners,
+# each printing its own summary: swift test, the C tests of the PAM module, the end-to-end tests,
+# and a short run of each fuzz harness. All four run even if one fails; the exit status is non-zero
+# if anything failed.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$TOUCHGATE_ROOT"
@@ -31,6 +32,7 @@ run build 1800 ./scripts/build.sh --tests
 run swift-test 1200 env TOUCHGATE_LOCALEDIR="$TOUCHGATE_ROOT/.build/locale" swift test
 run c-tests 600 make -C pam check
 run e2e 600 python3 -B -m pytest -q -p no:cacheprovider Tests/EndToEnd
+run fuzz 600 ./fuzz/run.sh
 
 echo
 echo "=== summary ($(( $(date +%s) - started )) s)"
@@ -39,6 +41,7 @@ grep -hE "^[[:space:]]*Executed [0-9]+ tests?, with" "$logs/swift-test.log" | ta
 grep -hE "Test run with [0-9]+ tests?" "$logs/swift-test.log" | tail -n 1 || true
 grep -h "^C tests:" "$logs/c-tests.log" || true
 grep -h "^e2e:" "$logs/e2e.log" || true
+grep -h "^fuzz:" "$logs/fuzz.log" || true
 if [ ${#failed[@]} -gt 0 ]; then
     echo "FAILED: ${failed[*]}"
     exit 1

@@ -95,8 +95,13 @@ enum ConfigValues {
     /// Whitespace around keys and values: spaces, tabs, and the CR of a CRLF file.
     static func isBlank(_ c: Character) -> Bool { c == " " || c == "\t" || c == "\r" || c == "\u{0B}" || c == "\u{0C}" }
 
+    /// By index, never by walking the line backwards: each backward step over a run of regional
+    /// indicators rescans the run, which made a 1 MB line take minutes.
     static func trimmed(_ s: Substring) -> String {
-        String(s.drop(while: isBlank).reversed().drop(while: isBlank).reversed())
+        guard let first = s.firstIndex(where: { !isBlank($0) }), let last = s.lastIndex(where: { !isBlank($0) }) else {
+            return ""
+        }
+        return String(s[first...last])
     }
 
     /// Readable bounds in messages: `1 second`, `1 hour`, `3650 days`.

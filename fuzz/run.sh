@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer harnesses (Swift frame decoder, Swift config parser, C frame decoder) and runs each.
+#
+#   fuzz/run.sh [SECONDS]    each harness for SECONDS (default 20: about a minute in all)
+#   fuzz/run.sh --runs N     each harness for N executions (the long run)
+#
+# Prints each harness's executions and a "fuzz: N passed, N failed" line; exits non-zero if any
+# harness crashed, timed out or did not build. A crash's input is kept in .build-fuzz/artifacts/
+# and named in the output with the command that replays it. The corpus grows in .build-fuzz/corpus/.
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/env.sh"
+cd "$TOUCHGATE_ROOT"
+exec </dev/null
+
+usage() { echo "usage: $0 [SECONDS] | --runs N" >&2; exit 2; }
+limit=(-max_total_time=20)
+case "${1:-}" in
+    "") ;;
+    --runs) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || usage; limit=(-runs="$2") ;;
+    *) [[ "$1" =~ ^[1-9][0-9]*$ ]] && [ $# -eq 1 ] || usage; limit=(-max_total_time="$1") ;;
+esac
+
+out=.build-fuzz
+mkdir -p "$out"/{obj,mod,bin,cmod,seeds,corpus,artifacts,logs}
+
+# --- build -------------------------------------------------------------------------------------
+# From the package's own sources, one module per target as SwiftPM has them, every module
+# instrumented for coverage (-sanitize=fuzzer) and checked by AddressSanitizer.
+swift_flags=(-sanitize=fuzzer,address -use-ld=lld -swift-version 6 -parse-as-library -O -g -I "$out/mod" -I "$out/cmod")
+
+# The C header reaches Swift through a module map, as SwiftPM generates one for CTouchGateWire.
+cat >"$out/cmod/module.modulemap" <<EOF
+module CTouchGateWire {
+    header "$TOUCHGATE_ROOT/Sources/CTouchGateWire/include/touchgate_wire.h"
+    export *
+}
+EOF
+
+module() {  # module NAME: Sources/NAME/*.swift → $out/obj/NAME.o and its .swiftmodule
+    swiftc "${swift_flags[@]}" -wmo -module-name "$1" -c -o "$out/obj/$1.o" \
+        -emit-module -emit-module-path "$out/mod/$1.swiftmodule" Sources/"$1"/*.swift
+}
+harness() {  # harness NAME SOURCE MODULES...: one fuzzer binary
+    local name=$1 source=$2; shift 2
+    local objs=()
+    for m in "$@"; do objs+=("$out/obj/$m.o"); done
+    swiftc "${swift_flags[@]}" -module-name "${name//-/_}" -o "$out/bin/$name" "$source" "${objs[@]}"
+}
+
+echo "building the harnesses in $out/"
+built=$(date +%s)
+if ! { module TouchGateWire && module TouchGatePolicy && module TouchGateConfig \
+        && harness fuzz-frame fuzz/FrameFuzz.swift TouchGateWire \
+        && harness fuzz-config fuzz/ConfigFuzz.swift TouchGateConfig TouchGatePolicy \
+        && make -s -C pam tests/fuzz_frame; }; then
+    echo "fuzz: the harnesses did not build"
+    echo "fuzz: 0 passed, 3 failed"
+    exit 1
+fi
+echo "built in $(( $(date +%s) - built )) s"
+
+# --- seeds -------------------------------------------------------------------------------------
+# Regenerated on every run from what the repository already has, plus a few configs made here.
+rm -rf "$out/seeds" && mkdir -p "$out/seeds/frame" "$out/seeds/config"
+for v in Tests/Vectors/*.hex; do
+    printf '%b' "$(tr -d ' \r\n' <"$v" | sed 's/../\\x&/g')" >"$out/seeds/frame/$(basename "$v" .hex)"
+done
+cfg="$out/seeds/config"
+cp debian/touchgate.conf "$cfg/shipped"
+sed -E 's/^#([a-z_]+ = )/\1/' debian/touchgate.conf >"$cfg/shipped-uncommented"
+# One small file per documented setting: mutations of a short input land on its value.
+sed -nE 's/^#([a-z_]+) = (.*)$/\1 \2/p' debian/touchgate.conf | while read -r key value; do
+    printf '%s = %s\n' "$key" "$value" >"$cfg/key-$key"
+done
+printf '\xef\xbb\xbfmax_tries = 5\r\ntimeout = 90s\r\n\r\nallow_remote = true\r\n' >"$cfg/bom-crlf"
+printf 'lockout_threshold=1000\n  password_backoff = 1s, 2m ,3h,30d # steps\npassword_interval_grace = 0\n' >"$cfg/edges"
+printf 'password_backoff = 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16\npassword_service = touchgate-verify_1.0\n' >"$cfg/long-backoff"
+printf 'unlock_idle_timeout = 3650d\npassword_interval = 87600h\nrequire_password_after_enrollment_change = no\n' >"$cfg/max-durations"
+printf 'timeout = 5\ntimeout = 6\nmax_try = 3\n= 1\npassword_service = ..\nmax_tries = 101\n' >"$cfg/mistakes"
+
+# --- runs --------------------------------------------------------------------------------------
+passed=0; failed=0; counts=()
+fuzz() {  # fuzz NAME TITLE BINARY SEEDS MAX_LEN [libFuzzer flags...]
+    local name=$1 title=$2 bin=$3 seeds=$4 max_len=$5; shift 5
+    local corpus="$out/corpus/$name" log="$out/logs/$name.log" started rc
+    mkdir -p "$corpus"
+    started=$(date +%s.%N)
+    # -timeout: an input that takes 10 s is a hang (a failure), not a slow machine.
+    # SWIFT_BACKTRACE off: a Swift trap goes straight to libFuzzer, which saves the input.
+    SWIFT_BACKTRACE=enable=no "$bin" "$corpus" "$seeds" "${limit[@]}" -max_len="$max_len" -timeout=10 -print_final_stats=1 \
+        -artifact_prefix="$out/artifacts/$name-" "$@" >"$log" 2>&1
+    rc=$?
+    local secs execs
+    secs=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+    execs=${execs:-0}
+    counts+=("$name $execs")
+    if [ "$rc" -eq 0 ]; then
+        passed=$((passed + 1))
+        printf '  %-8s %s: %s executions in %.0f s (%.0f/s), 0 crashes, corpus %s inputs\n' \
+            "$name" "$title" "$execs" "$secs" "$(awk -v n="$execs" -v s="$secs" 'BEGIN { print n / s }')" "$(ls "$corpus" | wc -l)"
+        return 0
+    fi
+    failed=$((failed + 1))
+    printf '  %-8s %s: FAILED (exit %s) after %s executions in %.0f s\n' "$name" "$title" "$rc" "$execs" "$secs"
+    local unit
+    unit=$(sed -n 's/^.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)
+    if [ -n "$unit" ] && [ -f "$unit" ]; then
+        echo "  reproducer: $unit ($(stat -c %s "$unit") bytes)"
+        echo "  replay: SWIFT_BACKTRACE=enable=no $bin $unit"
+        echo "  reproducer bytes (hex, first 256): $(head -c 256 "$unit" | od -An -v -tx1 | tr -d ' \n')"
+    else
+        echo "  no reproducer written (see $log)"
+    fi
+    # What went wrong first (the harness's message or the sanitizer's), then the stack.
+    grep -m 4 -E "Fatal error|ERROR: |SUMMARY: |runtime error" "$log" | sed 's/^/  why: /'
+    echo "  --- last lines of $log"
+    tail -n 30 "$log" | sed 's/^/  | /'
+}
+
+echo "fuzzing (${limit[*]}), seeds: Tests/Vectors, debian/touchgate.conf and hand-made configs"
+fuzz frame "Swift Frame.decode/FrameReader" "$out/bin/fuzz-frame" "$out/seeds/frame" 9000
+fuzz config "Swift ConfigFile.parse" "$out/bin/fuzz-config" "$out/seeds/config" 4096 -dict=fuzz/config.dict
+fuzz c-frame "C tg_frame_decode" pam/tests/fuzz_frame "$out/seeds/frame" 9000
+
+summary=$(printf '%s, ' "${counts[@]}")
+echo "fuzz: $passed passed, $failed failed (executions: ${summary%, })"
+[ "$failed" -eq 0 ]
