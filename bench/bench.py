@@ -6,12 +6,12 @@ Debian's fprintd and pam_fprintd privately. Asserts nothing about speed: it prin
 
 import argparse
 import datetime
+import hashlib
 import json
 import os
 import platform
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from gi.repository import GLib
@@ -22,6 +22,7 @@ sys.path.insert(0, str(REPO / "Tests" / "EndToEnd"))
 import harness  # noqa: E402  (after the path above)
 import figures  # noqa: E402
 import lifecycle  # noqa: E402
+import procstat  # noqa: E402
 import scenarios  # noqa: E402
 from pamclient import build_timing_shim  # noqa: E402
 from privatebus import LOGIND, POLKIT, BusClient, PrivateBus  # noqa: E402
@@ -85,13 +86,16 @@ def machine():
     mem = next((line.split()[1] for line in open("/proc/meminfo") if line.startswith("MemTotal")), "0")
     debian = Path("/etc/debian_version").read_text().strip() if Path("/etc/debian_version").exists() else "?"
     return {"cpu": cpu, "cpus": os.cpu_count(), "memory_GB": round(int(mem) / 1048576, 1),
-            "kernel": platform.release(), "debian": debian, "load_at_start": os.getloadavg()}
+            "kernel": platform.release(), "debian": debian}
 
 
 def versions(args, touchgated, module):
-    checkout = touchgated.resolve().parent
-    commit = command_output(["git", "describe", "--always", "--dirty"], cwd=checkout)
-    return {"touchgate": {"touchgated": str(touchgated), "pam_module": str(module), "commit": commit or "?",
+    # The checkout the binaries sit in, as it is now, and the binaries themselves (a rebuilt tree
+    # shows as a different sha256 even when the checkout's HEAD did not move).
+    checkout = command_output(["git", "describe", "--always", "--dirty"], cwd=touchgated.resolve().parent)
+    return {"touchgate": {"touchgated": str(touchgated), "pam_module": str(module), "checkout": checkout or "?",
+                          "touchgated_sha256": hashlib.sha256(touchgated.read_bytes()).hexdigest()[:16],
+                          "pam_module_sha256": hashlib.sha256(module.read_bytes()).hexdigest()[:16],
                           "built": datetime.datetime.fromtimestamp(touchgated.stat().st_mtime).isoformat(timespec="seconds")},
             "fprintd": command_output(["dpkg-deb", "-f", str(next(args.fprintd_root.parent.glob("debs/fprintd_*.deb"), "")),
                                        "Version"]) or args.fprintd_root.parent.name,
@@ -123,14 +127,16 @@ def main():
     info = {"mode": plan.mode, "reps": plan.reps, "auths": plan.auths, "machine": machine(),
             "versions": versions(args, touchgated, module), "started": datetime.datetime.now().isoformat(timespec="seconds")}
     say("touchgate beside fprintd, %s run (%d repetitions, %d back-to-back authentications)" % (plan.mode, plan.reps, plan.auths))
-    say("  touchgate: %(touchgated)s (%(commit)s, built %(built)s), module %(pam_module)s" % info["versions"]["touchgate"])
+    say("  touchgate: %(touchgated)s (sha256 %(touchgated_sha256)s, built %(built)s in checkout %(checkout)s)"
+        % info["versions"]["touchgate"])
+    say("  pam_touchgate.so: %(pam_module)s (sha256 %(pam_module_sha256)s)" % info["versions"]["touchgate"])
     say("  fprintd %s and pam_fprintd from %s" % (info["versions"]["fprintd"], args.fprintd_root))
     say("  machine: %(cpu)s, %(cpus)d CPUs, %(memory_GB)s GB, Linux %(kernel)s, Debian %(debian)s" % info["machine"])
 
     world = harness.World()
     bus = client = None
     systems = []
-    started = time.monotonic()
+    whole = procstat.Contention()
     try:
         bus = PrivateBus(world.dir)
         client = BusClient(bus.address)
@@ -146,12 +152,14 @@ def main():
         ctx = scenarios.Context(world, systems, plan, figures.Figures(), build_timing_shim(world.dir), say)
         for s in systems:
             ctx.authenticate(s)  # warm: the first authentication of each is not measured
+        info["scenarios"] = {}
         for name, run in SCENARIOS:
             if name in chosen:
-                t0 = time.monotonic()
                 say("== %s" % name)
+                contention = procstat.Contention()
                 run(ctx)
-                say("   %.1f s" % (time.monotonic() - t0))
+                info["scenarios"][name] = contention.end()
+                say("   %s" % procstat.describe(info["scenarios"][name]))
     finally:
         for s in systems:
             s.stop()
@@ -160,12 +168,10 @@ def main():
         if bus:
             bus.stop()
         world.close()
-    info["seconds"] = round(time.monotonic() - started, 1)
-    info["machine"]["load_at_end"] = os.getloadavg()
+    info["run"] = whole.end()
 
     say("")
-    say("touchgate beside fprintd (%s run, %.0f s; load average %.2f at start, %.2f at end)"
-        % (plan.mode, info["seconds"], info["machine"]["load_at_start"][0], info["machine"]["load_at_end"][0]))
+    say("touchgate beside fprintd (%s run: %s)" % (plan.mode, procstat.describe(info["run"])))
     for line in figures.table(ctx.figures):
         say(line)
     say("")
