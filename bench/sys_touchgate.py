@@ -63,7 +63,7 @@ class Touchgate:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError("touchgated sent no READY=1 within %.0f s:\n%s" % (timeout, self.log.dump()))
-            # The daemon's exit closes its stderr, which ends the log: wake up for either.
+            # Woken by the datagram; every 50 ms also checks that the daemon has not exited instead.
             if select.select([self.notify], [], [], min(left, 0.05))[0]:
                 t = time.monotonic()
                 if b"READY=1" in self.notify.recv(256):
