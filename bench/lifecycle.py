@@ -8,28 +8,28 @@ import straced
 from scenarios import PRINT, ms
 
 
-def _cpu(pids):
-    return sum(procstat.cpu_seconds(pid) for pid in pids)
-
-
 def back_to_back(ctx):
-    """N authentications per system, interleaved one by one; CPU and memory sampled every N/20."""
+    """N authentications per system, interleaved one by one; CPU and memory sampled in 4 to 20 slices."""
     n = ctx.plan.auths
-    every = max(1, n // 20)
+    # The kernel counts CPU time in 10 ms ticks: a slice needs enough authentications to resolve
+    # fractions of a millisecond each (100 per slice resolves 0.1 ms).
+    every = max(1, n // min(20, max(4, n // 100)))
     names = {s.name: s for s in ctx.systems}
     f = ctx.figures
     duration = f("b2b_auth", "back-to-back: one authentication, pamtester start → exit", "ms",
                  "each of the %d authentications: pamtester's start to its exit, scan sent at the prompt" % n)
-    cpu_daemon = f("b2b_cpu_daemon", "CPU per authentication: the daemon", "ms",
-                   "utime+stime of the daemon from /proc/PID/stat over every %d authentications, divided by "
-                   "%d (one value per slice; clock ticks of 10 ms)" % (every, every))
-    cpu_others = f("b2b_cpu_others", "CPU per authentication: other server processes", "ms",
-                   "the same for every other process an authentication involves: fprintd's dbus-daemon and "
-                   "the polkit and logind stand-ins (python3-dbusmock, so slower than polkitd); none for touchgate")
-    cpu_client = f("b2b_cpu_client", "CPU per authentication: the PAM client", "ms",
-                   "pamtester's own user+system time from wait4() (pam_wrapper, the module, its connection)")
-    cpu_total = f("b2b_cpu_total", "CPU per authentication: all processes", "ms",
-                  "the three above summed per slice")
+    slices = ("utime+stime from /proc/PID/stat over every %d authentications, divided by %d (one value per "
+              "slice; the kernel counts in ticks of 10 ms)" % (every, every))
+    cpu = {"daemon": f("b2b_cpu_daemon", "CPU per authentication: the daemon", "ms", "the daemon's " + slices)}
+    for companion in sorted({c for s in ctx.systems for c in s.companions()}):
+        how = "the same for %s, which every fprintd authentication involves" % companion
+        if "stand-in" in companion:
+            how += " (python3-dbusmock: Python, so costlier than the daemon it stands in for)"
+        cpu[companion] = f("b2b_cpu_" + companion.split()[0], "CPU per authentication: " + companion, "ms", how)
+    cpu["client"] = f("b2b_cpu_client", "CPU per authentication: the PAM client", "ms",
+                      "pamtester's own user+system time from wait4() (pam_wrapper, the module, its connection)")
+    total = f("b2b_cpu_total", "CPU per authentication: all processes", "ms",
+              "the daemon, the other server processes and the PAM client summed per slice")
     rss_first = f("b2b_rss_first", "back-to-back: daemon RSS after authentication 1 of %d" % n, "MB",
                   "VmRSS from /proc/PID/status (the daemon has served the earlier scenarios)")
     rss_last = f("b2b_rss_last", "back-to-back: daemon RSS after authentication %d of %d" % (n, n), "MB",
@@ -41,9 +41,10 @@ def back_to_back(ctx):
     def snapshot(name, done, client_cpu):
         s = names[name]
         mem = procstat.memory_mb(s.daemon_pid())
-        series[name].append({"auths": done, "t": time.monotonic(), "daemon_cpu_s": procstat.cpu_seconds(s.daemon_pid()),
-                             "others_cpu_s": _cpu(s.companions().values()), "client_cpu_s": client_cpu,
-                             "VmRSS_MB": mem["VmRSS"], "RssAnon_MB": mem["RssAnon"], "RssFile_MB": mem["RssFile"]})
+        cpu_s = {"daemon": procstat.cpu_seconds(s.daemon_pid()), "client": client_cpu}
+        cpu_s.update((c, procstat.cpu_seconds(pid)) for c, pid in s.companions().items())
+        series[name].append({"auths": done, "t": time.monotonic(), "cpu_s": cpu_s, "VmRSS_MB": mem["VmRSS"],
+                             "RssAnon_MB": mem["RssAnon"], "RssFile_MB": mem["RssFile"]})
 
     client_cpu = {s: 0.0 for s in names}
     for name in names:
@@ -61,17 +62,15 @@ def back_to_back(ctx):
             ctx.say("  %d of %d" % (k, n))
     for name, points in series.items():
         for a, b in zip(points, points[1:]):
-            count = b["auths"] - a["auths"]
-            d, o, c = (ms(b[key] - a[key]) / count for key in ("daemon_cpu_s", "others_cpu_s", "client_cpu_s"))
-            cpu_daemon.add(name, d)
-            if names[name].companions():
-                cpu_others.add(name, o)
-            cpu_client.add(name, c)
-            cpu_total.add(name, d + o + c)
+            per_auth = {key: ms(b["cpu_s"][key] - a["cpu_s"][key]) / (b["auths"] - a["auths"]) for key in b["cpu_s"]}
+            for key, value in per_auth.items():
+                cpu[key].add(name, value)
+            total.add(name, sum(per_auth.values()))
         rss_last.add(name, points[-1]["VmRSS_MB"])
         growth.add(name, points[-1]["VmRSS_MB"] - rss_first.samples[name][0])
-    if not names["touchgate"].companions():
-        cpu_others.notes["touchgate"] = "none"
+        for key, figure in cpu.items():
+            if not figure.samples[name]:
+                figure.notes[name] = "none"
     ctx.series["back_to_back"] = series
 
 
