@@ -68,10 +68,10 @@ def arguments():
 def pam_module_for(args):
     if args.pam_module:
         return args.pam_module
-    candidates = [args.touchgate_bin / "pam_touchgate.so",
-                  args.touchgate_bin.resolve().parents[1] / "pam" / "pam_touchgate.so",
-                  REPO / "pam" / "pam_touchgate.so"]
-    return next((c for c in candidates if c.exists()), candidates[-1])
+    # Beside the binaries, else in the checkout they were built in (…/.build/release), else this one.
+    candidates = [args.touchgate_bin / "pam_touchgate.so"]
+    candidates += [d / "pam" / "pam_touchgate.so" for d in args.touchgate_bin.absolute().parents]
+    return next((c for c in candidates if c.exists()), REPO / "pam" / "pam_touchgate.so")
 
 
 def command_output(argv, cwd=None):
