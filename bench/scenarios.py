@@ -63,9 +63,11 @@ def inside(ctx, key, title, user, prepare=None, undo=None, reps=None, unit="ms",
         for s in ctx.order(rep):
             if prepare:
                 prepare(s)
+            c = ctx.pam(s, user)
             try:
-                t = ctx.pam(s, user).finish(timeout).timing()
+                t = c.finish(timeout).timing()
             finally:
+                c.kill()  # only if it is still running
                 if undo:
                     undo(s)
             f.outcome(s.name, t.result)
