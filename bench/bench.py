@@ -132,6 +132,9 @@ def main():
     say("  pam_touchgate.so: %(pam_module)s (sha256 %(pam_module_sha256)s)" % info["versions"]["touchgate"])
     say("  fprintd %s and pam_fprintd from %s" % (info["versions"]["fprintd"], args.fprintd_root))
     say("  machine: %(cpu)s, %(cpus)d CPUs, %(memory_GB)s GB, Linux %(kernel)s, Debian %(debian)s" % info["machine"])
+    busy = procstat.cpu_pressure_now()
+    if busy is not None and busy > 20:
+        say("  note: the machine is busy (something waited for a CPU %.0f%% of the last 10 s): expect noisy figures" % busy)
 
     world = harness.World()
     bus = client = None

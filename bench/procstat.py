@@ -34,6 +34,15 @@ def cpu_pressure_us():
         return None
 
 
+def cpu_pressure_now():
+    """PSI's share of the last 10 s in which some task waited for a CPU, in %; None without PSI."""
+    try:
+        with open("/proc/pressure/cpu") as f:
+            return float(f.readline().split("avg10=", 1)[1].split()[0])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 class Contention:
     """Load average and CPU pressure over a stretch of the run: the machine may be shared."""
 
