@@ -1,7 +1,8 @@
 """The PAM client both systems are driven with: pamtester through pam_wrapper, in a pty.
 
-pamtester's stdout is block-buffered on a pipe, so it writes to a pty (line-buffered): every line
-is timed as it arrives. Its CPU time comes from wait4() when it exits.
+pamtester's stdout is block-buffered on a pipe, so it writes to a pty (line-buffered), whose lines
+tell the bench when to scan. The figures come from a shim preloaded into pamtester (pamtiming.c);
+its CPU time comes from wait4() when it exits.
 """
 
 import errno
@@ -16,6 +17,7 @@ import time
 from pathlib import Path
 
 import harness
+
 
 class ClientTimeout(AssertionError):
     """A PAM client did not show what was expected, or did not end, before its deadline."""
@@ -35,18 +37,15 @@ class PtyProcess:
         self.cpu = None       # seconds of CPU (user + system), from wait4
         master, slave = pty.openpty()
         self._master = master
-        # The reader is already waiting when the program starts, so its first lines are timed too.
+        # The reader waits before the program starts, so no line comes before it reads.
         self._thread = threading.Thread(target=self._pump, daemon=True)
         self._thread.start()
         self.started = time.monotonic()
         try:
             self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env,
                                          start_new_session=True)
-        except BaseException:
-            os.close(slave)
-            os.close(master)
-            raise
-        os.close(slave)
+        finally:
+            os.close(slave)  # once no process holds it, the reader gets EIO and closes the master
         self.pidfd = os.pidfd_open(self.proc.pid)
 
     def _pump(self):
