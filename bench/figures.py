@@ -43,7 +43,8 @@ class Figure:
 
     def ratio(self):
         base, peer = self.summary(BASE), self.summary(PEER)
-        if not base or not peer or base["median"] == 0:
+        # Only between two amounts: a zero or negative median (no growth, a shrink) has no ratio.
+        if not base or not peer or base["median"] <= 0 or peer["median"] < 0:
             return None
         return peer["median"] / base["median"]
 
