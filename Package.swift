@@ -24,6 +24,8 @@ let package = Package(
         .target(name: "TouchGatePolicy"),
         // Pure: touchgate.conf parsing and validation, shared by the daemon and `touchgate check-config`.
         .target(name: "TouchGateConfig", dependencies: ["TouchGatePolicy"]),
+        // Pure: /etc/pam.d read and run as Linux-PAM would, for `touchgate doctor`.
+        .target(name: "TouchGatePAMStack"),
         // libfprint-2 and GLib, for the reader only.
         .systemLibrary(name: "CFPrint", pkgConfig: "libfprint-2",
                        providers: [.apt(["libfprint-2-dev"])]),
@@ -42,13 +44,14 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "touchgate", dependencies: [
-            "TouchGateWire", "TouchGateConfig",
+            "TouchGateWire", "TouchGateConfig", "TouchGatePAMStack",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .testTarget(name: "TouchGateWireTests", dependencies: ["TouchGateWire"]),
         .testTarget(name: "TouchGatePolicyTests", dependencies: ["TouchGatePolicy"]),
         .testTarget(name: "TouchGateConfigTests", dependencies: ["TouchGateConfig"]),
         .testTarget(name: "TouchGateDaemonTests", dependencies: ["TouchGateDaemon"]),
+        .testTarget(name: "TouchGatePAMStackTests", dependencies: ["TouchGatePAMStack"]),
     ],
     swiftLanguageModes: [.v6]
 )
