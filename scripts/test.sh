@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
-# The test command: builds everything (test targets included), then runs the three test runners,
-# each printing its own summary: swift test, the C tests of the PAM module, the end-to-end tests.
-# All three run even if one fails; the exit status is non-zero if anything failed.
+# The test command: builds everything (test targets included), then runs the test runners, each
+# printing its own summary: swift test, the C tests of the PAM module, the end-to-end tests, and
+# the install test of the Debian packages (--skip-install, or TOUCHGATE_SKIP_INSTALL_TEST=1, skips
+# that one locally; CI runs it). All run even if one fails; the exit status is non-zero if anything failed.
 set -uo pipefail
+for arg in "$@"; do
+    case "$arg" in
+        --skip-install) export TOUCHGATE_SKIP_INSTALL_TEST=1 ;;
+        *) echo "usage: $0 [--skip-install]" >&2; exit 2 ;;
+    esac
+done
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$TOUCHGATE_ROOT"
 exec </dev/null  # nothing here reads standard input (CI has none)
@@ -30,6 +37,7 @@ run build 1800 ./scripts/build.sh --tests
 run swift-test 1200 swift test
 run c-tests 600 make -C pam check
 run e2e 600 python3 -B -m pytest -q -p no:cacheprovider Tests/EndToEnd
+run install 2400 ./scripts/install-test.sh
 
 echo
 echo "=== summary ($(( $(date +%s) - started )) s)"
@@ -38,6 +46,7 @@ grep -hE "^[[:space:]]*Executed [0-9]+ tests?, with" "$logs/swift-test.log" | ta
 grep -hE "Test run with [0-9]+ tests?" "$logs/swift-test.log" | tail -n 1 || true
 grep -h "^C tests:" "$logs/c-tests.log" || true
 grep -h "^e2e:" "$logs/e2e.log" || true
+grep -h "^install:" "$logs/install.log" || true
 if [ ${#failed[@]} -gt 0 ]; then
     echo "FAILED: ${failed[*]}"
     exit 1
