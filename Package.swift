@@ -23,6 +23,8 @@ let package = Package(
         .target(name: "TouchGatePolicy"),
         // Pure: touchgate.conf parsing and validation, shared by the daemon and `touchgate check-config`.
         .target(name: "TouchGateConfig", dependencies: ["TouchGatePolicy"]),
+        // Pure: /etc/pam.d read and run as Linux-PAM would, for `touchgate doctor`.
+        .target(name: "TouchGatePAMStack"),
         // libfprint-2 and GLib, for the reader only.
         .systemLibrary(name: "CFPrint", pkgConfig: "libfprint-2",
                        providers: [.apt(["libfprint-2-dev"])]),
@@ -65,7 +67,7 @@ let package = Package(
             .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"], .when(platforms: [.linux])),
         ]),
         .executableTarget(name: "touchgate", dependencies: [
-            "TouchGateWire", "TouchGateConfig", "TouchGateL10n",
+            "TouchGateWire", "TouchGateConfig", "TouchGateL10n", "TouchGatePAMStack",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .testTarget(name: "TouchGateWireTests", dependencies: ["TouchGateWire"]),
@@ -81,6 +83,7 @@ let package = Package(
             "TouchGateCore", "TouchGateTestSupport", .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "TouchGateSocketTests", dependencies: ["TouchGateSocket", "TouchGateCore", "TouchGateTestSupport"]),
+        .testTarget(name: "TouchGatePAMStackTests", dependencies: ["TouchGatePAMStack"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -22,6 +22,13 @@ packages=(
     dbus-daemon dbus-bin python3-dbusmock python3-gi gir1.2-fprint-2.0
     # the policy's time rules end to end: the daemon's wall clock is moved, not waited for
     libfaketime
+    # the Swift toolchain itself (swift.org's list for Debian 12; its binutils-gold is binutils
+    # here): without them, on a minbase system, swift fails on libncurses.so.6 and clang++ cannot
+    # find <string>
+    libicu-dev libcurl4-openssl-dev libedit-dev libsqlite3-dev libncurses-dev
+    libpython3-dev libxml2-dev uuid-dev tzdata gnupg2 libstdc++-12-dev
+    # the Debian packages and their install test: build, lintian, manual pages, a throwaway root
+    debhelper dpkg-dev lintian mmdebstrap debian-archive-keyring
 )
 
 as_root() {
@@ -41,7 +48,7 @@ done
 updated=no
 apt_install() {
     if [ "$updated" = no ]; then as_root apt-get update -q; updated=yes; fi
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends -o DPkg::Lock::Timeout=600 "$@"
 }
 if [ ${#missing[@]} -gt 0 ]; then
     echo "deps.sh: installing ${missing[*]}"

@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# The test command: builds everything (test targets included), then runs the four test runners,
-# each printing its own summary: swift test, the C tests of the PAM module, the end-to-end tests,
-# and a short run of each fuzz harness. All four run even if one fails; the exit status is non-zero
-# if anything failed.
+# The test command: builds everything (test targets included), then runs the test runners, each
+# printing its own summary: swift test, the C tests of the PAM module, the end-to-end tests, a short
+# run of each fuzz harness, and the install test of the Debian packages (--skip-install, or
+# TOUCHGATE_SKIP_INSTALL_TEST=1, skips that one locally; CI runs it). All run even if one fails; the
+# exit status is non-zero if anything failed.
 set -uo pipefail
+for arg in "$@"; do
+    case "$arg" in
+        --skip-install) export TOUCHGATE_SKIP_INSTALL_TEST=1 ;;
+        *) echo "usage: $0 [--skip-install]" >&2; exit 2 ;;
+    esac
+done
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$TOUCHGATE_ROOT"
 exec </dev/null  # nothing here reads standard input (CI has none)
@@ -33,6 +40,7 @@ run swift-test 1200 env TOUCHGATE_LOCALEDIR="$TOUCHGATE_ROOT/.build/locale" swif
 run c-tests 600 make -C pam check
 run e2e 600 python3 -B -m pytest -q -p no:cacheprovider Tests/EndToEnd
 run fuzz 600 ./fuzz/run.sh
+run install 2400 ./scripts/install-test.sh
 
 echo
 echo "=== summary ($(( $(date +%s) - started )) s)"
@@ -42,6 +50,7 @@ grep -hE "Test run with [0-9]+ tests?" "$logs/swift-test.log" | tail -n 1 || tru
 grep -h "^C tests:" "$logs/c-tests.log" || true
 grep -h "^e2e:" "$logs/e2e.log" || true
 grep -h "^fuzz:" "$logs/fuzz.log" || true
+grep -h "^install:" "$logs/install.log" || true
 if [ ${#failed[@]} -gt 0 ]; then
     echo "FAILED: ${failed[*]}"
     exit 1

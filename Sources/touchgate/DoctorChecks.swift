@@ -1,0 +1,193 @@
+// The doctor's checks: each turns a fact (config, daemon, reader, PAM, user) into lines with fixes.
+import TouchGateL10n
+import TouchGateConfig
+import TouchGatePAMStack
+import TouchGateWire
+#if canImport(Glibc)
+import Glibc
+#endif
+
+enum DoctorChecks {
+    /// touchgate.conf under `root`; also the password service it names (the default when invalid).
+    static func config(root: String) -> (DoctorCheck, String) {
+        let path = under(root, ConfigFile.defaultPath)
+        let restart = L("correct it (touchgate check-config %s), then: systemctl restart touchgated", cli, path)
+        do {
+            let config = try ConfigFile.load(path: path)
+            if access(path, F_OK) != 0 {
+                return (DoctorCheck("config", .ok, L("%s: none, the defaults apply", cli, path)),
+                        config.passwordService)
+            }
+            return (DoctorCheck("config", .ok, L("%s: valid", cli, path)), config.passwordService)
+        } catch let error as ConfigError {
+            let place = error.line > 0 ? "\(path):\(error.line)" : path
+            return (DoctorCheck("config", .problem,
+                                L("%s: %s (touchgated refuses to start)", cli, place, error.message), fix: restart),
+                    DaemonConfig.defaults.passwordService)
+        } catch {
+            return (DoctorCheck("config", .problem, "\(path): \(error)", fix: restart), DaemonConfig.defaults.passwordService)
+        }
+    }
+
+    /// Whether the daemon answers, and its readers.
+    static func daemon(_ client: DaemonClient) -> (checks: [DoctorCheck], reachable: Bool) {
+        let devices: [String]
+        do {
+            devices = try client.call(.devices, []).strings(.device)
+        } catch {
+            return ([DoctorCheck("daemon", .problem, error.reason,
+                                 fix: L("systemctl start touchgated.socket; if it does not stay up: journalctl -u touchgated", cli)),
+                     DoctorCheck.skipped("reader", L("fingerprint reader", cli))], false)
+        }
+        let daemon = DoctorCheck("daemon", .ok, L("touchgated answers at %s", cli, client.socketPath))
+        guard !devices.isEmpty else {
+            return ([daemon, DoctorCheck("reader", .problem, L("no fingerprint reader found", cli),
+                                         fix: L("connect a reader libfprint supports, then: systemctl restart touchgated", cli))], true)
+        }
+        return ([daemon, DoctorCheck("reader", .ok, devices.joined(separator: "; "))], true)
+    }
+
+    /// Which services offer the fingerprint, and what is wrong in their stacks.
+    static func pam(_ review: PAMReview) -> [DoctorCheck] {
+        var checks: [DoctorCheck] = []
+        if review.services.isEmpty {
+            checks.append(DoctorCheck("pam", .problem, L("no PAM service offers the fingerprint", cli),
+                                      fix: "pam-auth-update --enable touchgate"))
+        } else {
+            let names = review.services.map(\.service).joined(separator: ", ")
+            let source = review.commonAuthFingerprint ? L(" (through common-auth)", cli) : ""
+            checks.append(DoctorCheck("pam", .ok, L("fingerprint offered by: %s%s", cli, names, source)))
+        }
+        if review.commonAuthFingerprint && !review.commonAuthReport {
+            checks.append(DoctorCheck("pam", .problem,
+                                      L("common-auth has no report line: a password cannot clear a fingerprint lockout", cli),
+                                      fix: "pam-auth-update --enable touchgate-report"))
+        }
+        for service in review.services {
+            for problem in service.problems {
+                if case .faillockCountsFingerprint = problem { continue }  // the faillock check says it
+                checks.append(stackProblem(problem, in: service.service))
+            }
+        }
+        return checks
+    }
+
+    static func stackProblem(_ problem: StackProblem, in service: String) -> DoctorCheck {
+        let name = "pam \(service)"
+        switch problem {
+        case .fingerprintBlocksPassword(let how):
+            return DoctorCheck(name, .problem,
+                               L("when the fingerprint fails (%s) the right password is refused too", cli, how),
+                               fix: L("give the pam_touchgate.so line default=ignore, as the touchgate profile does", cli))
+        case .noReportAfterPassword:
+            return DoctorCheck(name, .problem,
+                               L("a password success never reaches a report line: it cannot clear a lockout or the after-boot rule", cli),
+                               fix: L("after the password module: auth optional pam_touchgate.so report (pam-auth-update --enable touchgate-report)", cli))
+        case .reportAfterWrongPassword(let origin):
+            return DoctorCheck(name, .problem,
+                               L("the report line at %s is reached after a wrong password: it would clear a lockout without the password", cli, origin),
+                               fix: L("place it where only a password success leads (after pam_unix's success jump)", cli))
+        case .acceptsWrongPassword:
+            return DoctorCheck(name, .problem, L("the stack succeeds with a wrong password and no finger", cli),
+                               fix: L("end the password part with pam_deny.so, as common-auth does", cli))
+        case .faillockCountsFingerprint(let origin):
+            return DoctorCheck(name, .problem,
+                               L("pam_faillock authfail at %s runs although the password was right: a fingerprint failure counts against the password", cli, origin),
+                               fix: L("put the pam_touchgate.so line after pam_faillock preauth and let its failure go on to the password module (default=ignore)", cli))
+        case .missingModule(let module, let origin):
+            return DoctorCheck(name, .problem, L("%s: %s is not installed", cli, origin, module),
+                               fix: L("install the package that provides %s, or remove the line", cli, module))
+        case .syntax(let error):
+            return DoctorCheck(name, .problem, "\(error)", fix: L("correct the line", cli))
+        }
+    }
+
+    /// The daemon's own password service.
+    static func passwordService(_ r: PasswordServiceReview) -> [DoctorCheck] {
+        let name = "password"
+        guard r.exists else {
+            let fallback = r.file.map { L(" (Linux-PAM would use '%s')", cli, $0) } ?? ""
+            return [DoctorCheck(name, .problem, L("no /etc/pam.d/%s%s", cli, r.service, fallback),
+                                fix: L("apt install --reinstall touchgate, or create it with: auth required pam_unix.so", cli))]
+        }
+        var checks: [DoctorCheck] = []
+        if !r.touchgateLines.isEmpty {
+            checks.append(DoctorCheck(name, .problem,
+                                      L("service '%s' reaches pam_touchgate.so (%s): the daemon would ask itself for a finger", cli, r.service, r.touchgateLines.joined(separator: ", ")),
+                                      fix: L("list the password modules in /etc/pam.d/%s instead of including common-auth", cli, r.service)))
+        }
+        if !r.acceptsPassword {
+            checks.append(DoctorCheck(name, .problem, L("service '%s' accepts no password", cli, r.service),
+                                      fix: L("add: auth required pam_unix.so", cli)))
+        }
+        if !r.refusesWrongPassword {
+            checks.append(DoctorCheck(name, .problem, L("service '%s' accepts a wrong password", cli, r.service),
+                                      fix: L("remove pam_permit.so lines that can decide it", cli)))
+        }
+        if !r.missingFromLogin.isEmpty, let reference = r.comparedWith {
+            let lacking = r.missingFromLogin.joined(separator: ", ")
+            checks.append(DoctorCheck(name, .problem,
+                                      L("'%s' also uses %s, which service '%s' lacks: they accept different passwords", cli, reference, lacking, r.service),
+                                      fix: L("copy those lines from common-auth into /etc/pam.d/%s", cli, r.service)))
+        }
+        for problem in r.problems { checks.append(stackProblem(problem, in: r.service)) }
+        if checks.isEmpty {
+            let modules = r.passwordModules.joined(separator: ", ")
+            checks.append(DoctorCheck(name, .ok, L("service '%s' checks passwords with %s, without pam_touchgate.so", cli, r.service, modules)))
+        }
+        return checks
+    }
+
+    static func faillock(_ review: PAMReview) -> DoctorCheck {
+        guard review.faillockInUse else { return DoctorCheck("faillock", .ok, L("pam_faillock is not used", cli)) }
+        for service in review.services {
+            for case .faillockCountsFingerprint(let origin) in service.problems {
+                return stackProblem(.faillockCountsFingerprint(origin), in: service.service)
+            }
+        }
+        return DoctorCheck("faillock", .ok, L("a fingerprint failure does not count against pam_faillock", cli))
+    }
+
+    /// The user: enabled, enrolled, and whether a fingerprint would be accepted now.
+    static func user(_ user: String, _ client: DaemonClient) -> [DoctorCheck] {
+        let name = "user"
+        let document: JSONValue
+        do {
+            let result = try client.call(.status, [Field(.user, user)])
+            guard let text = result.string(.json), let value = JSONValue.parse(text) else {
+                return [DoctorCheck(name, .problem, L("touchgated sent no status for %s", cli, user))]
+            }
+            document = value
+        } catch {
+            return [DoctorCheck(name, .problem, "\(user): \(error.reason)")]
+        }
+        var fingers: [String] = []
+        if case .array(let list)? = document["fingers"] { fingers = list.compactMap(\.scalarText) }
+        if document["stateReadable"] == .bool(false) {
+            return [DoctorCheck(name, .problem, L("%s: the state file is damaged; fingerprints are refused until a password success", cli, user),
+                                fix: L("authenticate once with the password", cli))]
+        }
+        if fingers.isEmpty {
+            return [DoctorCheck(name, .problem, L("%s has no enrolled fingerprint", cli, user),
+                                fix: L("touchgate enroll (as %s), or: touchgate enroll --user %s", cli, user, user))]
+        }
+        if document["enabled"] == .bool(false) {
+            return [DoctorCheck(name, .problem, L("%s turned fingerprint authentication off", cli, user),
+                                fix: "touchgate enable --user \(user)")]
+        }
+        var checks = [DoctorCheck(name, .ok, L("%s: enabled, enrolled: %s", cli, user, fingers.joined(separator: ", ")))]
+        if case .object(let can)? = document["canEvaluate"], case .int(let code)? = can["code"], code != 0 {
+            let reason = can["reason"]?.scalarText.flatMap { $0.isEmpty ? nil : $0 }
+            checks.append(DoctorCheck(name, .note,
+                                      L("fingerprint refused for now: %s", cli, sentence(for: Int32(clamping: code), reason: reason, seconds: nil)),
+                                      fix: L("authenticate once with the password (e.g. sudo -v)", cli)))
+        }
+        return checks
+    }
+
+    /// `path` (absolute) under `root`.
+    static func under(_ root: String, _ path: String) -> String {
+        if root == "/" || root.isEmpty { return path }
+        return (root.hasSuffix("/") ? String(root.dropLast()) : root) + path
+    }
+}

@@ -1,0 +1,105 @@
+"""`touchgate doctor` end to end: the real CLI against the real daemon on the virtual reader, and a
+fixture root (--root) holding the PAM services and the config the package installs."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+# Debian 12's common-auth as pam-auth-update writes it with touchgate's two profiles enabled.
+COMMON_AUTH = """\
+auth\t[success=2 default=ignore]\tpam_touchgate.so
+auth\t[success=1 default=ignore]\tpam_unix.so nullok try_first_pass
+auth\trequisite\t\t\tpam_deny.so
+auth\trequired\t\t\tpam_permit.so
+auth\toptional\tpam_touchgate.so report
+"""
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def root(world):
+    """A root with the packaged PAM files and touchgate.conf, as after `pam-auth-update --enable touchgate`."""
+    r = world.dir / "root"
+    pam = r / "etc" / "pam.d"
+    pam.mkdir(parents=True)
+    (pam / "common-auth").write_text(COMMON_AUTH)
+    (pam / "login").write_text("auth requisite pam_nologin.so\n@include common-auth\n")
+    (pam / "sudo").write_text("@include common-auth\n")
+    (pam / "touchgate").write_text((REPO / "debian" / "touchgate.pam").read_text())
+    (r / "etc" / "touchgate").mkdir()
+    (r / "etc" / "touchgate" / "touchgate.conf").write_text((REPO / "debian" / "touchgate.conf").read_text())
+    return r
+
+
+def doctor(world, root, user="alice", json_out=True):
+    args = ["doctor", "--root", root, "--user", user] + (["--json"] if json_out else [])
+    result = world.cli(*args)
+    return result, (json.loads(result.stdout) if json_out else None)
+
+
+def statuses(report):
+    return {c["check"]: c["status"] for c in report["checks"] if c["status"] != "note"}
+
+
+def test_doctor_finds_nothing_wrong_with_a_packaged_setup(world, root, alice):
+    result, report = doctor(world, root)
+    assert result.returncode == 0, result
+    assert report["ok"] is True and report["problems"] == 0
+    assert statuses(report) == {"config": "ok", "daemon": "ok", "reader": "ok", "pam": "ok", "password": "ok",
+                                "faillock": "ok", "user": "ok"}
+    pam = next(c for c in report["checks"] if c["check"] == "pam")
+    assert pam["summary"] == "fingerprint offered by: login, sudo (through common-auth)"
+    text, _ = doctor(world, root, json_out=False)
+    assert text.returncode == 0 and text.stdout.splitlines()[-1] == "All is well.", text
+
+
+def test_doctor_names_the_bad_line_of_the_config(world, root, daemon):
+    conf = root / "etc" / "touchgate" / "touchgate.conf"
+    conf.write_text(conf.read_text() + "lockout_threshold = 0\n")
+    line = conf.read_text().count("\n")
+    result, report = doctor(world, root)
+    assert result.returncode == 1
+    config = next(c for c in report["checks"] if c["check"] == "config")
+    assert config["status"] == "problem"
+    assert config["summary"].startswith("%s:%d: lockout_threshold" % (conf, line)), config
+    assert "check-config" in config["fix"]
+
+
+def test_doctor_says_the_daemon_is_not_running_and_checks_what_it_can(world, root):
+    result, report = doctor(world, root)
+    assert result.returncode == 1
+    s = statuses(report)
+    assert s["daemon"] == "problem" and s["reader"] == "skipped" and s["user"] == "skipped"
+    assert s["pam"] == "ok" and s["password"] == "ok" and s["config"] == "ok"
+    daemon = next(c for c in report["checks"] if c["check"] == "daemon")
+    assert daemon["fix"].startswith("systemctl start touchgated.socket")
+
+
+def test_doctor_tells_a_user_without_prints_to_enroll(world, root, daemon):
+    result, report = doctor(world, root, user="bob")
+    assert result.returncode == 1
+    user = next(c for c in report["checks"] if c["check"] == "user")
+    assert user == {"check": "user", "status": "problem", "summary": "bob has no enrolled fingerprint",
+                    "fix": "touchgate enroll (as bob), or: touchgate enroll --user bob"}
+    text, _ = doctor(world, root, user="bob", json_out=False)
+    assert text.stdout.splitlines()[-1] == "1 problem."
+
+
+def test_doctor_finds_a_password_service_that_would_ask_the_daemon_for_a_finger(world, root, alice):
+    (root / "etc" / "pam.d" / "touchgate").write_text("@include common-auth\n")
+    result, report = doctor(world, root)
+    assert result.returncode == 1
+    [problem] = [c for c in report["checks"] if c["status"] == "problem"]
+    assert problem["check"] == "password"
+    assert "reaches pam_touchgate.so (common-auth:1, common-auth:5)" in problem["summary"], problem
+
+
+def test_doctor_without_the_profile_says_how_to_enable_it(world, root, alice):
+    (root / "etc" / "pam.d" / "common-auth").write_text(
+        "auth [success=1 default=ignore] pam_unix.so nullok\nauth requisite pam_deny.so\nauth required pam_permit.so\n")
+    result, report = doctor(world, root)
+    assert result.returncode == 1
+    [problem] = [c for c in report["checks"] if c["status"] == "problem"]
+    assert problem == {"check": "pam", "status": "problem", "summary": "no PAM service offers the fingerprint",
+                       "fix": "pam-auth-update --enable touchgate"}

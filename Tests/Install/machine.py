@@ -1,0 +1,243 @@
+"""A throwaway Debian 12 machine for the install test: the packages built from this checkout, a
+minbase root made by mmdebstrap, and commands run in it with chroot.
+
+The whole test runs inside a private mount namespace (scripts/install-test.sh starts it with
+`unshare -m`), so /proc, /sys and /dev mounted into the root vanish with the test whatever ends it,
+and the root is deleted from outside that namespace, where nothing is mounted in it. The host's
+/etc is never written. Every wait has a deadline; nothing sleeps.
+"""
+
+import os
+import pty
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(REPO / "Tests" / "EndToEnd"))
+
+import harness  # noqa: E402  (LineLog, VirtualReader, PAM result names: the e2e harness's own)
+from harness import LineLog, WaitTimeout, now  # noqa: E402,F401
+
+WORK = Path(os.environ.get("TOUCHGATE_INSTALL_WORK") or "/tmp/tg-install")
+BUILD_LIMIT = 1800   # s: a clean release build of the Swift code
+MMDEBSTRAP_LIMIT = 600
+COMMAND_LIMIT = 120  # s: apt, pam-auth-update, lintian
+DAEMON = "/usr/libexec/touchgate/touchgated"
+VDEV = "/run/tg-vdev.sock"       # libfprint's virtual reader, inside the root
+NOTIFY = "/run/tg-notify.sock"   # where the daemon's READY=1 arrives, inside the root
+SOCKET = "/run/touchgate/touchgated.sock"
+ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8", "HOME": "/root",
+       "DEBIAN_FRONTEND": "noninteractive", "TERM": "dumb"}
+
+
+def log(text):
+    print(text, flush=True)
+
+
+def run(argv, limit=COMMAND_LIMIT, check=True, **kw):
+    """Runs a host command with a time limit; its output is kept and shown when it fails."""
+    p = subprocess.run([str(a) for a in argv], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       timeout=limit, **kw)
+    if check and p.returncode != 0:
+        raise AssertionError("%s: exit %d\n%s%s" % (" ".join(map(str, argv)), p.returncode, p.stdout, p.stderr))
+    return p
+
+
+# ---------------------------------------------------------------------------------------------
+# The packages
+
+
+def build_packages(out):
+    """dpkg-buildpackage -us -uc -b on a copy of the checkout (its .debs land beside the copy, not
+    beside the checkout); SwiftPM builds in the checkout's .build-deb, as `swift build` uses .build."""
+    src = out / "touchgate"
+    src.mkdir(parents=True)
+    files = run(["git", "-C", REPO, "ls-files", "-z", "--cached", "--others", "--exclude-standard"]).stdout
+    names = [n for n in files.split("\0") if n and (REPO / n).is_file()]
+    for name in names:
+        target = src / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, target)
+    env = dict(os.environ, TOUCHGATE_SWIFT_SCRATCH=str(REPO / ".build-deb"))
+    swift = shutil.which("swift") or "/opt/swift/usr/bin/swift"
+    env["PATH"] = "%s:%s" % (Path(swift).parent, env.get("PATH", "/usr/bin:/bin"))
+    t0 = now()
+    p = subprocess.run(["dpkg-buildpackage", "-us", "-uc", "-b"], cwd=src, env=env, stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=BUILD_LIMIT)
+    (out / "build.log").write_text(p.stdout)
+    if p.returncode != 0:
+        raise AssertionError("dpkg-buildpackage: exit %d\n%s" % (p.returncode, "\n".join(p.stdout.splitlines()[-40:])))
+    log("built the packages in %.0f s" % (now() - t0))
+    debs = {d.name.split("_")[0]: d for d in out.glob("*.deb")}
+    changes = next(out.glob("touchgate_*.changes"))
+    return debs, changes
+
+
+def depends(deb):
+    """The package names in a .deb's Depends (alternatives: the first)."""
+    field = run(["dpkg-deb", "-f", deb, "Depends"]).stdout
+    return [re.split(r"[\s(:]", alt.split("|")[0].strip())[0] for alt in field.split(",") if alt.strip()]
+
+
+# ---------------------------------------------------------------------------------------------
+# The machine
+
+
+class Machine:
+    """A Debian 12 minbase root with systemd's tools (not running), pamtester and the packages'
+    libraries; commands run in it through chroot, with /proc, /sys and /dev mounted."""
+
+    def __init__(self, root, include):
+        self.root = Path(root)
+        t0 = now()
+        run(["mmdebstrap", "--variant=minbase", "--include=" + ",".join(include), "bookworm", self.root],
+            limit=MMDEBSTRAP_LIMIT)
+        log("mmdebstrap made a Debian 12 minbase root in %.0f s" % (now() - t0))
+        self.mounts = []
+        for kind, target, argv in [("proc", "proc", ["mount", "-t", "proc", "proc"]),
+                                   ("sysfs", "sys", ["mount", "-t", "sysfs", "sysfs"]),
+                                   ("dev", "dev", ["mount", "--rbind", "/dev"])]:
+            run(argv + [self.root / target])
+            self.mounts.append(self.root / target)
+        self.processes = []
+
+    def path(self, inside):
+        """The host path of a path inside the root."""
+        return self.root / str(inside).lstrip("/")
+
+    def argv(self, command):
+        return ["chroot", str(self.root), "env", "-i"] + ["%s=%s" % kv for kv in ENV.items()] + list(command)
+
+    def run(self, *command, limit=COMMAND_LIMIT, check=True, input=None):
+        p = subprocess.run(self.argv(command), input=input or "", capture_output=True, text=True, timeout=limit)
+        if check and p.returncode != 0:
+            raise AssertionError("in the root: %s: exit %d\n%s%s" % (" ".join(command), p.returncode, p.stdout, p.stderr))
+        return p
+
+    def read(self, inside):
+        return self.path(inside).read_bytes()
+
+    def spawn(self, *command, env=None):
+        """A long-running command in the root (its own session); stderr kept line by line."""
+        argv = self.argv(["%s=%s" % kv for kv in (env or {}).items()] + list(command)) if env else self.argv(command)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, start_new_session=True)
+        proc.log = LineLog(" ".join(command))
+        threading.Thread(target=harness._pump_lines, args=(lambda: proc.stderr.read1(4096), proc.log),
+                         daemon=True).start()
+        self.processes.append(proc)
+        return proc
+
+    def pids_of(self, program):
+        """Processes whose executable is `program` inside this root."""
+        target = str(self.path(program))
+        pids = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    if os.readlink(entry / "exe") == target:
+                        pids.append(int(entry.name))
+                except OSError:
+                    pass
+        return pids
+
+    def wait_gone(self, program, timeout=10.0):
+        deadline = now() + timeout
+        while self.pids_of(program):
+            if now() > deadline:
+                raise WaitTimeout("%s still running after %.1f s" % (program, timeout))
+            threading.Event().wait(0.01)
+
+    def close(self):
+        """Stops what the test started in the root and unmounts; the root itself is removed by
+        scripts/install-test.sh from outside the mount namespace."""
+        for proc in self.processes:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(10)
+        for pid in self.pids_of(DAEMON):
+            os.kill(pid, signal.SIGKILL)
+        for target in reversed(self.mounts):
+            subprocess.run(["umount", "-R", str(target)], stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+
+
+class Notifications:
+    """A datagram socket inside the root standing in for systemd's NOTIFY_SOCKET."""
+
+    def __init__(self, machine):
+        self.path = machine.path(NOTIFY)
+        if self.path.exists():
+            self.path.unlink()
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(str(self.path))
+
+    def wait(self, text, timeout=10.0):
+        self.sock.settimeout(timeout)
+        try:
+            data = self.sock.recv(4096).decode()
+        except socket.timeout:
+            raise WaitTimeout("no %r on NOTIFY_SOCKET within %.1f s" % (text, timeout))
+        assert text in data.split("\n"), data
+        return data
+
+    def close(self):
+        self.sock.close()
+
+
+class Terminal:
+    """A command in the root on a pty (its controlling terminal when `ctty`), its screen as lines."""
+
+    def __init__(self, machine, *command, ctty=True):
+        master, slave = pty.openpty()
+        self.started = now()
+        try:
+            self.proc = subprocess.Popen(machine.argv(command), stdin=slave, stdout=slave, stderr=slave,
+                                         start_new_session=True, preexec_fn=harness._take_ctty if ctty else None)
+        finally:
+            os.close(slave)
+        self._master = master
+        self.out = LineLog(" ".join(command))
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self):
+        try:
+            harness._pump_lines(harness._pty_reader(self._master), self.out)
+        finally:
+            os.close(self._master)
+
+    def wait_for(self, pattern, timeout=harness.DEFAULT_WAIT, start=0):
+        return self.out.wait_for(pattern, timeout, start)
+
+    def type(self, text):
+        os.write(self._master, text.encode())
+
+    def wait(self, timeout=harness.DEFAULT_WAIT):
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            raise WaitTimeout("still running after %.1f s:\n%s" % (timeout, self.out.dump()))
+        self.out.wait_closed(timeout)
+        return self.proc.returncode
+
+    def transcript(self):
+        return self.out.dump()
+
+    @property
+    def pam_result(self):
+        """pamtester's result as a PAM code name."""
+        for text in reversed(self.out.texts()):
+            if text.startswith("pamtester: "):
+                rest = text[len("pamtester: "):]
+                if rest.startswith("successfully "):
+                    return "PAM_SUCCESS"
+                if not harness.TRACE.match(text):
+                    return harness.PAM_RESULT_BY_TEXT.get(rest.rstrip("."), "unknown (%s)" % rest)
+        return None
