@@ -115,6 +115,16 @@ def test_02_apt_installs_both_and_leaves_the_fingerprint_off(machine, state):
     for package in ["touchgate", "libpam-touchgate"]:
         files += machine.run("dpkg", "-L", package).stdout.split()
     state["files"] = files
+    # fprintd's D-Bus name, its activation and polkit actions, the catalogs, every manual page.
+    for shipped in ["/usr/share/dbus-1/system.d/net.reactivated.Fprint.conf",
+                    "/usr/share/dbus-1/system-services/net.reactivated.Fprint.service",
+                    "/usr/share/polkit-1/actions/net.reactivated.fprint.device.policy",
+                    "/usr/share/locale/zh_CN/LC_MESSAGES/touchgate.mo",
+                    "/usr/share/man/man8/pam_touchgate.8.gz", "/usr/share/man/man8/touchgated.8.gz",
+                    "/usr/share/man/man1/touchgate.1.gz", "/usr/share/man/man5/touchgate.conf.5.gz"]:
+        assert shipped in files, shipped
+    relations = machine.run("dpkg-query", "-W", "-f", "${Provides}|${Conflicts}|${Replaces}", "touchgate").stdout
+    assert relations == "fprintd|fprintd|fprintd", relations
 
 
 def test_03_the_binaries_need_only_debian_libraries(machine):
@@ -312,3 +322,26 @@ def test_15_purge_stops_the_running_daemon_and_leaves_no_file(machine, state):
     assert machine.read("/etc/pam.d/common-auth") == state["original_common_auth"]
     listed = machine.run("dpkg-query", "-W", "-f", "${db:Status-Abbrev}", "touchgate", check=False).stdout
     assert listed.strip() in ("", "un"), listed
+
+
+def test_16_one_apt_install_replaces_fprintd_and_keeps_the_prints(machine, state):
+    # The finger enrolled above lies in fprintd's store, which belongs to whichever service is
+    # installed: purging touchgate kept it, fprintd would use it, and so does touchgate again.
+    store = machine.path("/var/lib/fprint")
+    prints = sorted(p for p in store.rglob("*") if p.is_file())
+    assert prints, "purge removed the prints in fprintd's store"
+    before = {p: p.read_bytes() for p in prints}
+    machine.run("apt-get", "install", "-y", "-q", "--no-install-recommends", "fprintd", limit=600)
+    p = machine.run("apt-get", "install", "-y", "-q", *machine.debs, limit=300)
+    m.log(p.stdout.strip().splitlines()[-1])
+    status = machine.run("dpkg-query", "-W", "-f", "${db:Status-Abbrev}", "fprintd", check=False).stdout.strip()
+    assert status in ("", "un", "rc"), "fprintd is still installed: %r" % status
+    assert {p: p.read_bytes() for p in prints} == before
+    machine.path("/run/touchgate").mkdir(mode=0o755, exist_ok=True)
+    daemon = machine.spawn(m.DAEMON, env={"FP_VIRTUAL_DEVICE": m.VDEV, "FP_DRIVERS_WHITELIST": "virtual_device"})
+    try:
+        daemon.log.wait_for("listening on", 10)
+        assert machine.run("touchgate", "list", "--user", USER).stdout.split() == ["right-index-finger"]
+    finally:
+        machine.run("apt-get", "purge", "-y", "-q", "touchgate", "libpam-touchgate", limit=300)
+        daemon.wait(10)
