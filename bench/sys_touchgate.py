@@ -45,7 +45,18 @@ class Touchgate:
     # The daemon
 
     def argv(self):
-        return [self.binary, "--socket", str(self.socket), "--state-dir", str(self.world.state), "--config", "/nonexistent"]
+        argv = [self.binary, "--socket", str(self.socket), "--state-dir", str(self.world.state), "--config", "/nonexistent"]
+        # The prints in the run's world, never the machine's /var/lib/fprint (a build from before
+        # the print store was configurable keeps them under --state-dir).
+        if self._has_print_store():
+            argv += ["--print-store", str(self.world.prints)]
+        return argv
+
+    def _has_print_store(self):
+        if not hasattr(self, "_print_store_flag"):
+            out = subprocess.run([self.binary, "--help"], capture_output=True, text=True, timeout=10)
+            self._print_store_flag = "--print-store" in out.stdout + out.stderr
+        return self._print_store_flag
 
     def env(self):
         env = harness.daemon_env(self.world)
