@@ -331,6 +331,8 @@ def test_16_one_apt_install_replaces_fprintd_and_keeps_the_prints(machine, state
     prints = sorted(p for p in store.rglob("*") if p.is_file())
     assert prints, "purge removed the prints in fprintd's store"
     before = {p: p.read_bytes() for p in prints}
+    # mmdebstrap leaves no package lists behind: fetch them, as on any machine before an install.
+    machine.run("apt-get", "update", "-q", limit=600)
     machine.run("apt-get", "install", "-y", "-q", "--no-install-recommends", "fprintd", limit=600)
     p = machine.run("apt-get", "install", "-y", "-q", *machine.debs, limit=300)
     m.log(p.stdout.strip().splitlines()[-1])
