@@ -103,7 +103,8 @@ def cold_start(ctx):
             except ClientTimeout as e:
                 # Counted and shown with the figure, not hidden: the first call after ready failed.
                 prompt.outcome(s.name, "no prompt: " + str(e).splitlines()[-2].strip(" |"))
-                ctx.say("  %s: the first authentication after ready showed no prompt" % s.name)
+                ctx.say("  %s: the first authentication after ready showed no prompt; the daemon's log:\n%s"
+                        % (s.name, s.log.dump() if getattr(s, "log", None) else "(none)"))
                 continue
             mem = procstat.memory_mb(s.daemon_pid())
             prompt.add(s.name, ms(t.message(s.prompt) - spawned))
