@@ -1,0 +1,135 @@
+/* Terminal tests of the password step (policy=biometrics-or-password after a refusal) and of the
+ * line editor that reads the keys. */
+#include <string.h>
+
+#include "check.h"
+#include "tty_bed.h"
+
+/* ---- the password step at the terminal ---------------------------------------------------- */
+
+/* The refusal's line, then the module's own "Password: " with the terminal raw (echo and signal
+ * keys off); the keys typed there decide. */
+static void run_password_step(const char *keys, const char *prompt, struct daemon *d, struct outcome *o,
+                              const char *name)
+{
+    struct script s = { "tg-tty-bop", prompt, keys, NULL };
+    run_tty(&s, d, o);
+    expect_restored(o, name);
+    CHECK(strstr(o->before, TEXT_LOCKED) != NULL && strstr(o->before, TEXT_LOCKED) < strstr(o->before, prompt),
+          "%s: the refusal did not come before the prompt: '%s'", name, o->before);
+    CHECK(strstr(o->before, TEXT_HINT_BOP) == NULL, "%s: a fingerprint hint was shown", name);
+}
+
+static void test_password_step_correct(void)
+{
+    struct daemon d = { .act = ASK_PASSWORD, .answer = TG_OK, .answer_reason = "password",
+                        .answer_message = "Password accepted" };
+    struct outcome o;
+
+    run_password_step("pw\r", TEXT_PASSWORD, &d, &o, "step correct");
+    CHECK(o.rep.rc == PAM_SUCCESS, "step correct: %d", o.rep.rc);
+    CHECK(d.verify_came && strcmp(d.password, "pw") == 0, "step correct: daemon saw '%s'", d.password);
+    CHECK(o.rep.has_authtok && strcmp(o.rep.authtok, "pw") == 0, "step correct: PAM_AUTHTOK '%s'", o.rep.authtok);
+    CHECK(strstr(o.after, "pw") == NULL, "step correct: echoed: '%s'", o.after);
+    CHECK(strstr(o.after, "Password accepted") == NULL, "step correct: success was chattered: '%s'", o.after);
+}
+
+static void test_password_step_wrong(void)
+{
+    struct daemon d = { .act = ASK_PASSWORD, .answer = TG_ERR_AUTHENTICATION_FAILED,
+                        .answer_reason = "wrongPassword", .answer_message = TEXT_WRONG };
+    struct outcome o;
+
+    run_password_step("nope\r", TEXT_PASSWORD, &d, &o, "step wrong");
+    CHECK(o.rep.rc == PAM_AUTH_ERR, "step wrong: %d", o.rep.rc);
+    CHECK(strstr(o.after, TEXT_WRONG) != NULL, "step wrong: not said: '%s'", o.after);
+    CHECK(!o.rep.has_authtok, "step wrong: PAM_AUTHTOK set");
+}
+
+/* Ctrl-C, Ctrl-D, or Enter on nothing: userCancel, nothing sent, the terminal exactly restored. */
+static void test_password_step_cancelled(void)
+{
+    static const struct { const char *keys; const char *name; } ways[] = {
+        { "\x03", "step ctrl-c" }, { "\x04", "step ctrl-d" }, { "\r", "step empty" },
+        { "ab\x03", "step ctrl-c after typing" },
+    };
+    for (size_t i = 0; i < sizeof(ways) / sizeof(ways[0]); i++) {
+        struct daemon d = { .act = ASK_PASSWORD, .answer = TG_OK, .answer_reason = "password" };
+        struct outcome o;
+        run_password_step(ways[i].keys, TEXT_PASSWORD, &d, &o, ways[i].name);
+        CHECK(o.rep.rc == PAM_AUTHINFO_UNAVAIL, "%s: %d", ways[i].name, o.rep.rc);
+        CHECK(!d.verify_came, "%s: a password was sent", ways[i].name);
+        CHECK(!o.rep.has_authtok, "%s: PAM_AUTHTOK set", ways[i].name);
+    }
+}
+
+static void test_password_step_in_chinese(void)
+{
+    struct daemon d = { .act = ASK_PASSWORD, .answer = TG_OK, .answer_reason = "password" };
+    struct outcome o;
+
+    setenv("LANG", "zh_CN.UTF-8", 1);
+    run_password_step("pw\r", TEXT_PASSWORD_ZH, &d, &o, "step zh");
+    setenv("LANG", "en_US.UTF-8", 1);
+    CHECK(o.rep.rc == PAM_SUCCESS, "step zh: %d", o.rep.rc);
+    CHECK(strstr(o.before, TEXT_PASSWORD) == NULL, "step zh: English prompt too: '%s'", o.before);
+}
+
+
+/* ---- the line editor alone ----------------------------------------------------------------- */
+
+static enum tg_key_action type(struct tg_line *line, const char *keys)
+{
+    enum tg_key_action last = TG_KEY_NONE;
+    for (const char *k = keys; *k != '\0'; k++)
+        last = tg_line_key(line, (uint8_t)*k);
+    return last;
+}
+
+static void test_line_editor(void)
+{
+    struct tg_line line = { 0 };
+
+    CHECK(tg_line_key(&line, '\n') == TG_KEY_FALLBACK, "Enter on empty line");
+    CHECK(tg_line_key(&line, '\r') == TG_KEY_FALLBACK, "CR on empty line");
+    CHECK(tg_line_key(&line, 0x04) == TG_KEY_FALLBACK, "Ctrl-D on empty line");
+    CHECK(tg_line_key(&line, 0x03) == TG_KEY_CANCEL, "Ctrl-C");
+    CHECK(tg_line_key(&line, 'a') == TG_KEY_TYPED && line.len == 1, "a typed");
+    CHECK(tg_line_key(&line, 0x04) == TG_KEY_NONE, "Ctrl-D on a non-empty line");
+    CHECK(tg_line_key(&line, 0x1b) == TG_KEY_NONE && line.len == 1, "Esc ignored");
+    CHECK(tg_line_key(&line, 0x08) == TG_KEY_NONE && line.len == 0, "Backspace");
+    CHECK(tg_line_key(&line, 0x7f) == TG_KEY_NONE && line.len == 0, "DEL on empty line");
+    /* A UTF-8 character goes with one DEL. */
+    type(&line, "x\xc3\xa9");
+    CHECK(tg_line_key(&line, 0x7f) == TG_KEY_NONE && strcmp(line.buf, "x") == 0,
+          "DEL of a UTF-8 character left '%s'", line.buf);
+    CHECK(type(&line, "\x15") == TG_KEY_NONE && line.len == 0, "Ctrl-U");
+    CHECK(type(&line, "p w\t\n") == TG_KEY_SUBMIT && strcmp(line.buf, "p w\t") == 0,
+          "submit '%s'", line.buf);
+    tg_line_wipe(&line);
+    CHECK(line.len == 0 && line.buf[0] == '\0', "wipe");
+
+    /* Exactly TG_LINE_MAX is kept; one more is refused on Enter, never cut down. */
+    for (int i = 0; i < TG_LINE_MAX; i++)
+        tg_line_key(&line, 'a');
+    CHECK(!line.overflow && line.len == TG_LINE_MAX, "full line");
+    CHECK(tg_line_key(&line, '\n') == TG_KEY_SUBMIT, "full line submits");
+    tg_line_key(&line, 'b');
+    CHECK(line.overflow && line.len == TG_LINE_MAX, "overflow");
+    tg_line_key(&line, 0x7f);
+    CHECK(tg_line_key(&line, '\n') == TG_KEY_FALLBACK && line.len == 0 && !line.overflow,
+          "overlong line not refused and wiped");
+}
+
+int main(int argc, char **argv)
+{
+    if (tty_bed_setup(argc, argv)) {
+        test_line_editor();
+        test_password_step_correct();
+        test_password_step_wrong();
+        test_password_step_cancelled();
+        test_password_step_in_chinese();
+        tty_bed_teardown();
+    }
+    return check_summary("test_tty_password");
+}
