@@ -8,28 +8,26 @@ Pieces:
   Daemon       touchgated with a virtual reader; ready = its socket accepts connections
   VirtualReader  sends one command per connection to libfprint's virtual_device socket
   run_cli / CliProcess   the `touchgate` binary, one-shot or followed line by line
-  PamSession   pamtester inside a pty, through pam_wrapper; transcript with timestamps and PAM result
   enroll       `touchgate enroll` driven by its own output: one SCAN per prompt/stage line shown
+  PamSession   pamtester inside a pty, through pam_wrapper (pam_session.py, re-exported here)
+  LineLog      what a program prints, line by line with timestamps, waited for (lines.py)
 """
 
 import atexit
 import ctypes
-import errno
-import fcntl
 import glob
 import os
-import pty
 import re
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
-import termios
 import select
 import threading
-import time
 from pathlib import Path
+
+from lines import DEFAULT_WAIT, LineLog, WaitTimeout, _pump_lines, _pty_reader, ms, now  # noqa: F401 (re-exported)
 
 REPO = Path(__file__).resolve().parents[2]
 BIN_DIR = Path(os.environ.get("TOUCHGATE_BIN_DIR", REPO / ".build" / "debug"))
@@ -47,7 +45,6 @@ LOCALEDIR = REPO / ".build" / "locale"
 SERVICE = "touchgate-test"     # the PAM service pamtester runs (pam_touchgate.so alone, `required`)
 PASSWORD_SERVICE = "touchgate"  # the daemon's default `password_service`: pam_matrix here
 
-DEFAULT_WAIT = 5.0  # seconds; any single expected event arrives in milliseconds
 
 # What the daemon tells a person (English, SPEC §8); one place, so a wording change is one edit.
 PROMPT = "Swipe your finger across the fingerprint reader"
@@ -106,142 +103,6 @@ def _clean_up_at_exit():
             proc.kill()
             proc.wait()
         _remove_pam_wrapper_dir(proc.pid)
-
-
-class WaitTimeout(AssertionError):
-    """An expected event did not happen before its deadline (an AssertionError: the test fails)."""
-
-
-def now():
-    return time.monotonic()
-
-
-def ms(seconds):
-    return seconds * 1000.0
-
-
-# ---------------------------------------------------------------------------------------------
-# Lines from a stream, with arrival times, and waits with deadlines
-
-
-class LineLog:
-    """Lines read by a background thread, each with its monotonic arrival time.
-
-    A line still waiting for its newline (a prompt such as "Password: ") can be waited for too:
-    once a wait matches it, it becomes a line of its own, and the newline that ends it later
-    (the Enter after the answer) adds no empty line."""
-
-    def __init__(self, name):
-        self.name = name
-        self.lines = []  # [(t, text)]
-        self.closed = False
-        self._pending = b""
-        self._pending_t = None
-        self._promoted = False  # the pending text was taken as a line by a wait
-        self._cv = threading.Condition()
-
-    def add(self, text, t=None):
-        with self._cv:
-            self.lines.append((now() if t is None else t, text))
-            self._cv.notify_all()
-
-    def feed(self, chunk, t):
-        """Bytes as read; complete lines (CR stripped) become lines."""
-        with self._cv:
-            if not self._pending:
-                self._pending_t = t
-            self._pending += chunk
-            *complete, self._pending = self._pending.split(b"\n")
-            for raw in complete:
-                text = _text(raw)
-                if self._promoted:
-                    self._promoted = False
-                    if not text:
-                        continue
-                self.lines.append((self._pending_t, text))
-                self._pending_t = t
-            self._cv.notify_all()
-
-    def close(self):
-        with self._cv:
-            if self._pending and not self._promoted:
-                self.lines.append((self._pending_t, _text(self._pending)))
-            self._pending = b""
-            self.closed = True
-            self._cv.notify_all()
-
-    def _match_pending(self, match):
-        """Takes the unfinished line as a line if it matches (caller holds the lock)."""
-        if self._pending and not self._promoted and match(_text(self._pending)):
-            self.lines.append((self._pending_t, _text(self._pending)))
-            self._pending = b""
-            self._promoted = True
-            return len(self.lines) - 1
-        return None
-
-    def texts(self):
-        with self._cv:
-            return [text for _, text in self.lines]
-
-    def wait_for(self, pattern, timeout=DEFAULT_WAIT, start=0):
-        """Index of the first line at or after `start` matching `pattern` (substring or compiled regex)."""
-        match = pattern.search if hasattr(pattern, "search") else (lambda line: pattern in line)
-        deadline = now() + timeout
-        with self._cv:
-            while True:
-                for i in range(start, len(self.lines)):
-                    if match(self.lines[i][1]):
-                        return i
-                start = max(start, len(self.lines))
-                i = self._match_pending(match)
-                if i is not None:
-                    return i
-                left = deadline - now()
-                if self.closed or left <= 0:
-                    why = "stream ended" if self.closed else "no such line within %.1f s" % timeout
-                    raise WaitTimeout("%s: waiting for %r: %s; lines so far:\n%s"
-                                      % (self.name, getattr(pattern, "pattern", pattern), why, self.dump()))
-                self._cv.wait(left)
-
-    def wait_closed(self, timeout=DEFAULT_WAIT):
-        deadline = now() + timeout
-        with self._cv:
-            while not self.closed:
-                left = deadline - now()
-                if left <= 0:
-                    raise WaitTimeout("%s: output not closed within %.1f s" % (self.name, timeout))
-                self._cv.wait(left)
-
-    def dump(self):
-        return "\n".join("    | " + text for _, text in self.lines)
-
-
-def _text(raw):
-    return raw.decode("utf-8", "replace").rstrip("\r")
-
-
-def _pump_lines(read_chunk, log):
-    """Feeds `log` the chunks read until EOF, then closes it."""
-    try:
-        while True:
-            chunk = read_chunk()
-            if not chunk:
-                break
-            log.feed(chunk, now())
-    finally:
-        log.close()
-
-
-def _pty_reader(fd):
-    def read():
-        try:
-            return os.read(fd, 4096)
-        except OSError as e:  # EIO: every holder of the slave side has closed it
-            if e.errno == errno.EIO:
-                return b""
-            raise
-    return read
-
 
 # ---------------------------------------------------------------------------------------------
 # The world: temp dir, users, PAM services
@@ -576,120 +437,5 @@ def enroll(world, user, print_id, finger=None, as_user=None, on_event=None, time
     return rc, cli
 
 
-# ---------------------------------------------------------------------------------------------
-# PAM: pamtester in a pty, through pam_wrapper
-
-
-TRACE = re.compile(r"^pamtester: (invoking |performing operation)")
-
-
-class PamSession:
-    """`pamtester -v SERVICE USER authenticate` with pam_wrapper and nss_wrapper, in a pty.
-
-    stdout (PAM_TEXT_INFO) and stderr (PAM_ERROR_MSG, result) share the pty, so the transcript is
-    in the order the person would see it, each line timed on arrival (a tty is line-buffered).
-
-    By default the pty is not pamtester's controlling terminal, so there is no /dev/tty for the
-    module to read keys from (like a client without a terminal); `ctty=True` makes it one, as for
-    a person at a terminal. `type(text)` sends keys either way."""
-
-    def __init__(self, world, user, service=SERVICE, ctty=False, extra_env=None):
-        self.user = user
-        self.service = service
-        self.out = LineLog("pamtester %s %s" % (service, user))
-        env = _env(dict(world.nss_env(), LD_PRELOAD="libpam_wrapper.so libnss_wrapper.so",
-                        PAM_WRAPPER="1", PAM_WRAPPER_SERVICE_DIR=str(world.pam_dir), **(extra_env or {})))
-        master, slave = pty.openpty()
-        self.started = now()
-        try:
-            self.proc = subprocess.Popen(["pamtester", "-v", service, user, "authenticate"],
-                                         stdin=slave, stdout=slave, stderr=slave, env=env,
-                                         start_new_session=True, preexec_fn=_take_ctty if ctty else None)
-        finally:
-            os.close(slave)
-        self._master = master
-        self._thread = threading.Thread(target=self._pump, daemon=True)
-        self._thread.start()
-        self.ended = None
-
-    def _pump(self):
-        try:
-            _pump_lines(_pty_reader(self._master), self.out)
-        finally:
-            os.close(self._master)
-
-    def wait_for(self, pattern, timeout=DEFAULT_WAIT, start=0):
-        return self.out.wait_for(pattern, timeout, start)
-
-    def type(self, text):
-        """Keys typed at pamtester's terminal (the pty's master side)."""
-        os.write(self._master, text.encode())
-
-    def wait(self, timeout=DEFAULT_WAIT):
-        """Waits for pamtester to exit and its output to end; returns self."""
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            raise WaitTimeout("pamtester %s %s still running after %.1f s:\n%s"
-                              % (self.service, self.user, timeout, self.out.dump()))
-        self.ended = now()
-        self.out.wait_closed(timeout)
-        return self
-
-    def kill(self):
-        """SIGKILL (what a closed terminal or a crashed client amounts to); returns once reaped."""
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(DEFAULT_WAIT)
-            self.ended = now()
-        self.out.wait_closed(DEFAULT_WAIT)
-        _remove_pam_wrapper_dir(self.proc.pid)
-
-    # The transcript
-
-    def messages(self):
-        """What the person saw: every line that pamtester did not write itself."""
-        return [text for text in self.out.texts() if not text.startswith("pamtester: ")]
-
-    @property
-    def result(self):
-        """PAM result name, from pamtester's last line ('successfully authenticated' or pam_strerror)."""
-        for text in reversed(self.out.texts()):
-            if text.startswith("pamtester: ") and not TRACE.match(text):
-                rest = text[len("pamtester: "):]
-                if rest.startswith("successfully "):
-                    return "PAM_SUCCESS"
-                return PAM_RESULT_BY_TEXT.get(rest.rstrip("."), "unknown (%s)" % rest)
-        return None
-
-    @property
-    def returncode(self):
-        return self.proc.returncode
-
-    def time_of(self, index):
-        """Arrival time of line `index`, in ms after pamtester started."""
-        return ms(self.out.lines[index][0] - self.started)
-
-    def auth_started(self):
-        """Arrival time (monotonic) of the 'performing operation - authenticate' trace line."""
-        i = self.out.wait_for("performing operation", 0)
-        return self.out.lines[i][0]
-
-    def transcript(self):
-        return self.out.dump()
-
-
-def _take_ctty():
-    """In the child, after setsid: its stdin (the pty) becomes its controlling terminal."""
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
-
-def _remove_pam_wrapper_dir(pid):
-    """pam_wrapper copies the services to /tmp/pam.X and removes it at exit; a killed client
-    cannot, so remove the one whose pid file names it (pam_wrapper keeps only 62 such names)."""
-    for pid_file in glob.glob("/tmp/pam.?/pid"):
-        try:
-            if Path(pid_file).read_text().strip() == str(pid):
-                shutil.rmtree(os.path.dirname(pid_file), ignore_errors=True)
-        except OSError:
-            pass
+# The PAM client, last: it builds on the names above.
+from pam_session import TRACE, PamSession, _remove_pam_wrapper_dir, _take_ctty  # noqa: E402,F401
