@@ -13,13 +13,25 @@ extension Core {
         for prompt in activePrompts.values { prompt.interrupt.set(.systemCancel(refusal)) }
     }
 
-    /// After the replies: every state change on disk, the reader closed.
+    /// After the replies: every state change on disk, the reader closed — each within
+    /// `shutdownStepMilliseconds`, so a stuck disk or driver never keeps the daemon from exiting
+    /// (systemd, and the package's prerm, kill it 5 s after SIGTERM). A write that is still pending
+    /// then is one that only relaxes the policy (`.afterReply`): losing it leaves the stricter state.
     public func finishShutdown() async {
-        await states.flush()
-        let closed = OneShot<Void>()
-        reader.close { CoreLoop.shared.post { closed.set(()) } }
-        await closed.wait()
+        let flushed = OneShot<Bool>()
+        let flushLate = LoopTimer(after: Self.shutdownStepMilliseconds) { flushed.set(false) }
+        CoreLoop.shared.task { await self.states.flush(); flushed.set(true) }
+        if await !flushed.wait() { log.error("state writes still pending at exit (after-reply changes only)") }
+        flushLate.cancel()
+
+        let closed = OneShot<Bool>()
+        let closeLate = LoopTimer(after: Self.shutdownStepMilliseconds) { closed.set(false) }
+        reader.close { CoreLoop.shared.post { closed.set(true) } }
+        if await !closed.wait() { log.error("the reader did not close within \(Self.shutdownStepMilliseconds) ms; exiting anyway") }
+        closeLate.cancel()
     }
+
+    static let shutdownStepMilliseconds = 1500
 
     /// How many prompts are running (for the front-ends' drain and for tests).
     public var runningPrompts: Int { activePrompts.count }

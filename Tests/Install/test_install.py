@@ -312,7 +312,7 @@ def test_15_purge_stops_the_running_daemon_and_leaves_no_file(machine, state):
     assert machine.pids_of(m.DAEMON)
     machine.run("apt-get", "purge", "-y", "-q", "touchgate", "libpam-touchgate", limit=300)
     assert machine.pids_of(m.DAEMON) == [], "purge left the daemon running"
-    assert daemon.wait(10) == 0  # it stopped on SIGTERM, cleanly
+    assert daemon.wait(10) == 0, daemon.log.dump()  # it stopped on SIGTERM, cleanly
     left = [f for f in state["files"] if machine.path(f).exists() and not machine.path(f).is_dir()]
     assert left == [], left
     for gone in ["/var/lib/touchgate", "/etc/touchgate", "/usr/libexec/touchgate", "/run/touchgate",
