@@ -209,6 +209,9 @@ def daemon_env(world):
                      DBUS_SYSTEM_BUS_ADDRESS=getattr(world, "bus_address", None) or "unix:path=%s" % (world.dir / "no-bus")))
 
 
+READER_SETTLED = re.compile(r"reader: |no fingerprint reader found|cannot open fingerprint reader")
+
+
 class Daemon:
     """touchgated on a virtual reader, with nss_wrapper users; stderr kept line by line.
 
@@ -253,6 +256,9 @@ class Daemon:
                 readable, _, _ = select.select([self.notify, stderr], [], [], left)
                 if self.notify in readable and b"READY=1" in self.notify.recv(4096):
                     self.ready_after = now() - self.started
+                    # READY=1 comes before the reader is open; a request about prints or the
+                    # reader waits for it. Tests go on once the daemon has said what it found.
+                    self.log.wait_for(READER_SETTLED, max(deadline - now(), 0.1))
                     return self
                 if self.proc.poll() is not None:
                     self.log.wait_closed(2.0)
