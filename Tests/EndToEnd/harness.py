@@ -258,7 +258,10 @@ class Daemon:
                     self.ready_after = now() - self.started
                     # READY=1 comes before the reader is open; a request about prints or the
                     # reader waits for it. Tests go on once the daemon has said what it found.
-                    self.log.wait_for(READER_SETTLED, max(deadline - now(), 0.1))
+                    try:
+                        self.log.wait_for(READER_SETTLED, max(deadline - now(), 0.1))
+                    except WaitTimeout as e:
+                        raise WaitTimeout("%s\nwhere touchgated's threads are:\n%s" % (e, self.stacks())) from None
                     return self
                 if self.proc.poll() is not None:
                     self.log.wait_closed(2.0)
@@ -266,6 +269,17 @@ class Daemon:
                                          % (self.proc.returncode, self.log.dump()))
                 if stderr in readable:
                     self.log.wait_for(re.compile("."), 0.5)  # output, not an exit: keep waiting
+
+    def stacks(self):
+        """Every thread's stack, from gdb when it is installed (what a stalled daemon waits on)."""
+        if shutil.which("gdb") is None:
+            return "(gdb is not installed)"
+        try:
+            out = subprocess.run(["gdb", "-p", str(self.proc.pid), "-batch", "-ex", "thread apply all bt 16"],
+                                 capture_output=True, text=True, timeout=60).stdout
+        except subprocess.TimeoutExpired:
+            return "(gdb did not finish within 60 s)"
+        return "\n".join(l for l in out.splitlines() if l.startswith(("Thread ", "#")))
 
     def reader_line(self):
         for text in self.log.texts():
