@@ -111,8 +111,15 @@ struct Touchgated: ParsableCommand {
         ListeningSocket.notifyReady()
         log.info("listening on \(boundPath ?? "the socket passed by systemd")")
         if settings.fprintdAPI {
-            // After READY: the bus connection never delays the first PAM prompt.
-            CoreLoop.shared.post { CoreLoop.shared.task { _ = await FprintFrontEnd.start(core: listener.core, log: log) } }
+            // After READY, so the bus never delays the first PAM prompt; and after the reader has
+            // settled, so libfprint's start-up (reader thread) and GDBus's (core loop) never run
+            // GLib's one-time initialisation side by side.
+            CoreLoop.shared.post {
+                CoreLoop.shared.task {
+                    _ = await listener.core.readerDescription()
+                    _ = await FprintFrontEnd.start(core: listener.core, log: log)
+                }
+            }
         }
 
         var received: Int32 = 0
