@@ -40,13 +40,7 @@ extension Core {
             return Refusal(.appCancel, reason: "clientGone", text: .cancelled)
         case .typedPassword(let password):
             // biometrics-or-password: the daemon checks the typed password itself, so back-off applies.
-            switch await verifyPassword(ctx, password) {
-            case .correct:
-                publishOutcome(ctx, method: "password", outcome: .success, reason: nil)
-                return .success(.passwordAccepted, reason: "password")
-            case .refused(let refusal):
-                return refusal  // already published by verifyPassword
-            }
+            return await answerTypedPassword(ctx, password)
         }
     }
 

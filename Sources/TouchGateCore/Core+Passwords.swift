@@ -118,6 +118,12 @@ extension Core {
     public func verifyPasswordRequest(user: String, password: String, origin: Origin, caller: Caller) async -> Reply {
         if let refusal = await authorize(caller, user, .selfOrRoot) { return refusal }
         let ctx = EventContext(user: user, origin: origin, policy: .biometricsOrPassword, byUID: caller.uid)
+        return await answerTypedPassword(ctx, password)
+    }
+
+    /// The answer to a password typed for biometrics-or-password (at the prompt or after a
+    /// refusal): checked with back-off; a success is published here, a refusal by verifyPassword.
+    func answerTypedPassword(_ ctx: EventContext, _ password: String) async -> Reply {
         switch await verifyPassword(ctx, password) {
         case .correct:
             publishOutcome(ctx, method: "password", outcome: .success, reason: nil)
