@@ -45,22 +45,33 @@ class Touchgate:
     # The daemon
 
     def argv(self):
+        """touchgated started as touchgated.service starts it: no arguments, the directories in
+        the environment (env()). A build from before that start existed gets them as flags."""
+        if self._help_mentions("CONFIGURATION_DIRECTORY"):
+            return [self.binary]
         argv = [self.binary, "--socket", str(self.socket), "--state-dir", str(self.world.state), "--config", "/nonexistent"]
         # The prints in the run's world, never the machine's /var/lib/fprint (a build from before
         # the print store was configurable keeps them under --state-dir).
-        if self._has_print_store():
+        if self._help_mentions("--print-store"):
             argv += ["--print-store", str(self.world.prints)]
         return argv
 
-    def _has_print_store(self):
-        if not hasattr(self, "_print_store_flag"):
+    def _help_mentions(self, word):
+        if not hasattr(self, "_help"):
             out = subprocess.run([self.binary, "--help"], capture_output=True, text=True, timeout=10)
-            self._print_store_flag = "--print-store" in out.stdout + out.stderr
-        return self._print_store_flag
+            self._help = out.stdout + out.stderr
+        return word in self._help
 
     def env(self):
         env = harness.daemon_env(self.world)
         env["NOTIFY_SOCKET"] = str(self.notify_path)
+        # What the unit's RuntimeDirectory=, StateDirectory= and ConfigurationDirectory= give it;
+        # the configuration is the defaults but for the print store, which is the run's.
+        config_dir = self.world.dir / "tg-config"
+        config_dir.mkdir(exist_ok=True)
+        (config_dir / "touchgate.conf").write_text("print_store = %s\n" % self.world.prints)
+        env.update(RUNTIME_DIRECTORY=str(self.socket.parent), STATE_DIRECTORY=str(self.world.state),
+                   CONFIGURATION_DIRECTORY=str(config_dir))
         return env
 
     def _drain_notify(self):

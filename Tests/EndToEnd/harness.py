@@ -157,8 +157,8 @@ class World:
         (self.pam_dir / name).write_text(line.rstrip() + "\n")
         return name
 
-    def start_daemon(self, config="/nonexistent", timeout=10.0, clock=None):
-        self.daemon = Daemon(self, config=config, clock=clock)
+    def start_daemon(self, config="/nonexistent", timeout=10.0, clock=None, as_systemd=False):
+        self.daemon = Daemon(self, config=config, clock=clock, as_systemd=as_systemd)
         self.daemon.wait_ready(timeout)
         return self.daemon
 
@@ -220,10 +220,10 @@ class Daemon:
     libfaketime, so the policy's time rules are tested without waiting (the monotonic clock,
     which deadlines use, is left alone)."""
 
-    def __init__(self, world, config="/nonexistent", args=(), clock=None):
+    def __init__(self, world, config="/nonexistent", args=(), clock=None, as_systemd=False):
         self.world = world
         self.log = LineLog("touchgated stderr")
-        env = daemon_env(world)
+        self.argv, env = daemon_command(world, config, args, as_systemd)
         self.notify_path = world.dir / ("notify-%d.sock" % len(world.daemons))
         world.daemons.append(self)
         self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -232,8 +232,6 @@ class Daemon:
         if clock is not None:
             env["LD_PRELOAD"] += " " + FAKETIME
             env.update(FAKETIME_TIMESTAMP_FILE=str(clock), FAKETIME_NO_CACHE="1", DONT_FAKE_MONOTONIC="1")
-        self.argv = [str(TOUCHGATED), "--socket", str(world.socket), "--state-dir", str(world.state),
-                     "--print-store", str(world.prints), "--config", str(config)] + list(args)
         self.started = now()
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, env=env, start_new_session=True)
@@ -308,11 +306,23 @@ class Daemon:
         return self.proc.returncode
 
 
-def run_daemon_once(world, config, timeout=DEFAULT_WAIT):
-    """Runs touchgated expecting it to stop by itself (e.g. invalid config); returns CompletedProcess."""
+def daemon_command(world, config, args=(), as_systemd=False):
+    """touchgated's argv and environment: the world's paths as flags; or, `as_systemd`, as
+    touchgated.service starts it — no arguments, the paths in RUNTIME_DIRECTORY, STATE_DIRECTORY and
+    CONFIGURATION_DIRECTORY (so `config` must be named touchgate.conf and name the print store)."""
     env = daemon_env(world)
-    argv = [str(TOUCHGATED), "--socket", str(world.socket), "--state-dir", str(world.state),
-            "--print-store", str(world.prints), "--config", str(config)]
+    if as_systemd:
+        assert Path(config).name == "touchgate.conf" and not args
+        env.update(RUNTIME_DIRECTORY=str(world.socket.parent), STATE_DIRECTORY=str(world.state),
+                   CONFIGURATION_DIRECTORY=str(Path(config).parent))
+        return [str(TOUCHGATED)], env
+    return [str(TOUCHGATED), "--socket", str(world.socket), "--state-dir", str(world.state),
+            "--print-store", str(world.prints), "--config", str(config)] + list(args), env
+
+
+def run_daemon_once(world, config, timeout=DEFAULT_WAIT, as_systemd=False):
+    """Runs touchgated expecting it to stop by itself (e.g. invalid config); returns CompletedProcess."""
+    argv, env = daemon_command(world, config, as_systemd=as_systemd)
     return subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=timeout)
 
 

@@ -86,12 +86,15 @@ def test_the_cli_speaks_the_callers_language(world, alice):
         assert other.stderr.strip() == "touchgate: Not permitted", (lang, other)
 
 
-def test_invalid_config_stops_the_daemon_naming_the_line(world):
-    config = world.dir / "touchgate.conf"
+@pytest.mark.parametrize("as_systemd", [False, True])
+def test_invalid_config_stops_the_daemon_naming_the_line(world, as_systemd):
+    (world.dir / "etc").mkdir()
+    config = world.dir / "etc" / "touchgate.conf"
     config.write_text("max_tries = 3\n# a comment\nno_such_key = 1\n")
-    result = harness.run_daemon_once(world, config)
-    assert result.returncode != 0
-    assert re.search(r"line 3\b", result.stderr) and "no_such_key" in result.stderr, result.stderr
+    result = harness.run_daemon_once(world, config, as_systemd=as_systemd)
+    assert result.returncode == 1
+    assert result.stderr.startswith("touchgated: %s: line 3: " % config), result.stderr
+    assert "no_such_key" in result.stderr, result.stderr
     assert not world.socket.exists()
 
     # The CLI's check-config runs the same validator.
@@ -143,6 +146,27 @@ def test_max_tries_comes_from_config_or_module_option(world, config, options, tr
     scan_and_wait(world, pam, STRANGERS[tries - 1])
     assert pam.result == "PAM_MAXTRIES", pam.transcript()
     assert pam.messages()[-1] == not_recognised(tries)
+
+
+def test_started_as_systemd_starts_it_the_settings_come_from_its_variables(world):
+    """No arguments: the socket in RUNTIME_DIRECTORY, the state in STATE_DIRECTORY, the config
+    (here max_tries = 2 and the print store) in CONFIGURATION_DIRECTORY."""
+    (world.dir / "etc").mkdir()
+    config = world.dir / "etc" / "touchgate.conf"
+    config.write_text("max_tries = 2\nprint_store = %s\n" % world.prints)
+    daemon = world.start_daemon(config=config, as_systemd=True)
+    assert daemon.argv == [str(harness.TOUCHGATED)]
+    daemon.log.wait_for("listening on %s" % world.socket)
+    assert harness.enroll(world, "alice", "alice-print", as_user="alice")[0] == 0
+    assert list(world.prints.glob("alice/virtual_device/*/*")), "the print is in the configured print store"
+    assert (world.state / "users" / "alice" / "state.json").is_file(), "the counters are in STATE_DIRECTORY"
+    pam = world.pam("alice")
+    pam.wait_for(PROMPT)
+    world.reader.scan(STRANGERS[0])
+    pam.wait_for(no_match(1))
+    scan_and_wait(world, pam, STRANGERS[1])
+    assert pam.result == "PAM_MAXTRIES", pam.transcript()
+    assert pam.messages()[-1] == not_recognised(2)
 
 
 def test_retry_hint_is_shown_then_match_succeeds(world, alice):

@@ -51,14 +51,16 @@ def login(mach):
 
 def start_activated(mach):
     """The daemon as touchgated.socket and touchgated.service run it: systemd-socket-activate holds
-    the socket and starts the daemon on the first connection, with the unit's limits (no capability
-    but CAP_AUDIT_WRITE, no new privileges) and its StateDirectory; READY=1 to our NOTIFY_SOCKET."""
+    the socket and starts the daemon on the first connection, without arguments, with the unit's
+    limits (no capability but CAP_AUDIT_WRITE, no new privileges) and its StateDirectory and
+    ConfigurationDirectory; READY=1 to our NOTIFY_SOCKET."""
     mach.path("/run/touchgate").mkdir(mode=0o755, exist_ok=True)
     mach.path("/var/lib/touchgate").mkdir(mode=0o700, exist_ok=True)
     notify = m.Notifications(mach)
     proc = mach.spawn("systemd-socket-activate", "-l", m.SOCKET,
                       "-E", "FP_VIRTUAL_DEVICE=" + m.VDEV, "-E", "FP_DRIVERS_WHITELIST=virtual_device",
                       "-E", "NOTIFY_SOCKET=" + m.NOTIFY, "-E", "STATE_DIRECTORY=/var/lib/touchgate",
+                      "-E", "CONFIGURATION_DIRECTORY=/etc/touchgate",
                       "setpriv", "--no-new-privs", "--bounding-set", "-all,+audit_write", "--inh-caps", "-all",
                       m.DAEMON)
     proc.log.wait_for("Listening on", 10)
