@@ -25,7 +25,7 @@ extension Core {
             return offersPassword ? offeringPassword(refusal, user: r.user) : refusal
         }
         if let refusal = await preflight(user: r.user, rhost: r.origin.rhost) {
-            log.info("evaluate refused: \(refusal.outcome.name) \(refusal.reason ?? "")", metadata: ["user": "\(r.user)"])
+            log.debug("evaluate refused: \(refusal.outcome.name) \(refusal.reason ?? "")", metadata: ["user": "\(r.user)"])
             return finish(refusal, method: nil)
         }
         let scan = await runPrompt(input, acceptsPassword: acceptsPassword) { prompt in

@@ -1,5 +1,8 @@
 // Per-user policy state (<state>/users/<user>/state.json): kept in memory, written by a worker pool,
 // on disk before any reply that reports a failure; a lost write only ever leaves the policy stricter.
+// A match that changes nothing but the time of the last fingerprint success is written within a
+// minute, with the next other change, or at shutdown, whichever comes first: that is most
+// authentications, and losing it only ends the windows that start at that time sooner.
 import FoundationEssentials
 import TouchGatePolicy
 
@@ -26,6 +29,7 @@ public enum Durability: Sendable {
     /// Failures, admin actions: the reply waits for the disk (SPEC §9, `kill -9` loses nothing).
     case beforeReply
     /// Successes: losing the write leaves counters higher and successes older — stricter, never weaker.
+    /// One that only moves `lastFingerprintSuccess` later is deferred (`UserStateStore.deferral`).
     case afterReply
 }
 
@@ -35,8 +39,12 @@ public enum Durability: Sendable {
     private let clock: any WallClock
     private let pool: WorkerPool
     private let log: (String) -> Void
+    private let deferral: Int
     private var entries: [String: Entry] = [:]
     private var loading: [String: OneShot<StoredState>] = [:]
+
+    /// How long a deferred change may wait for the disk, in milliseconds.
+    nonisolated static let deferralMilliseconds = 60_000
 
     private final class Entry {
         var stored: StoredState
@@ -44,13 +52,17 @@ public enum Durability: Sendable {
         var durable = 0
         var writing = false
         var moveAside = false
+        /// Set while a deferred change waits for its write.
+        var deferred: LoopTimer?
         var waiters: [(version: Int, done: OneShot<StorageError?>)] = []
         init(_ stored: StoredState) { self.stored = stored }
     }
 
     nonisolated static let fileName = "state.json"
 
-    init(users: Directory, policy: Policy, clock: any WallClock, pool: WorkerPool, log: @escaping (String) -> Void) {
+    init(users: Directory, policy: Policy, clock: any WallClock, pool: WorkerPool,
+         deferral: Int = UserStateStore.deferralMilliseconds, log: @escaping (String) -> Void) {
+        self.deferral = deferral
         self.users = users
         self.policy = policy
         self.clock = clock
@@ -74,11 +86,12 @@ public enum Durability: Sendable {
                 _ change: (StoredState) -> UserState) async throws(StorageError) -> UserState {
         let e = try await entry(user)
         let next = change(e.stored)
+        let deferrable = durability == .afterReply && Self.onlyLaterFingerprintSuccess(e.stored, next)
         if e.stored.isCorrupt { e.moveAside = true }  // kept for inspection, not overwritten
         e.stored = .state(next)
         e.version += 1
         let version = e.version
-        scheduleWrite(user, e)
+        if deferrable { deferWrite(user, e) } else { scheduleWrite(user, e) }
         guard durability == .beforeReply else { return next }
         let done = OneShot<StorageError?>()
         if e.durable >= version { done.set(nil) } else { e.waiters.append((version, done)) }
@@ -86,9 +99,11 @@ public enum Durability: Sendable {
         return next
     }
 
-    /// Waits until every change made so far is on disk (or failed), e.g. before the daemon exits.
+    /// Waits until every change made so far is on disk (or failed), e.g. before the daemon exits;
+    /// deferred ones are written now.
     func flush() async {
-        for (_, e) in entries where e.durable < e.version {
+        for (user, e) in entries where e.durable < e.version {
+            scheduleWrite(user, e)
             let done = OneShot<StorageError?>()
             e.waiters.append((e.version, done))
             _ = await done.wait()
@@ -144,10 +159,38 @@ public enum Durability: Sendable {
         }
     }
 
+    /// Whether `user` has a change in memory that no write has been started for (a deferred one).
+    func hasDeferredChange(_ user: String) -> Bool { entries[user]?.deferred != nil }
+
+    /// Waits until `user`'s changes so far are on disk, without hastening a deferred one.
+    func waitUntilDurable(_ user: String) async {
+        guard let e = entries[user], e.durable < e.version else { return }
+        let done = OneShot<StorageError?>()
+        e.waiters.append((e.version, done))
+        _ = await done.wait()
+    }
+
     // MARK: writing
+
+    /// A fingerprint match that changed nothing else: no counter to clear, no rule to lift.
+    private nonisolated static func onlyLaterFingerprintSuccess(_ before: StoredState, _ after: UserState) -> Bool {
+        guard case .state(var s) = before, let now = after.lastFingerprintSuccess,
+              now >= s.lastFingerprintSuccess ?? now else { return false }
+        s.lastFingerprintSuccess = now
+        return s == after
+    }
+
+    /// Starts the write later, unless one is due already; any other change writes it sooner.
+    private func deferWrite(_ user: String, _ e: Entry) {
+        guard e.deferred == nil, !e.writing else { return }
+        // Written from a task, so the timer is dropped after its callback has returned.
+        e.deferred = LoopTimer(after: deferral) { [self] in CoreLoop.shared.task { self.scheduleWrite(user, e) } }
+    }
 
     /// One write per user at a time; changes made meanwhile are written together afterwards.
     private func scheduleWrite(_ user: String, _ e: Entry) {
+        e.deferred?.cancel()
+        e.deferred = nil
         guard !e.writing, e.durable < e.version, case .state(let state) = e.stored else { return }
         e.writing = true
         let version = e.version

@@ -11,10 +11,11 @@ import TouchGateTestSupport
     let clock = TestClock()
 
     /// A store as the daemon makes it at start, on `<dir>/users` (a new one: a restart after kill -9).
-    func store(_ dir: String, log: @escaping (String) -> Void = { _ in }) throws -> UserStateStore {
+    func store(_ dir: String, deferral: Int = UserStateStore.deferralMilliseconds,
+               log: @escaping (String) -> Void = { _ in }) throws -> UserStateStore {
         let users = try #require(try Directory.openRoot(dir).subdirectory("users", create: true))
         return UserStateStore(users: users, policy: Policy(), clock: clock,
-                              pool: WorkerPool(name: "test", threads: 1, queueLimit: 16), log: log)
+                              pool: WorkerPool(name: "test", threads: 1, queueLimit: 16), deferral: deferral, log: log)
     }
 
     let remembered = UserState(
@@ -66,6 +67,66 @@ import TouchGateTestSupport
                 }
             }
             #expect(await (try store(dir)).load("alice") == .state(UserState(enabled: true, consecutiveFailedMatches: 4)))
+        }
+    }
+
+    /// A match that changes nothing but the time of the last fingerprint success.
+    func matched(at time: Instant) -> (StoredState) -> UserState {
+        { stored in Policy().recordFingerprintSuccess(stored.stateOrFailClosed, at: time) }
+    }
+
+    func onDisk(_ dir: String) async throws -> StoredState { await (try store(dir)).load("alice") }
+
+    @Test func aMatchThatOnlyMovesTheSuccessTimeIsDeferredUntilTheFlush() async throws {
+        try await withTemporaryDirectory { dir in
+            let states = try store(dir)
+            try await states.update("alice", .beforeReply) { _ in UserState(enabled: true, lastFingerprintSuccess: 100) }
+            try await states.update("alice", .afterReply, matched(at: 200))
+            #expect(states.hasDeferredChange("alice"))
+            #expect(await states.load("alice") == .state(UserState(enabled: true, lastFingerprintSuccess: 200)))
+            #expect(try await onDisk(dir) == .state(UserState(enabled: true, lastFingerprintSuccess: 100)))
+            await states.flush()  // as at shutdown
+            #expect(!states.hasDeferredChange("alice"))
+            #expect(try await onDisk(dir) == .state(UserState(enabled: true, lastFingerprintSuccess: 200)))
+        }
+    }
+
+    @Test func aDeferredChangeGoesToDiskWithTheNextOtherChange() async throws {
+        try await withTemporaryDirectory { dir in
+            let states = try store(dir)
+            try await states.update("alice", .afterReply, matched(at: 200))
+            #expect(states.hasDeferredChange("alice"))
+            try await states.update("alice", .beforeReply) { stored in
+                Policy().recordFailedMatch(stored.stateOrFailClosed, at: 300).state
+            }
+            #expect(!states.hasDeferredChange("alice"))
+            #expect(try await onDisk(dir) == .state(UserState(enabled: true, consecutiveFailedMatches: 1, lastFingerprintSuccess: 200)))
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1))) func aDeferredChangeGoesToDiskWhenItsTimeComes() async throws {
+        try await withTemporaryDirectory { dir in
+            let states = try store(dir, deferral: 1)
+            try await states.update("alice", .afterReply, matched(at: 200))
+            #expect(states.hasDeferredChange("alice"))
+            await states.waitUntilDurable("alice")  // returns only once the timer has written it
+            #expect(try await onDisk(dir) == .state(UserState(enabled: true, lastFingerprintSuccess: 200)))
+        }
+    }
+
+    /// A match that clears failed matches, or a success time that moves back, is written at once.
+    @Test(arguments: [
+        (UserState(enabled: true, consecutiveFailedMatches: 2, lastFingerprintSuccess: 100), Instant(200)),
+        (UserState(enabled: true, lastFingerprintSuccess: 300), Instant(200)),
+    ])
+    func aMatchThatChangesMoreIsNotDeferred(_ before: UserState, _ time: Instant) async throws {
+        try await withTemporaryDirectory { dir in
+            let states = try store(dir)
+            try await states.update("alice", .beforeReply) { _ in before }
+            let after = try await states.update("alice", .afterReply, matched(at: time))
+            #expect(!states.hasDeferredChange("alice"))
+            await states.waitUntilDurable("alice")
+            #expect(try await onDisk(dir) == .state(after))
         }
     }
 
