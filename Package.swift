@@ -25,14 +25,14 @@ let package = Package(
         .target(name: "TouchGateConfig", dependencies: ["TouchGatePolicy"]),
         // Pure: /etc/pam.d read and run as Linux-PAM would, for `touchgate doctor`.
         .target(name: "TouchGatePAMStack"),
-        // libfprint-2 and GLib, for the reader only.
-        .systemLibrary(name: "CFPrint", pkgConfig: "libfprint-2",
-                       providers: [.apt(["libfprint-2-dev"])]),
         // Threads and a semaphore on pthreads (no Dispatch in the daemon).
         .target(name: "TouchGateThreads", dependencies: ["CTouchGateLoop"]),
-        .target(name: "TouchGateReader", dependencies: ["CFPrint", "TouchGateThreads"]),
         // GLib and GIO for the core's event loop and the D-Bus front-end (never libfprint).
         .systemLibrary(name: "CGIO", pkgConfig: "gio-unix-2.0", providers: [.apt(["libglib2.0-dev"])]),
+        // libfprint-2 (headers from libfprint-2-dev), loaded by the reader thread with dlopen so
+        // the daemon's start does not wait for it; the package Depends on libfprint-2-2.
+        .target(name: "CTouchGateFPrint", dependencies: ["CGIO"]),
+        .target(name: "TouchGateReader", dependencies: ["CTouchGateFPrint", "CGIO", "TouchGateThreads"]),
         // The event loop (a GLib main context on one thread) and the socket calls Glibc lacks.
         .target(name: "CTouchGateLoop", dependencies: ["CGIO"]),
         // Linux-PAM's application side: the daemon verifies passwords through its own service.

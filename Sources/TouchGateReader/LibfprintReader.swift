@@ -1,5 +1,6 @@
 // The libfprint-2 reader: one thread owns the default GMainContext and makes every libfprint call.
-import CFPrint
+import CGIO
+import CTouchGateFPrint
 import Synchronization
 import TouchGateThreads
 
@@ -22,8 +23,12 @@ public final class LibfprintReader: FingerprintReader, Sendable {
             // Own the default context for good: g_main_context_invoke from other threads then
             // always queues onto this thread (cancelling from another thread raced).
             _ = g_main_context_acquire(nil)
-            context = fp_context_new()
-            openFirstDevice()
+            if let failure = Self.loadLibfprint() {
+                log("no fingerprint reader: cannot load libfprint (\(failure))")
+            } else {
+                context = tgfp_context_new()
+                openFirstDevice()
+            }
             finishOpening()
             runLoop()
         }
@@ -67,13 +72,13 @@ public final class LibfprintReader: FingerprintReader, Sendable {
     }
 
     private func openFirstDevice() {
-        guard let devices = fp_context_get_devices(context), devices.pointee.len > 0 else {
+        guard let devices = tgfp_context_get_devices(context), devices.pointee.len > 0 else {
             log("no fingerprint reader found")
             return
         }
         let dev = cfp_ptr_array_index(devices, 0).assumingMemoryBound(to: FpDevice.self)
         var error: UnsafeMutablePointer<GError>?
-        guard fp_device_open_sync(dev, nil, &error) != 0 else {
+        guard tgfp_device_open_sync(dev, nil, &error) != 0 else {
             log("cannot open fingerprint reader: \(Self.message(error))")
             g_error_free(error)
             return
@@ -81,12 +86,12 @@ public final class LibfprintReader: FingerprintReader, Sendable {
         _ = cfp_object_ref(dev)
         device = dev
         let info = ReaderInfo(
-            name: String(cString: fp_device_get_name(dev)),
-            driver: String(cString: fp_device_get_driver(dev)),
-            deviceID: String(cString: fp_device_get_device_id(dev)),
-            enrollStages: Int(fp_device_get_nr_enroll_stages(dev)),
-            supportsIdentify: fp_device_has_feature(dev, FP_DEVICE_FEATURE_IDENTIFY) != 0,
-            isSwipe: fp_device_get_scan_type(dev) == FP_SCAN_TYPE_SWIPE)
+            name: String(cString: tgfp_device_get_name(dev)),
+            driver: String(cString: tgfp_device_get_driver(dev)),
+            deviceID: String(cString: tgfp_device_get_device_id(dev)),
+            enrollStages: Int(tgfp_device_get_nr_enroll_stages(dev)),
+            supportsIdentify: tgfp_device_has_feature(dev, FP_DEVICE_FEATURE_IDENTIFY) != 0,
+            isSwipe: tgfp_device_get_scan_type(dev) == FP_SCAN_TYPE_SWIPE)
         current.withLock { $0 = info }
         log("reader: \(info.name) (\(info.driver)), \(info.enrollStages) enroll stages")
     }
@@ -95,18 +100,18 @@ public final class LibfprintReader: FingerprintReader, Sendable {
 
     public func describe(_ template: [UInt8]) -> PrintDescription? {
         var error: UnsafeMutablePointer<GError>?
-        guard !template.isEmpty, let print = template.withUnsafeBufferPointer({
-            fp_print_deserialize($0.baseAddress, gsize($0.count), &error)
+        guard !template.isEmpty, Self.loadLibfprint() == nil, let print = template.withUnsafeBufferPointer({
+            tgfp_print_deserialize($0.baseAddress, gsize($0.count), &error)
         }) else {
             if error != nil { g_error_free(error) }
             return nil
         }
         defer { cfp_object_unref(UnsafeMutableRawPointer(print)) }
         func text(_ p: UnsafePointer<CChar>?) -> String? { p.map { String(cString: $0) } }
-        return PrintDescription(driver: text(fp_print_get_driver(print)) ?? "",
-                                deviceID: text(fp_print_get_device_id(print)) ?? "",
-                                finger: Int(fp_print_get_finger(print).rawValue),
-                                username: text(fp_print_get_username(print)))
+        return PrintDescription(driver: text(tgfp_print_get_driver(print)) ?? "",
+                                deviceID: text(tgfp_print_get_device_id(print)) ?? "",
+                                finger: Int(tgfp_print_get_finger(print).rawValue),
+                                username: text(tgfp_print_get_username(print)))
     }
 
     public func close(completion: @escaping @Sendable () -> Void) {
@@ -114,7 +119,7 @@ public final class LibfprintReader: FingerprintReader, Sendable {
             if let dev = device {
                 current.withLock { $0 = nil }
                 var error: UnsafeMutablePointer<GError>?
-                if fp_device_close_sync(dev, nil, &error) == 0 {
+                if tgfp_device_close_sync(dev, nil, &error) == 0 {
                     log("closing the fingerprint reader: \(Self.message(error))")
                     g_error_free(error)
                 }
@@ -151,15 +156,15 @@ public final class LibfprintReader: FingerprintReader, Sendable {
     private func runEnroll(user: String, fingerIndex: Int, cancellation: Cancellation,
                            progress: @escaping @Sendable (EnrollEvent) -> Void) -> Result<[UInt8], ReaderFailure> {
         guard let dev = device else { return .failure(.noReader) }
-        let stages = Int(fp_device_get_nr_enroll_stages(dev))
+        let stages = Int(tgfp_device_get_nr_enroll_stages(dev))
         // Floating reference: fp_device_enroll_sync sinks and releases it.
-        let template = fp_print_new(dev)
-        fp_print_set_finger(template, FpFinger(UInt32(fingerIndex)))
-        fp_print_set_username(template, user)
+        let template = tgfp_print_new(dev)
+        tgfp_print_set_finger(template, FpFinger(UInt32(fingerIndex)))
+        tgfp_print_set_username(template, user)
         let box = Unmanaged.passRetained(EnrollContext(stages: stages, progress: progress))
         defer { box.release() }
         let attempt: Attempt<[UInt8]> = withOperation(cancellation: cancellation, timeoutSeconds: nil) { cancellable, error in
-            let print = fp_device_enroll_sync(dev, template, cancellable, { _, completed, _, data, error in
+            let print = tgfp_device_enroll_sync(dev, template, cancellable, { _, completed, _, data, error in
                 let ctx = Unmanaged<EnrollContext>.fromOpaque(data!).takeUnretainedValue()
                 if let error, let hint = LibfprintReader.retryHint(error) {
                     ctx.progress(.retry(hint))
@@ -172,7 +177,7 @@ public final class LibfprintReader: FingerprintReader, Sendable {
             var data: UnsafeMutablePointer<guchar>?
             var length: gsize = 0
             var serr: UnsafeMutablePointer<GError>?
-            guard fp_print_serialize(print, &data, &length, &serr) != 0, let data else {
+            guard tgfp_print_serialize(print, &data, &length, &serr) != 0, let data else {
                 error = serr
                 return nil
             }
@@ -193,7 +198,7 @@ public final class LibfprintReader: FingerprintReader, Sendable {
         defer { prints.forEach { cfp_object_unref(UnsafeMutableRawPointer($0)) } }
         for t in templates {
             var error: UnsafeMutablePointer<GError>?
-            guard let p = t.withUnsafeBufferPointer({ fp_print_deserialize($0.baseAddress, gsize($0.count), &error) }) else {
+            guard let p = t.withUnsafeBufferPointer({ tgfp_print_deserialize($0.baseAddress, gsize($0.count), &error) }) else {
                 g_error_free(error)
                 return .failure(.invalidTemplate)
             }
@@ -211,12 +216,12 @@ public final class LibfprintReader: FingerprintReader, Sendable {
                     defer { g_ptr_array_unref(array) }
                     for p in prints { g_ptr_array_add(array, UnsafeMutableRawPointer(p)) }
                     var match: OpaquePointer?
-                    guard fp_device_identify_sync(dev, array, cancellable, nil, nil, &match, nil, &error) != 0 else { return nil }
+                    guard tgfp_device_identify_sync(dev, array, cancellable, nil, nil, &match, nil, &error) != 0 else { return nil }
                     guard let match else { return .noMatch }
                     return prints.firstIndex(of: match).map { .match($0) } ?? .noMatch
                 } else {
                     var matched: gboolean = 0
-                    guard fp_device_verify_sync(dev, prints[0], cancellable, nil, nil, &matched, nil, &error) != 0 else { return nil }
+                    guard tgfp_device_verify_sync(dev, prints[0], cancellable, nil, nil, &matched, nil, &error) != 0 else { return nil }
                     return matched != 0 ? .match(0) : .noMatch
                 }
             }
@@ -290,6 +295,12 @@ public final class LibfprintReader: FingerprintReader, Sendable {
     private func markRemoved() {
         current.withLock { $0 = nil }
         if let dev = device { cfp_object_unref(dev); device = nil }
+    }
+
+    /// nil once libfprint is loaded (the first call loads it, on whichever thread), else why not.
+    static func loadLibfprint() -> String? {
+        var failure: UnsafePointer<CChar>?
+        return tg_fprint_load(&failure) ? nil : failure.map { String(cString: $0) } ?? "unknown error"
     }
 
     static func retryHint(_ error: UnsafeMutablePointer<GError>) -> RetryHint? {

@@ -141,6 +141,10 @@ def test_03_the_binaries_need_only_debian_libraries(machine):
     assert all(any(l.endswith("/" + n) for l in owners.splitlines()) for n in names), owners
     assert machine.run("touchgate", "--help").stdout.startswith("OVERVIEW:")
     assert "--state-dir" in machine.run(m.DAEMON, "--help").stdout
+    # libfprint is loaded by the reader thread (dlopen), so ldd does not list it: the package
+    # names it (the enrollment and the matches below prove it loads).
+    depends = machine.run("dpkg-query", "-W", "-f=${Depends}", "touchgate").stdout
+    assert "libfprint-2-2 (>= 1:1.94.1)" in depends, depends
 
 
 def test_04_the_units_verify_and_are_hardened(machine):
