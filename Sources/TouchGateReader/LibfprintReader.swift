@@ -72,6 +72,7 @@ public final class LibfprintReader: FingerprintReader, Sendable {
     }
 
     private func openFirstDevice() {
+        guard let context else { return }  // libfprint could not be loaded (said at start)
         guard let devices = tgfp_context_get_devices(context), devices.pointee.len > 0 else {
             log("no fingerprint reader found")
             return
