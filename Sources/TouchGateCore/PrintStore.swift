@@ -67,7 +67,9 @@ public struct PrintFiles: Sendable {
                     found.append(EnrolledPrint(finger: finger, digest: "unreadable", damaged: true, problem: error.description))
                     continue
                 }
-                let problem = Self.problem(reader.describe(bytes), user: user, device: device, finger: finger)
+                // Without libfprint (it could not be loaded) nothing can be judged: not damaged.
+                let problem = reader.describesPrints
+                    ? Self.problem(reader.describe(bytes), user: user, device: device, finger: finger) : nil
                 found.append(EnrolledPrint(finger: finger, digest: Self.digest(bytes), damaged: problem != nil, problem: problem))
             }
             return .prints(found.sorted { $0.finger < $1.finger })

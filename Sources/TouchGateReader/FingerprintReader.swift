@@ -99,6 +99,10 @@ public protocol FingerprintReader: AnyObject, Sendable {
     /// Callable from any thread; never touches the device.
     func describe(_ template: [UInt8]) -> PrintDescription?
 
+    /// Whether `describe` can judge a print at all: false when libfprint itself could not be
+    /// loaded, so that no print is called damaged for that.
+    var describesPrints: Bool { get }
+
     /// Closes the device (shutdown, suspend); later operations fail with `.noReader` until `reopen`.
     func close(completion: @escaping @Sendable () -> Void)
 
@@ -110,4 +114,8 @@ public protocol FingerprintReader: AnyObject, Sendable {
     func verify(templates: [[UInt8]], timeoutSeconds: Int, cancellation: Cancellation,
                 retry: @escaping @Sendable (RetryHint) -> Void,
                 completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void)
+}
+
+extension FingerprintReader {
+    public var describesPrints: Bool { true }
 }

@@ -99,6 +99,8 @@ public final class LibfprintReader: FingerprintReader, Sendable {
 
     // MARK: prints and the device's life
 
+    public var describesPrints: Bool { Self.loadLibfprint() == nil }
+
     public func describe(_ template: [UInt8]) -> PrintDescription? {
         var error: UnsafeMutablePointer<GError>?
         guard !template.isEmpty, Self.loadLibfprint() == nil, let print = template.withUnsafeBufferPointer({

@@ -37,10 +37,11 @@ class Daemon:
     libfaketime, so the policy's time rules are tested without waiting (the monotonic clock,
     which deadlines use, is left alone)."""
 
-    def __init__(self, world, config="/nonexistent", args=(), clock=None, as_systemd=False):
+    def __init__(self, world, config="/nonexistent", args=(), clock=None, as_systemd=False, prefix=()):
         self.world = world
         self.log = LineLog("touchgated stderr")
         self.argv, env = daemon_command(world, config, args, as_systemd)
+        self.argv = list(prefix) + self.argv  # e.g. unshare: the daemon execs in its place, same pid
         self.notify_path = world.dir / ("notify-%d.sock" % len(world.daemons))
         world.daemons.append(self)
         self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)

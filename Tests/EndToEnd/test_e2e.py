@@ -1,6 +1,8 @@
 """End to end: touchgated on libfprint's virtual reader, the touchgate CLI, and pam_touchgate.so
 inside real Linux-PAM (pam_wrapper + pamtester in a pty). A fresh temp dir and daemon per test."""
 
+import glob
+import os
 import re
 import signal
 
@@ -291,6 +293,26 @@ def test_reader_unplugged_mid_prompt_ends_it_at_once_and_says_why(world, alice):
     later = world.pam("alice").wait()
     assert later.result == "PAM_AUTHINFO_UNAVAIL" and PROMPT not in later.messages(), later.transcript()
     assert later.messages() == ["No fingerprint reader available: use your password"]
+
+
+def test_without_libfprint_the_daemon_serves_says_why_and_leaves_the_password(world, alice):
+    """libfprint is loaded at run time; where it cannot be (hidden here by an empty file mounted
+    over it, in the daemon's own mount namespace) the daemon still starts, says why, and every
+    prompt falls through to the password at once."""
+    world.daemon.stop()
+    library = os.path.realpath(next(iter(sorted(glob.glob("/usr/lib/*/libfprint-2.so.2")))))
+    hide = ["unshare", "--mount", "--propagation", "private",
+            "sh", "-c", 'mount --bind /dev/null "$0" && exec "$@"', library]
+    daemon = world.start_daemon(prefix=hide)
+    assert daemon.log.wait_for("no fingerprint reader: cannot load libfprint") >= 0
+    later = world.pam("alice").wait()
+    assert later.result == "PAM_AUTHINFO_UNAVAIL", later.transcript()
+    assert later.messages() == ["No fingerprint reader available: use your password"]
+    # Her print is not called damaged for it: nothing to enroll again.
+    status = world.cli("status", "--user", "alice")
+    assert "canEvaluate.reason: noReader" in status.stdout, status
+    assert re.search(r"^fingers: right-index-finger$", status.stdout, re.M), status
+    assert not re.search(r"^damagedFingers:.*right-index-finger", status.stdout, re.M), status
 
 
 def test_a_reader_too_hot_ends_the_prompt_and_says_why(world, alice):
