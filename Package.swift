@@ -27,12 +27,13 @@ let package = Package(
         .target(name: "TouchGatePAMStack"),
         // Threads and a semaphore on pthreads (no Dispatch in the daemon).
         .target(name: "TouchGateThreads", dependencies: ["CTouchGateLoop"]),
-        // GLib and GIO for the core's event loop and the D-Bus front-end (never libfprint).
-        .systemLibrary(name: "CGIO", pkgConfig: "gio-unix-2.0", providers: [.apt(["libglib2.0-dev"])]),
-        // libfprint-2 (headers from libfprint-2-dev), loaded by the reader thread with dlopen so
-        // the daemon's start does not wait for it; the package Depends on libfprint-2-2.
-        .target(name: "CTouchGateFPrint", dependencies: ["CGIO"]),
-        .target(name: "TouchGateReader", dependencies: ["CTouchGateFPrint", "CGIO", "TouchGateThreads"]),
+        // GLib for the core's event loop, and GIO's headers (GIO itself is loaded by CTouchGateLibs).
+        .systemLibrary(name: "CGIO", pkgConfig: "gobject-2.0", providers: [.apt(["libglib2.0-dev"])]),
+        // libfprint-2 (headers from libfprint-2-dev) and GIO, loaded with dlopen when the reader or
+        // the D-Bus front-end first needs them, so the daemon's start does not wait for them; the
+        // package Depends on libfprint-2-2 (GIO comes with GLib's package).
+        .target(name: "CTouchGateLibs", dependencies: ["CGIO"]),
+        .target(name: "TouchGateReader", dependencies: ["CTouchGateLibs", "CGIO", "TouchGateThreads"]),
         // The event loop (a GLib main context on one thread) and the socket calls Glibc lacks.
         .target(name: "CTouchGateLoop", dependencies: ["CGIO"]),
         // Linux-PAM's application side: the daemon verifies passwords through its own service.
@@ -54,7 +55,7 @@ let package = Package(
         ]),
         // fprintd's D-Bus API (net.reactivated.Fprint) over the same core, on the same loop.
         .target(name: "TouchGateDBus", dependencies: [
-            "TouchGateCore", "TouchGateReader", "TouchGateWire", "CGIO",
+            "TouchGateCore", "TouchGateReader", "TouchGateWire", "CGIO", "CTouchGateLibs",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "touchgated", dependencies: [

@@ -1,5 +1,6 @@
 // GDBus from Swift: variants in and out, method replies and errors, and async calls bridged to await.
 import CGIO
+import CTouchGateLibs
 import TouchGateCore
 
 /// A GVariant (floating ones are sunk by whatever takes them).
@@ -93,9 +94,9 @@ struct BusError: Error, Sendable, Equatable {
 
     init(_ invocation: OpaquePointer) {
         handle = invocation
-        sender = String(cString: g_dbus_method_invocation_get_sender(invocation))
-        method = String(cString: g_dbus_method_invocation_get_method_name(invocation))
-        parameters = g_dbus_method_invocation_get_parameters(invocation)
+        sender = String(cString: tgg_dbus_method_invocation_get_sender(invocation))
+        method = String(cString: tgg_dbus_method_invocation_get_method_name(invocation))
+        parameters = tgg_dbus_method_invocation_get_parameters(invocation)
         if let parameters { g_variant_ref(parameters) }
     }
 
@@ -110,13 +111,13 @@ struct BusError: Error, Sendable, Equatable {
     func reply(_ values: [Variant] = []) {
         guard let h = handle else { return }
         handle = nil
-        g_dbus_method_invocation_return_value(h, V.tuple(values))
+        tgg_dbus_method_invocation_return_value(h, V.tuple(values))
     }
 
     func fail(_ error: BusError) {
         guard let h = handle else { return }
         handle = nil
-        g_dbus_method_invocation_return_dbus_error(h, error.name, error.message)
+        tgg_dbus_method_invocation_return_dbus_error(h, error.name, error.message)
     }
 
     func answer(_ result: Result<[Variant], BusError>) {
@@ -132,11 +133,11 @@ struct BusError: Error, Sendable, Equatable {
                         method: String, _ parameters: Variant?, timeoutMilliseconds: Int32) async -> Result<Variant, BusError> {
     let done = OneShot<Result<Handle, BusError>>()
     let box = Unmanaged.passRetained(CallBox(done))
-    g_dbus_connection_call(connection, destination, path, interface, method, parameters, nil,
+    tgg_dbus_connection_call(connection, destination, path, interface, method, parameters, nil,
                            G_DBUS_CALL_FLAGS_NONE, timeoutMilliseconds, nil, { source, result, data in
         let box = Unmanaged<CallBox>.fromOpaque(data!).takeRetainedValue()
         var error: UnsafeMutablePointer<GError>?
-        let reply = g_dbus_connection_call_finish(OpaquePointer(source), result, &error)
+        let reply = tgg_dbus_connection_call_finish(OpaquePointer(source), result, &error)
         let outcome: Result<Handle, BusError> = reply.map { .success(Handle(pointer: $0)) } ?? .failure(busError(error))
         if error != nil { g_error_free(error) }
         CoreActor.assumeIsolated { box.done.set(outcome) }
@@ -153,7 +154,7 @@ final class CallBox: @unchecked Sendable {
 func busError(_ error: UnsafeMutablePointer<GError>?) -> BusError {
     guard let error else { return BusError(name: "org.freedesktop.DBus.Error.Failed", message: "unknown error") }
     let message = error.pointee.message.map { String(cString: $0) } ?? ""
-    if let remote = g_dbus_error_get_remote_error(error) {
+    if let remote = tgg_dbus_error_get_remote_error(error) {
         defer { g_free(remote) }
         return BusError(name: String(cString: remote), message: message)
     }

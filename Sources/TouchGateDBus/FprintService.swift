@@ -1,6 +1,7 @@
 // fprintd's D-Bus API on the system bus, served by touchgated's core: GNOME, KDE, gdm, fprintd's
 // tools and pam_fprintd talk to it unchanged; the policy behind it is touchgate's.
 import CGIO
+import CTouchGateLibs
 import Logging
 import TouchGateCore
 import TouchGateReader
@@ -26,12 +27,17 @@ import TouchGateReader
     /// registers the objects, then asks for the name. Without a bus, or when another service
     /// (fprintd) owns the name, the daemon goes on without this front-end and says so.
     public func start() async -> Bool {
+        var missing: UnsafePointer<CChar>?
+        guard tg_gio_load(&missing) else {
+            log.error("fprintd D-Bus API not served: cannot load GIO (\(missing.map { String(cString: $0) } ?? "?"))")
+            return false
+        }
         let connected = OneShot<Handle?>()
         let box = Unmanaged.passRetained(ConnectBox(connected))
-        g_bus_get(G_BUS_TYPE_SYSTEM, nil, { _, result, data in
+        tgg_bus_get(G_BUS_TYPE_SYSTEM, nil, { _, result, data in
             let box = Unmanaged<ConnectBox>.fromOpaque(data!).takeUnretainedValue()
             var error: UnsafeMutablePointer<GError>?
-            let connection = g_bus_get_finish(result, &error)
+            let connection = tgg_bus_get_finish(result, &error)
             let message = error.flatMap { $0.pointee.message.map { String(cString: $0) } }
             if error != nil { g_error_free(error) }
             CoreActor.assumeIsolated { box.failure = message; box.done.set(connection.map(Handle.init)) }
@@ -52,7 +58,7 @@ import TouchGateReader
         }
         sleep = SleepInhibitor(connection: connection, core: core, log: log)
         await sleep?.start()
-        ownerID = g_bus_own_name_on_connection(connection, FprintNames.bus, G_BUS_NAME_OWNER_FLAGS_DO_NOT_QUEUE, { _, _, data in
+        ownerID = tgg_bus_own_name_on_connection(connection, FprintNames.bus, G_BUS_NAME_OWNER_FLAGS_DO_NOT_QUEUE, { _, _, data in
             let service = Unmanaged<FprintService>.fromOpaque(data!).takeUnretainedValue()
             CoreActor.assumeIsolated {
                 service.log.info("serving fprintd's D-Bus API as \(FprintNames.bus)")
@@ -74,7 +80,7 @@ import TouchGateReader
 
     private func register(_ connection: OpaquePointer) -> Bool {
         var error: UnsafeMutablePointer<GError>?
-        guard let node = g_dbus_node_info_new_for_xml(fprintIntrospection, &error) else {
+        guard let node = tgg_dbus_node_info_new_for_xml(fprintIntrospection, &error) else {
             log.error("bad introspection data: \(busError(error).message)")
             g_error_free(error)
             return false
@@ -97,8 +103,8 @@ import TouchGateReader
             (FprintNames.device0, FprintNames.deviceInterface),
         ]
         for (path, interface) in objects {
-            let info = g_dbus_node_info_lookup_interface(node, interface)
-            let id = g_dbus_connection_register_object(connection, path, info, &vtable,
+            let info = tgg_dbus_node_info_lookup_interface(node, interface)
+            let id = tgg_dbus_connection_register_object(connection, path, info, &vtable,
                                                        Unmanaged.passUnretained(self).toOpaque(), nil, &error)
             guard id != 0 else {
                 log.error("cannot register \(path): \(busError(error).message)")
@@ -135,7 +141,7 @@ import TouchGateReader
     func emit(_ signal: String, interface: String = FprintNames.deviceInterface, _ arguments: [Variant]) {
         guard let connection else { return }
         var error: UnsafeMutablePointer<GError>?
-        if g_dbus_connection_emit_signal(connection, nil, FprintNames.device0, interface, signal, V.tuple(arguments), &error) == 0 {
+        if tgg_dbus_connection_emit_signal(connection, nil, FprintNames.device0, interface, signal, V.tuple(arguments), &error) == 0 {
             log.notice("cannot emit \(signal): \(busError(error).message)")
             g_error_free(error)
         }
@@ -145,13 +151,13 @@ import TouchGateReader
     func watch(_ sender: String, vanished: @escaping @CoreActor () -> Void) -> UInt32 {
         guard let connection else { return 0 }
         let box = Unmanaged.passRetained(VanishBox(vanished))
-        return g_bus_watch_name_on_connection(connection, sender, G_BUS_NAME_WATCHER_FLAGS_NONE, nil, { _, _, data in
+        return tgg_bus_watch_name_on_connection(connection, sender, G_BUS_NAME_WATCHER_FLAGS_NONE, nil, { _, _, data in
             let box = Unmanaged<VanishBox>.fromOpaque(data!).takeUnretainedValue()
             CoreActor.assumeIsolated { box.fire() }
         }, box.toOpaque(), { data in Unmanaged<VanishBox>.fromOpaque(data!).release() })
     }
 
-    func unwatch(_ id: UInt32) { if id != 0 { g_bus_unwatch_name(id) } }
+    func unwatch(_ id: UInt32) { if id != 0 { tgg_bus_unwatch_name(id) } }
 }
 
 private final class ConnectBox: @unchecked Sendable {

@@ -2,6 +2,7 @@
 // on PrepareForSleep(true) every prompt ends with systemCancel, the reader closes, the inhibitor
 // goes; on resume the reader opens again and the inhibitor is taken again. No logind: nothing.
 import CGIO
+import CTouchGateLibs
 import Glibc
 import Logging
 import TouchGateCore
@@ -20,7 +21,7 @@ import TouchGateCore
     }
 
     func start() async {
-        subscription = g_dbus_connection_signal_subscribe(
+        subscription = tgg_dbus_connection_signal_subscribe(
             connection, "org.freedesktop.login1", "org.freedesktop.login1.Manager", "PrepareForSleep",
             "/org/freedesktop/login1", nil, G_DBUS_SIGNAL_FLAGS_NONE, { _, _, _, _, _, parameters, data in
                 let me = Unmanaged<SleepInhibitor>.fromOpaque(data!).takeUnretainedValue()
@@ -53,15 +54,15 @@ import TouchGateCore
         let box = Unmanaged.passRetained(FDBox(done))
         let parameters = V.tuple([V.string("sleep"), V.string("touchgated"),
                                   V.string("End fingerprint prompts and close the reader"), V.string("delay")])
-        g_dbus_connection_call_with_unix_fd_list(
+        tgg_dbus_connection_call_with_unix_fd_list(
             connection, "org.freedesktop.login1", "/org/freedesktop/login1", "org.freedesktop.login1.Manager",
             "Inhibit", parameters, nil, G_DBUS_CALL_FLAGS_NONE, 5000, nil, nil, { source, result, data in
                 let box = Unmanaged<FDBox>.fromOpaque(data!).takeUnretainedValue()
                 var error: UnsafeMutablePointer<GError>?
                 var list: UnsafeMutablePointer<GUnixFDList>?
                 var fd: Int32 = -1
-                if let reply = g_dbus_connection_call_with_unix_fd_list_finish(OpaquePointer(source), &list, result, &error) {
-                    if let list { fd = g_unix_fd_list_get(list, 0, nil); g_object_unref(UnsafeMutableRawPointer(list)) }
+                if let reply = tgg_dbus_connection_call_with_unix_fd_list_finish(OpaquePointer(source), &list, result, &error) {
+                    if let list { fd = tgg_unix_fd_list_get(list, 0, nil); g_object_unref(UnsafeMutableRawPointer(list)) }
                     g_variant_unref(reply)
                 } else {
                     box.why = busError(error).message

@@ -1,6 +1,6 @@
 // The libfprint-2 reader: one thread owns the default GMainContext and makes every libfprint call.
 import CGIO
-import CTouchGateFPrint
+import CTouchGateLibs
 import Synchronization
 import TouchGateThreads
 
@@ -242,7 +242,7 @@ public final class LibfprintReader: FingerprintReader, Sendable {
         cancellation: Cancellation, timeoutSeconds: Int?,
         _ body: (UnsafeMutablePointer<GCancellable>, inout UnsafeMutablePointer<GError>?) -> T?
     ) -> Attempt<T> {
-        let cancellable = g_cancellable_new()!
+        let cancellable = tgg_cancellable_new()!
         defer { cfp_object_unref(cancellable) }
         let op = Unmanaged.passRetained(OperationState(cancellable: cancellable))
         defer { op.release() }
@@ -252,7 +252,7 @@ public final class LibfprintReader: FingerprintReader, Sendable {
             let retained = Unmanaged<OperationState>.fromOpaque(UnsafeRawPointer(bitPattern: opPointer)!).retain()
             g_main_context_invoke(nil, { data in
                 let state = Unmanaged<OperationState>.fromOpaque(data!).takeRetainedValue()
-                g_cancellable_cancel(state.cancellable)
+                tgg_cancellable_cancel(state.cancellable)
                 return 0
             }, retained.toOpaque())
         }
@@ -263,7 +263,7 @@ public final class LibfprintReader: FingerprintReader, Sendable {
                 let state = Unmanaged<OperationState>.fromOpaque(data!).takeUnretainedValue()
                 state.timedOut = true
                 state.timer = 0
-                g_cancellable_cancel(state.cancellable)
+                tgg_cancellable_cancel(state.cancellable)
                 return 0
             }, op.toOpaque(), nil)
             op.takeUnretainedValue().timer = timer

@@ -7,11 +7,13 @@
 #define TG_FPRINT_H
 
 #include <stdbool.h>
-#include <gio/gio.h>
 #include <libfprint-2/fprint.h>
 
-/* Loads libfprint-2.so.2 and resolves every function below, once; false (and *error, a static
- * text, when error is not NULL) if the library or one of its functions is missing. */
+#include "tg_gio.h"
+
+/* Loads libfprint-2.so.2 and resolves every function below, once, and GIO (tg_gio.h) which the
+ * reader needs beside it; false (and *error, a static text, when error is not NULL) if a library
+ * or one of its functions is missing. */
 bool tg_fprint_load(const char **error);
 
 /* (return type, libfprint's name, parameters, arguments); tgfp_<name> calls libfprint's <name>. */
@@ -58,7 +60,7 @@ TG_FPRINT_FUNCTIONS(TG_FPRINT_PROTOTYPE, TG_FPRINT_PROTOTYPE_VOID)
 /* GLib's macros and inline helpers, which Swift cannot import. */
 static inline GQuark cfp_device_error_quark(void) { return tgfp_device_error_quark(); }
 static inline GQuark cfp_device_retry_quark(void) { return tgfp_device_retry_quark(); }
-static inline GQuark cfp_io_error_quark(void) { return g_io_error_quark(); }
+static inline GQuark cfp_io_error_quark(void) { return tgg_io_error_quark(); }
 static inline void cfp_object_unref(void *object) { if (object) g_object_unref(object); }
 static inline void *cfp_object_ref(void *object) { return g_object_ref(object); }
 static inline void *cfp_ptr_array_index(GPtrArray *array, guint i) { return g_ptr_array_index(array, i); }
