@@ -55,6 +55,8 @@ public struct PrintFiles: Sendable {
         do {
             guard let dir = try deviceDirectory(user, device, create: false) else { return .prints([]) }
             var found: [EnrolledPrint] = []
+            // Without libfprint (it could not be loaded) nothing can be judged: none is damaged.
+            let judged = reader.describesPrints
             for name in dir.entries() {
                 guard let finger = Self.finger(fileName: name) else { continue }
                 let bytes: [UInt8]
@@ -67,9 +69,7 @@ public struct PrintFiles: Sendable {
                     found.append(EnrolledPrint(finger: finger, digest: "unreadable", damaged: true, problem: error.description))
                     continue
                 }
-                // Without libfprint (it could not be loaded) nothing can be judged: not damaged.
-                let problem = reader.describesPrints
-                    ? Self.problem(reader.describe(bytes), user: user, device: device, finger: finger) : nil
+                let problem = judged ? Self.problem(reader.describe(bytes), user: user, device: device, finger: finger) : nil
                 found.append(EnrolledPrint(finger: finger, digest: Self.digest(bytes), damaged: problem != nil, problem: problem))
             }
             return .prints(found.sorted { $0.finger < $1.finger })
