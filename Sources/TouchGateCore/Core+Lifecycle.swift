@@ -18,20 +18,25 @@ extension Core {
     /// (systemd, and the package's prerm, kill it 5 s after SIGTERM). A write that is still pending
     /// then is one that only relaxes the policy (`.afterReply`): losing it leaves the stricter state.
     public func finishShutdown() async {
-        let flushed = OneShot<Bool>()
-        let flushLate = LoopTimer(after: Self.shutdownStepMilliseconds) { flushed.set(false) }
-        CoreLoop.shared.task { await self.states.flush(); flushed.set(true) }
-        if await !flushed.wait() { log.error("state writes still pending at exit (after-reply changes only)") }
-        flushLate.cancel()
-
-        let closed = OneShot<Bool>()
-        let closeLate = LoopTimer(after: Self.shutdownStepMilliseconds) { closed.set(false) }
-        reader.close { CoreLoop.shared.post { closed.set(true) } }
-        if await !closed.wait() { log.error("the reader did not close within \(Self.shutdownStepMilliseconds) ms; exiting anyway") }
-        closeLate.cancel()
+        if await !Self.finishes({ done in CoreLoop.shared.task { await self.states.flush(); done() } }) {
+            log.error("state writes still pending at exit (after-reply changes only)")
+        }
+        if await !Self.finishes({ [reader] done in reader.close { CoreLoop.shared.post { done() } } }) {
+            log.error("the reader did not close within \(Self.shutdownStepMilliseconds) ms; exiting anyway")
+        }
     }
 
     static let shutdownStepMilliseconds = 1500
+
+    /// Starts `step`, which calls `done` when it has finished; true if that was within
+    /// `shutdownStepMilliseconds`, false once that time is up.
+    private static func finishes(_ step: (@escaping @CoreActor () -> Void) -> Void) async -> Bool {
+        let finished = OneShot<Bool>()
+        let late = LoopTimer(after: shutdownStepMilliseconds) { finished.set(false) }
+        defer { late.cancel() }
+        step { finished.set(true) }
+        return await finished.wait()
+    }
 
     /// How many prompts are running (for the front-ends' drain and for tests).
     public var runningPrompts: Int { activePrompts.count }
