@@ -36,6 +36,8 @@ let package = Package(
         .target(name: "TouchGateReader", dependencies: ["CTouchGateLibs", "CGIO", "TouchGateThreads"]),
         // The event loop (a GLib main context on one thread) and the socket calls Glibc lacks.
         .target(name: "CTouchGateLoop", dependencies: ["CGIO"]),
+        // libaudit: authentication records to the Linux audit system (libpam links it too).
+        .systemLibrary(name: "CAudit", providers: [.apt(["libaudit-dev"])]),
         // Linux-PAM's application side: the daemon verifies passwords through its own service.
         .systemLibrary(name: "CPAM", providers: [.apt(["libpam0g-dev"])]),
         // Message catalogs (gettext), shared with the PAM module's build; and Swift's side of them.
@@ -59,7 +61,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "touchgated", dependencies: [
-            "TouchGateCore", "TouchGateSocket", "TouchGateDBus", "TouchGateReader", "TouchGateConfig",
+            "TouchGateCore", "TouchGateSocket", "TouchGateDBus", "TouchGateReader", "TouchGateConfig", "CAudit",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], linkerSettings: [

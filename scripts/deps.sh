@@ -4,8 +4,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
 packages=(
-    # build: the daemon links libfprint/GLib and Linux-PAM; the PAM module is plain C
-    libfprint-2-dev libglib2.0-dev libpam0g-dev pkg-config gcc make libc6-dev binutils
+    # build: the daemon links libfprint/GLib, Linux-PAM and libaudit; the PAM module is plain C
+    libfprint-2-dev libglib2.0-dev libpam0g-dev libaudit-dev pkg-config gcc make libc6-dev binutils
     # swift build fetches its package dependencies over https
     git ca-certificates
     # real PAM without touching /etc: pam_wrapper (and its pam_matrix), nss_wrapper users, pamtester

@@ -18,6 +18,8 @@ public struct CoreSetup: Sendable {
     public var clock: any WallClock
     public var log: Logger
     public var audit: Logger
+    /// Hands each event to the Linux audit system (the daemon's LinuxAudit); must not block.
+    public var linuxAudit: (@Sendable (AuthEvent) -> Void)?
     /// Longest wait for the password service before the check is given up as failed.
     public var passwordCheckDeadlineMilliseconds = 30_000
 
@@ -71,7 +73,7 @@ public struct CoreSetup: Sendable {
         clock = setup.clock
         log = setup.log
         passwordDeadline = setup.passwordCheckDeadlineMilliseconds
-        events = EventBus(audit: setup.audit)
+        events = EventBus(audit: setup.audit, linuxAudit: setup.linuxAudit)
         domainKey = try DomainStateKey(stateDirectory: setup.stateDirectory)
         guard let users = try setup.stateDirectory.subdirectory("users", create: true) else {
             throw .unsafe("\(setup.stateDirectory.path)/users cannot be created")

@@ -1,4 +1,4 @@
-// Events for `touchgate monitor` subscribers and audit records to syslog (authpriv), SPEC §7.
+// Events for `touchgate monitor` subscribers and audit records to the journal or syslog (authpriv), SPEC §7.
 import FoundationEssentials
 import Glibc
 import Logging
@@ -78,8 +78,12 @@ public struct AuthEvent: Codable, Sendable, Equatable {
     private var subscribers: [UInt64: Subscriber] = [:]
     private var nextID: UInt64 = 1
     let audit: Logger
+    let linuxAudit: (@Sendable (AuthEvent) -> Void)?
 
-    init(audit: Logger) { self.audit = audit }
+    init(audit: Logger, linuxAudit: (@Sendable (AuthEvent) -> Void)? = nil) {
+        self.audit = audit
+        self.linuxAudit = linuxAudit
+    }
 
     /// `user` nil = every user's events (root only; the core decides).
     func subscribe(user: String?, deliver: @escaping (String) -> Bool) -> UInt64 {
@@ -94,7 +98,8 @@ public struct AuthEvent: Codable, Sendable, Equatable {
     var subscriberCount: Int { subscribers.count }
 
     func publish(_ event: AuthEvent) {
-        audit.notice("\(event.auditLine)")
+        audit.notice("\(event.auditLine)", metadata: event.logMetadata)
+        linuxAudit?(event)
         guard !subscribers.isEmpty else { return }
         let json = event.json
         for (id, s) in subscribers where s.user == nil || s.user == event.user {

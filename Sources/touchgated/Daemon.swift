@@ -33,15 +33,9 @@ struct DaemonOptions: Sendable {
 func serve(_ options: DaemonOptions) -> Int32 {
     let configPath = options.configPath
     let level: Logger.Level = options.debug ? .debug : .info
-    LoggingSystem.bootstrap { label in
-        // Audit records go to syslog (authpriv) and, for the operator, to stderr as well.
-        var stream = StreamLogHandler.standardError(label: label)
-        stream.logLevel = level
-        guard label == "touchgate.audit" else { return stream }
-        return MultiplexLogHandler([stream, SyslogLogHandler(identifier: "touchgated")])
-    }
+    LogSetup.bootstrap(level: level)
     let log = Logger(label: "touchgated")
-    let audit = Logger(label: "touchgate.audit")
+    let audit = Logger(label: LogSetup.auditLabel)
 
     let settings: DaemonConfig
     do { settings = try ConfigFile.load(path: configPath) } catch {
@@ -82,9 +76,12 @@ func serve(_ options: DaemonOptions) -> Int32 {
         do { listenFD = try ListeningSocket.bind(socketPath) } catch { return startFailure("socket \(socketPath): \(error)") }
         boundPath = socketPath
     }
-    let setup = CoreSetup(policy: settings.policy, allowRemote: settings.allowRemote, bootID: bootID,
+    var wiring = CoreSetup(policy: settings.policy, allowRemote: settings.allowRemote, bootID: bootID,
                           stateDirectory: state, printStore: prints, reader: reader,
                           passwords: PAMPasswordChecker(service: settings.passwordService), log: log, audit: audit)
+    let linuxAudit = LinuxAudit(log: log)
+    wiring.linuxAudit = { linuxAudit.record($0) }
+    let setup = wiring
     let started: Result<Listener, StorageError> = onCoreLoop {
         do throws(StorageError) {
             let core = try Core(setup)

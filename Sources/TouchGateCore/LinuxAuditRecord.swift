@@ -1,0 +1,48 @@
+// Which events the Linux audit system hears, and as what: pure; the daemon's LinuxAudit sends them.
+import Glibc
+
+/// One record for libaudit's audit_log_acct_message, as pam_unix and pam_faillock write theirs.
+public struct LinuxAuditRecord: Equatable, Sendable {
+    public enum Kind: Sendable { case userAuth, loginFailures }  // AUDIT_USER_AUTH, AUDIT_ANOM_LOGIN_FAILURES
+
+    public var kind: Kind
+    public var operation: String
+    public var account: String
+    /// The client's remote host, escaped as in the audit line (libaudit writes it as given).
+    public var host: String?
+    /// The host when it is a numeric address, else "?": never empty, because libaudit resolves an
+    /// empty address from the host name through DNS, and a record must not wait on the network.
+    public var address: String
+    public var terminal: String?
+    public var success: Bool
+
+    /// An authentication outcome of the reader or of a password the daemon checked is a
+    /// USER_AUTH record (res=success or failed); a lockout is also an ANOM_LOGIN_FAILURES record,
+    /// res=success as pam_faillock writes it (the anomaly is what is reported). Refusals before any
+    /// check (no method), enrollment and admin events are not authentications.
+    public static func records(for event: AuthEvent) -> [LinuxAuditRecord] {
+        let operation: String, kind: Kind, success: Bool
+        switch (event.event, event.method) {
+        case ("outcome", "fingerprint"?), ("outcome", "password"?):
+            operation = "touchgate:\(event.method!)"
+            kind = .userAuth
+            success = event.outcome == "success"
+        case ("lockout", _):
+            operation = "touchgate:lockout"
+            kind = .loginFailures
+            success = true
+        default:
+            return []
+        }
+        let host = event.rhost.map(AuthEvent.escaped)
+        return [LinuxAuditRecord(kind: kind, operation: operation, account: event.user, host: host,
+                                 address: event.rhost.flatMap(numericAddress) ?? "?",
+                                 terminal: event.tty.map(AuthEvent.escaped), success: success)]
+    }
+
+    static func numericAddress(_ text: String) -> String? {
+        var v4 = in_addr(), v6 = in6_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1 { return text }
+        return nil
+    }
+}
