@@ -16,6 +16,11 @@ public struct LinuxAuditRecord: Equatable, Sendable {
     public var terminal: String?
     public var success: Bool
 
+    /// Passwords the daemon did not check itself: one refused during the back-off is never
+    /// checked, and one the PAM stack accepted (the report line) was checked, and audited, by
+    /// pam_unix through libpam.
+    static let uncheckedPasswordReasons: Set<String> = ["backoff", "pamStack"]
+
     /// An authentication outcome of the reader or of a password the daemon checked is a
     /// USER_AUTH record (res=success or failed); a lockout is also an ANOM_LOGIN_FAILURES record,
     /// res=success as pam_faillock writes it (the anomaly is what is reported). Refusals before any
@@ -23,6 +28,8 @@ public struct LinuxAuditRecord: Equatable, Sendable {
     public static func records(for event: AuthEvent) -> [LinuxAuditRecord] {
         let operation: String, kind: Kind, success: Bool
         switch (event.event, event.method) {
+        case ("outcome", "password"?) where event.reason.map(uncheckedPasswordReasons.contains) ?? false:
+            return []
         case ("outcome", "fingerprint"?), ("outcome", "password"?):
             operation = "touchgate:\(event.method!)"
             kind = .userAuth

@@ -119,6 +119,11 @@ struct JournalFieldsTests {
         var refused = AuthEvent(event: "outcome", user: "alice", at: t)
         refused.outcome = "biometryNotEnrolled"  // no method: nothing was checked
         #expect(LinuxAuditRecord.records(for: refused).isEmpty)
+        for reason in ["backoff", "pamStack"] {  // never checked; checked and audited by pam_unix
+            var e = AuthEvent(event: "outcome", user: "alice", at: t)
+            e.method = "password"; e.outcome = reason == "backoff" ? "passwordBackoff" : "success"; e.reason = reason
+            #expect(LinuxAuditRecord.records(for: e).isEmpty, "\(reason)")
+        }
         for kind in ["unlock", "enrollmentChanged", "admin"] {
             var e = AuthEvent(event: kind, user: "alice", at: t)
             e.method = kind == "unlock" ? "password" : nil
