@@ -13,9 +13,10 @@ import threading
 import pytest
 
 import harness
-from harness import DEFAULT_WAIT, PROMPT, LineLog, WaitTimeout, now
+from harness import DEFAULT_WAIT, PROMPT, LineLog, WaitTimeout, no_match, now
 
 OUTCOME_ID = "4c180263b0b74e438ba1fb758ceb605b"
+LOCKOUT_ID = "46d53d2c9c55440fbba212ffaf516201"
 AT_ONCE = 1.0  # s: a scan answered, whatever the audit system does
 
 
@@ -166,6 +167,26 @@ def test_under_the_journal_each_record_is_sent_once_natively_with_its_fields(wor
     journal.syslog.setblocking(False)
     with pytest.raises(BlockingIOError):
         journal.syslog.recv(4096)
+
+
+def test_a_lockout_is_one_record_with_its_own_message_id_and_the_count(world, alice, under_journal):
+    journal = under_journal
+    for strangers in (["x1", "x2", "x3"], ["x4", "x5"]):  # five failed matches over two prompts
+        pam = world.pam("alice")
+        pam.wait_for(PROMPT)
+        for i, stranger in enumerate(strangers):
+            world.reader.scan(stranger)
+            if i < len(strangers) - 1:
+                pam.wait_for(no_match(2 - i))
+        assert pam.wait().result != "PAM_SUCCESS", pam.transcript()
+
+    record = dict(journal.wait_record("event=lockout user=alice"))
+    assert (record["MESSAGE_ID"], record["TOUCHGATE_EVENT"], record["TOUCHGATE_REASON"], record["TOUCHGATE_OUTCOME"],
+            record["TOUCHGATE_FAILED_MATCHES"], record["PRIORITY"], record["SYSLOG_FACILITY"]) == (
+        LOCKOUT_ID, "lockout", "lockout", "biometryLockout", "5", "5", "10")
+    assert journal.stop() == 0
+    assert len(journal.records_with("MESSAGE_ID", LOCKOUT_ID)) == 1, journal.log.dump()
+    assert journal.stderr() == ""
 
 
 def test_a_linux_audit_that_refuses_the_daemon_blocks_nothing_and_is_said_once(world, alice):
