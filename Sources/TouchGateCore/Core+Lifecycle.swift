@@ -1,4 +1,6 @@
 // Stopping (SIGTERM) and, for suspend, pausing: every prompt ends with systemCancel and says why.
+import Logging
+import TouchGateReader
 import TouchGateWire
 
 extension Core {
@@ -15,14 +17,18 @@ extension Core {
 
     /// After the replies: every state change on disk, the reader closed — each within
     /// `shutdownStepMilliseconds`, so a stuck disk or driver never keeps the daemon from exiting
-    /// (systemd, and the package's prerm, kill it 5 s after SIGTERM). A write that is still pending
-    /// then is one that only relaxes the policy (`.afterReply`): losing it leaves the stricter state.
+    /// (systemd, and the package's prerm, kill it 5 s after SIGTERM). The daemon's service group
+    /// does the two steps as the core's and the reader's shutdown; this is both, in that order.
     public func finishShutdown() async {
+        await flushForShutdown()
+        await ReaderService(reader, log: log).shutdown()
+    }
+
+    /// Every state change on disk within `shutdownStepMilliseconds`. A write that is still pending
+    /// then is one that only relaxes the policy (`.afterReply`): losing it leaves the stricter state.
+    func flushForShutdown() async {
         if await !Self.finishes({ done in CoreLoop.shared.task { await self.states.flush(); done() } }) {
             log.error("state writes still pending at exit (after-reply changes only)")
-        }
-        if await !Self.finishes({ [reader] done in reader.close { CoreLoop.shared.post { done() } } }) {
-            log.error("the reader did not close within \(Self.shutdownStepMilliseconds) ms; exiting anyway")
         }
     }
 
@@ -30,7 +36,7 @@ extension Core {
 
     /// Starts `step`, which calls `done` when it has finished; true if that was within
     /// `shutdownStepMilliseconds`, false once that time is up.
-    private static func finishes(_ step: (@escaping @CoreActor () -> Void) -> Void) async -> Bool {
+    static func finishes(_ step: (@escaping @CoreActor () -> Void) -> Void) async -> Bool {
         let finished = OneShot<Bool>()
         let late = LoopTimer(after: shutdownStepMilliseconds) { finished.set(false) }
         defer { late.cancel() }
@@ -62,4 +68,27 @@ extension Core {
     }
 
     static let suspendRefusal = Refusal(.systemCancel, reason: "suspend", text: .suspending)
+}
+
+/// The core as a service: its state is read on demand, so starting is nothing; stopping writes every
+/// pending change (after `beginShutdown` has ended the prompts).
+extension Core: DaemonService {
+    public nonisolated var serviceName: String { "core" }
+    public func start() async -> ServiceStart { .running }
+    public func shutdown() async { await flushForShutdown() }
+}
+
+/// The reader as a service: it opens on its own thread from the moment it is made (the daemon is
+/// ready before USB enumeration ends); stopping closes it within `shutdownStepMilliseconds`.
+@CoreActor public final class ReaderService: DaemonService {
+    let reader: any FingerprintReader
+    let log: Logger
+    public nonisolated var serviceName: String { "reader" }
+    public init(_ reader: any FingerprintReader, log: Logger) { self.reader = reader; self.log = log }
+    public func start() async -> ServiceStart { .running }
+    public func shutdown() async {
+        if await !Core.finishes({ [reader] done in reader.close { CoreLoop.shared.post { done() } } }) {
+            log.error("the reader did not close within \(Core.shutdownStepMilliseconds) ms; exiting anyway")
+        }
+    }
 }

@@ -160,3 +160,34 @@ func busError(_ error: UnsafeMutablePointer<GError>?) -> BusError {
     }
     return BusError(name: "org.freedesktop.DBus.Error.Failed", message: message)
 }
+
+/// The system bus (DBUS_SYSTEM_BUS_ADDRESS is honoured), reached without blocking the loop: GIO
+/// loaded on first use, then GIO's shared connection. nil and why when there is none.
+@CoreActor enum SystemBus {
+    static func connect() async -> (connection: OpaquePointer?, failure: String?) {
+        var missing: UnsafePointer<CChar>?
+        guard tg_gio_load(&missing) else {
+            return (nil, "cannot load GIO (\(missing.map { String(cString: $0) } ?? "?"))")
+        }
+        let connected = OneShot<Handle?>()
+        let box = Unmanaged.passRetained(ConnectBox(connected))
+        tgg_bus_get(G_BUS_TYPE_SYSTEM, nil, { _, result, data in
+            let box = Unmanaged<ConnectBox>.fromOpaque(data!).takeUnretainedValue()
+            var error: UnsafeMutablePointer<GError>?
+            let connection = tgg_bus_get_finish(result, &error)
+            let message = error.flatMap { $0.pointee.message.map { String(cString: $0) } }
+            if error != nil { g_error_free(error) }
+            CoreActor.assumeIsolated { box.failure = message; box.done.set(connection.map(Handle.init)) }
+        }, box.toOpaque())
+        let found = await connected.wait()?.pointer
+        let failure = box.takeUnretainedValue().failure
+        box.release()
+        return found.map { ($0, nil) } ?? (nil, "no system bus (\(failure ?? "?"))")
+    }
+}
+
+private final class ConnectBox: @unchecked Sendable {
+    let done: OneShot<Handle?>
+    var failure: String?
+    init(_ done: OneShot<Handle?>) { self.done = done }
+}

@@ -15,7 +15,6 @@ import TouchGateReader
     private var node: UnsafeMutablePointer<GDBusNodeInfo>?
     private var registrations: [UInt32] = []
     private var ownerID: UInt32 = 0
-    private var sleep: SleepInhibitor?
     let ready = OneShot<Bool>()
 
     public init(core: Core, log: Logger) {
@@ -26,27 +25,10 @@ import TouchGateReader
     /// Connects to the system bus (DBUS_SYSTEM_BUS_ADDRESS is honoured) without blocking the loop,
     /// registers the objects, then asks for the name. Without a bus, or when another service
     /// (fprintd) owns the name, the daemon goes on without this front-end and says so.
-    public func start() async -> Bool {
-        var missing: UnsafePointer<CChar>?
-        guard tg_gio_load(&missing) else {
-            log.error("fprintd D-Bus API not served: cannot load GIO (\(missing.map { String(cString: $0) } ?? "?"))")
-            return false
-        }
-        let connected = OneShot<Handle?>()
-        let box = Unmanaged.passRetained(ConnectBox(connected))
-        tgg_bus_get(G_BUS_TYPE_SYSTEM, nil, { _, result, data in
-            let box = Unmanaged<ConnectBox>.fromOpaque(data!).takeUnretainedValue()
-            var error: UnsafeMutablePointer<GError>?
-            let connection = tgg_bus_get_finish(result, &error)
-            let message = error.flatMap { $0.pointee.message.map { String(cString: $0) } }
-            if error != nil { g_error_free(error) }
-            CoreActor.assumeIsolated { box.failure = message; box.done.set(connection.map(Handle.init)) }
-        }, box.toOpaque())
-        let found = await connected.wait()?.pointer
-        let failure = box.takeUnretainedValue().failure
-        box.release()
+    func serve() async -> Bool {
+        let (found, failure) = await SystemBus.connect()
         guard let connection = found else {
-            log.info("fprintd D-Bus API not served: no system bus (\(failure ?? "?"))")
+            log.info("fprintd D-Bus API not served: \(failure ?? "?")")
             return false
         }
         self.connection = connection
@@ -56,8 +38,6 @@ import TouchGateReader
         if let info {
             device = FprintDevice(service: self, info: info)
         }
-        sleep = SleepInhibitor(connection: connection, core: core, log: log)
-        await sleep?.start()
         ownerID = tgg_bus_own_name_on_connection(connection, FprintNames.bus, G_BUS_NAME_OWNER_FLAGS_DO_NOT_QUEUE, { _, _, data in
             let service = Unmanaged<FprintService>.fromOpaque(data!).takeUnretainedValue()
             CoreActor.assumeIsolated {
@@ -158,12 +138,27 @@ import TouchGateReader
     }
 
     func unwatch(_ id: UInt32) { if id != 0 { tgg_bus_unwatch_name(id) } }
+
+    /// Gives the name back and takes the objects off the bus. Prompts have already ended (the
+    /// core's shutdown comes first), so every client has had its last signal.
+    public func stop() {
+        if ownerID != 0 { tgg_bus_unown_name(ownerID); ownerID = 0 }
+        if let connection {
+            for id in registrations { _ = tgg_dbus_connection_unregister_object(connection, id) }
+        }
+        registrations = []
+    }
 }
 
-private final class ConnectBox: @unchecked Sendable {
-    let done: OneShot<Handle?>
-    var failure: String?
-    init(_ done: OneShot<Handle?>) { self.done = done }
+/// The D-Bus front-end as a service.
+extension FprintService: DaemonService {
+    public nonisolated var serviceName: String { "fprintd D-Bus API" }
+
+    public func start() async -> ServiceStart {
+        await serve() ? .running : .unavailable("not served (said above)")
+    }
+
+    public func shutdown() async { stop() }
 }
 
 private final class VanishBox: @unchecked Sendable {

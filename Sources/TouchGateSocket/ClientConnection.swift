@@ -147,6 +147,7 @@ import TouchGateWire
         keepalive?.cancel()
         keepalive = nil
         lastActivity = monotonicMilliseconds()
+        listener?.requestEnded()
     }
 
     /// Turns this connection into an event stream (monitor): the request stays open until the
@@ -155,6 +156,7 @@ import TouchGateWire
         subscription = id
         keepalive?.cancel()
         keepalive = nil
+        listener?.requestEnded()  // a monitor streams on, but no longer holds up a shutdown
     }
 
     /// Delivers one monitor event; false when the client is not reading (it is dropped).

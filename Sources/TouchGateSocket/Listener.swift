@@ -38,6 +38,8 @@ public struct ConnectionLimits: Sendable {
     private var rootCount = 0
     private var lastExhaustionLog: Int64 = 0
     private var closing = false
+    /// Set during shutdown's drain, when no request is running any more.
+    private var idle: OneShot<Void>?
 
     public init(core: Core, fd: Int32, limits: ConnectionLimits = ConnectionLimits(), log: Logger) {
         self.core = core
@@ -65,6 +67,23 @@ public struct ConnectionLimits: Sendable {
 
     /// Requests still running, for shutdown's drain.
     public var busyConnections: Int { connections.values.filter(\.isBusy).count }
+
+    /// Shutdown: no new clients; then waits until every running request has answered (the core has
+    /// told each prompt to end), at most `deadlineMilliseconds`. Told by the connections, not polled.
+    public func drain(deadlineMilliseconds: Int = 1000) async {
+        stopAccepting()
+        let idle = OneShot<Void>()
+        self.idle = idle
+        requestEnded()
+        let late = LoopTimer(after: deadlineMilliseconds) { idle.set(()) }
+        await idle.wait()
+        late.cancel()
+    }
+
+    /// A connection's request answered, or the connection went: the drain may be over.
+    func requestEnded() {
+        if let idle, !idle.isSet, busyConnections == 0 { idle.set(()) }
+    }
     public var connectionCount: Int { connections.count }
 
     /// Accepts what is waiting, up to a batch, so one flood cannot starve the loop.
@@ -150,6 +169,7 @@ public struct ConnectionLimits: Sendable {
         let left = perPerson[person, default: 1] - 1
         perPerson[person] = left > 0 ? left : nil
         if person == 0 { rootCount -= 1 } else { nonRootCount -= 1 }
+        requestEnded()
     }
 
     /// Closes idle connections and slow senders; runs while there are connections.
@@ -159,4 +179,12 @@ public struct ConnectionLimits: Sendable {
         if connections.isEmpty { sweeper = nil; return false }
         return true
     }
+}
+
+/// The socket listener as a service: it accepts from the moment it is made (systemd may already
+/// hold clients in the backlog); stopping is the drain.
+extension Listener: DaemonService {
+    public nonisolated var serviceName: String { "socket listener" }
+    public func start() async -> ServiceStart { .running }
+    public func shutdown() async { await drain() }
 }

@@ -82,30 +82,27 @@ func serve(_ options: DaemonOptions) -> Int32 {
     let linuxAudit = LinuxAudit(log: log)
     wiring.linuxAudit = { linuxAudit.record($0) }
     let setup = wiring
-    let started: Result<Listener, StorageError> = onCoreLoop {
+    let services: Result<DaemonServices, StorageError> = onCoreLoop {
         do throws(StorageError) {
             let core = try Core(setup)
-            return .success(Listener(core: core, fd: listenFD, log: log))
+            let listener = Listener(core: core, fd: listenFD, log: log)
+            return .success(DaemonServices(reader: reader, core: core, listener: listener, socketPath: boundPath,
+                                           fprintdAPI: settings.fprintdAPI, log: log))
         } catch { return .failure(error) }
     }
-    let listener: Listener
-    switch started {
-    case .success(let l): listener = l
+    let daemon: DaemonServices
+    switch services {
+    case .success(let d): daemon = d
     case .failure(let error): return startFailure("state directory \(stateDirectory): \(error)")
     }
-    ListeningSocket.notifyReady()
-    log.info("listening on \(boundPath ?? "the socket passed by systemd")")
-    if settings.fprintdAPI {
-        // After READY, so the bus never delays the first PAM prompt; and after the reader has
-        // settled, so libfprint's start-up (reader thread) and GDBus's (core loop) never run
-        // GLib's one-time initialisation side by side.
-        CoreLoop.shared.post {
-            CoreLoop.shared.task {
-                _ = await listener.core.readerDescription()
-                _ = await FprintFrontEnd.start(core: listener.core, log: log)
-            }
-        }
+    // Main waits for the services up to readiness; those on the bus start later, while it serves.
+    let started = Semaphore()
+    let outcome = StartOutcome()
+    CoreLoop.shared.post {
+        CoreLoop.shared.task { await daemon.start { outcome.failure = $0; started.signal() } }
     }
+    started.wait()
+    if let failure = outcome.failure { return startFailure(failure) }
 
     var received: Int32 = 0
     sigwait(&signals, &received)
@@ -113,40 +110,13 @@ func serve(_ options: DaemonOptions) -> Int32 {
     let stopped = Semaphore()
     CoreLoop.shared.post {
         CoreLoop.shared.task {
-            await stop(listener)
+            await daemon.shutdown()
             stopped.signal()
         }
     }
     stopped.wait()
     if let boundPath { _ = unlink(boundPath) }
     return EXIT_SUCCESS
-}
-
-/// Shutdown: no new clients; every prompt ends with systemCancel and says why; replies go out
-/// (within a second); state is flushed and the reader closed.
-@CoreActor private func stop(_ listener: Listener) async {
-    listener.stopAccepting()
-    listener.core.beginShutdown()
-    let drained = OneShot<Void>()
-    let deadline = LoopTimer(after: 1000) { drained.set(()) }
-    let poll = LoopTimer(milliseconds: 10) {
-        if listener.busyConnections == 0 { drained.set(()) }
-        return !drained.isSet
-    }
-    await drained.wait()
-    deadline.cancel()
-    poll.cancel()
-    await listener.core.finishShutdown()
-}
-
-/// The D-Bus front-end, kept for the daemon's life.
-@CoreActor private enum FprintFrontEnd {
-    static var service: FprintService?
-    static func start(core: Core, log: Logger) async -> Bool {
-        let s = FprintService(core: core, log: log)
-        service = s
-        return await s.start()
-    }
 }
 
 /// Runs `body` on the core loop and waits for its result (start-up only).
@@ -159,6 +129,9 @@ private func onCoreLoop<T: Sendable>(_ body: @escaping @Sendable @CoreActor () -
 }
 
 private final class ResultBox<T>: @unchecked Sendable { var value: T? }
+
+/// Why the first services could not start (nil: they did), handed from the loop to main.
+private final class StartOutcome: @unchecked Sendable { var failure: String? }
 
 /// A reason the daemon cannot start: one line on stderr and exit status 1 (not a usage error).
 private func startFailure(_ reason: String) -> Int32 {

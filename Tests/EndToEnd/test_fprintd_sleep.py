@@ -5,6 +5,7 @@ takes the inhibitor again. Without logind the daemon runs as before."""
 
 from fprintd_world import (ALICE_PRINT, ERROR, LOGIND, bus_daemon, bus_world, enroll_alice,  # noqa: F401
                            verify_with_tool)
+import harness
 from harness import DEFAULT_WAIT, PROMPT, now
 
 SLEEPING = "The computer is going to sleep: use your password"
@@ -92,3 +93,45 @@ def test_suspend_mid_enrollment_fails_it_and_saves_nothing(bus_world):
     root.call("Release")
     daemon.log.wait_for("released the sleep inhibitor")
     assert world.cli("list", "--user", "alice").stdout.strip() == "No fingers enrolled for alice."
+
+
+def test_sleep_is_handled_with_the_fprintd_api_turned_off(bus_world):
+    """The sleep watcher is a service of its own: with `fprintd_api = no` the daemon still holds
+    the inhibitor, ends prompts before sleep and reopens the reader after it."""
+    world = bus_world
+    world.start_logind()
+    conf = world.dir / "touchgate.conf"
+    conf.write_text("fprintd_api = no\n")
+    daemon = harness.World.start_daemon(world, config=conf)  # no name on the bus to wait for
+    daemon.log.wait_for("holding a sleep delay inhibitor")
+    assert inhibitors(world) == [INHIBITOR]
+    enroll_alice(world)
+    pam = world.pam("alice")
+    pam.wait_for(PROMPT)
+
+    world.emit_prepare_for_sleep(True)
+    assert pam.wait().result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
+    assert pam.messages()[-1] == SLEEPING, pam.transcript()
+    daemon.log.wait_for("released the sleep inhibitor")
+    wait_inhibitors(world, [])
+
+    world.emit_prepare_for_sleep(False)
+    daemon.log.wait_for("reader reopened after sleep")
+    wait_inhibitors(world, [INHIBITOR])
+    pam = world.pam("alice")
+    pam.wait_for(PROMPT)
+    world.reader.scan(ALICE_PRINT)
+    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+    assert not any("serving fprintd's D-Bus API" in text for text in daemon.log.texts())
+
+
+def test_sigterm_stops_the_services_last_started_first(bus_world):
+    world = bus_world
+    world.start_logind()
+    daemon = world.start_daemon()
+    daemon.log.wait_for("holding a sleep delay inhibitor")
+    assert daemon.stop() == 0, daemon.log.dump()
+    stopped = [text.split("stopped: ", 1)[1] for text in daemon.log.texts() if "stopped: " in text]
+    assert stopped == ["fprintd D-Bus API", "sleep watcher", "reader settled", "readiness", "socket listener",
+                       "core", "reader"], daemon.log.dump()
+    wait_inhibitors(world, [])  # given back

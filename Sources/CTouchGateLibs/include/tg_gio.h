@@ -31,6 +31,9 @@ bool tg_gio_load(const char **error);
        GBusNameVanishedCallback vanished, gpointer data, GDestroyNotify free_data),                 \
       (c, name, f, appeared, vanished, data, free_data))                                            \
     XV(g_bus_unwatch_name, (guint id), (id))                                                        \
+    XV(g_bus_unown_name, (guint id), (id))                                                          \
+    X(gboolean, g_dbus_connection_unregister_object, (GDBusConnection *c, guint id), (c, id))      \
+    XV(g_dbus_connection_signal_unsubscribe, (GDBusConnection *c, guint id), (c, id))              \
     XV(g_dbus_connection_call,                                                                      \
        (GDBusConnection *c, const gchar *bus, const gchar *path, const gchar *iface, const gchar *method, \
         GVariant *params, const GVariantType *reply, GDBusCallFlags f, gint timeout, GCancellable *k, \

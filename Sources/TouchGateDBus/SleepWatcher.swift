@@ -1,39 +1,59 @@
 // Suspend and resume the way desktops expect: a logind "sleep" delay inhibitor held while awake;
 // on PrepareForSleep(true) every prompt ends with systemCancel, the reader closes, the inhibitor
 // goes; on resume the reader opens again and the inhibitor is taken again. No logind: nothing.
+// A service of its own on the system bus, whether or not fprintd's API is served.
 import CGIO
 import CTouchGateLibs
 import Glibc
 import Logging
 import TouchGateCore
 
-@CoreActor final class SleepInhibitor {
-    private let connection: OpaquePointer
+@CoreActor public final class SleepWatcher: DaemonService {
+    private var connection: OpaquePointer?
     private let core: Core
     private let log: Logger
     private var fd: Int32 = -1
     private var subscription: UInt32 = 0
+    private var stopped = false
 
-    init(connection: OpaquePointer, core: Core, log: Logger) {
-        self.connection = connection
+    public init(core: Core, log: Logger) {
         self.core = core
         self.log = log
     }
 
-    func start() async {
+    public nonisolated var serviceName: String { "sleep watcher" }
+
+    public func start() async -> ServiceStart {
+        let (found, failure) = await SystemBus.connect()
+        guard let connection = found else {
+            log.info("no sleep inhibitor: \(failure ?? "?")")
+            return .unavailable(failure ?? "no system bus")
+        }
+        self.connection = connection
         subscription = tgg_dbus_connection_signal_subscribe(
             connection, "org.freedesktop.login1", "org.freedesktop.login1.Manager", "PrepareForSleep",
             "/org/freedesktop/login1", nil, G_DBUS_SIGNAL_FLAGS_NONE, { _, _, _, _, _, parameters, data in
-                let me = Unmanaged<SleepInhibitor>.fromOpaque(data!).takeUnretainedValue()
+                let me = Unmanaged<SleepWatcher>.fromOpaque(data!).takeUnretainedValue()
                 let sleeping = V.boolArg(parameters, 0)
                 CoreActor.assumeIsolated { if let sleeping { me.prepareForSleep(sleeping) } }
-            }, Unmanaged.passUnretained(self).toOpaque(), nil)
+            }, Unmanaged.passRetained(self).toOpaque(), { data in Unmanaged<SleepWatcher>.fromOpaque(data!).release() })
         await take()
+        return .running
+    }
+
+    /// Stops listening for sleep and gives the inhibitor back (logind needs no delay for a daemon
+    /// that is going away).
+    public func shutdown() async {
+        stopped = true
+        if let connection, subscription != 0 { tgg_dbus_connection_signal_unsubscribe(connection, subscription) }
+        subscription = 0
+        release()
     }
 
     var isHeld: Bool { fd >= 0 }
 
     private func prepareForSleep(_ sleeping: Bool) {
+        guard !stopped else { return }
         CoreLoop.shared.task { [self] in
             if sleeping {
                 log.info("preparing for sleep")
@@ -49,7 +69,7 @@ import TouchGateCore
 
     /// logind's Inhibit("sleep", …, "delay"): the fd it returns is the inhibitor.
     private func take() async {
-        guard fd < 0 else { return }
+        guard fd < 0, !stopped, let connection else { return }
         let done = OneShot<Int32>()
         let box = Unmanaged.passRetained(FDBox(done))
         let parameters = V.tuple([V.string("sleep"), V.string("touchgated"),
@@ -73,7 +93,9 @@ import TouchGateCore
         let taken = await done.wait()
         let why = box.takeUnretainedValue().why
         box.release()
-        if taken >= 0 {
+        if taken >= 0 && stopped {
+            close(taken)  // shutdown came while logind was answering
+        } else if taken >= 0 {
             fd = taken
             log.info("holding a sleep delay inhibitor")
         } else {
