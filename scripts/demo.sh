@@ -5,6 +5,7 @@ set -euo pipefail
 # shellcheck source=env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$TOUCHGATE_ROOT"
+require_root scripts/demo.sh "it installs the packages it needs with apt-get"
 
 ./scripts/build.sh
 exec python3 -B Tests/EndToEnd/demo.py

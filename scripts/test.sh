@@ -14,6 +14,7 @@ done
 # shellcheck source=env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$TOUCHGATE_ROOT" || exit 1
+require_root scripts/test.sh "it installs what it needs with apt-get and tests in mount namespaces"
 exec </dev/null  # nothing here reads standard input (CI has none)
 
 logs=$(mktemp -d)
