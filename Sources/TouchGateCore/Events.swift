@@ -1,4 +1,4 @@
-// Events for `touchgate monitor` subscribers and audit records to syslog (authpriv), SPEC §7.
+// Events for `touchgate monitor` subscribers and audit records to syslog (authpriv), docs/spec.md §7.
 import FoundationEssentials
 import Glibc
 import Logging
