@@ -29,7 +29,8 @@ private func defines(_ header: String, prefix: String) -> [String: String] {
 private func tableRows(_ document: String, after heading: String) -> [[String]] {
     let lines = document.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
     guard let start = lines.firstIndex(where: { $0.hasPrefix(heading) }),
-          let first = lines[start...].firstIndex(where: { $0.hasPrefix("|") }) else { return [] }
+        let first = lines[start...].firstIndex(where: { $0.hasPrefix("|") })
+    else { return [] }
     let table = lines[first...].prefix { $0.hasPrefix("|") }
     return table.dropFirst(2).map { row in
         row.split(separator: "|", omittingEmptySubsequences: false).dropFirst().dropLast()
@@ -60,11 +61,8 @@ private func firstTwoCells(_ rows: [[String]], _ what: String) -> [String: Strin
 
     /// Header codes: value → constant name (TG_OK and TG_ERR_*).
     var codes: [String: String] {
-        var byValue: [String: String] = [:]
-        for (name, value) in defines(header, prefix: "TG_OK").merging(defines(header, prefix: "TG_ERR_"), uniquingKeysWith: { a, _ in a }) {
-            byValue[value] = name
-        }
-        return byValue
+        let named = defines(header, prefix: "TG_OK").merging(defines(header, prefix: "TG_ERR_")) { a, _ in a }
+        return Dictionary(named.map { ($0.value, $0.key) }, uniquingKeysWith: { a, _ in a })
     }
 
     /// Header tags: value → name without the prefix (TG_TAG_LAST and TG_TAG_TYPES are not tags).
@@ -90,7 +88,9 @@ private func firstTwoCells(_ rows: [[String]], _ what: String) -> [String: Strin
             guard let code = Int32(value), let outcome = Outcome(rawValue: code) else {
                 Issue.record("header code \(value) is not an Outcome"); continue
             }
-            #expect(rows[value] == outcome.name, "docs/spec.md §2 names \(value) '\(rows[value] ?? "")', not '\(outcome.name)'")
+            #expect(
+                rows[value] == outcome.name,
+                "docs/spec.md §2 names \(value) '\(rows[value] ?? "")', not '\(outcome.name)'")
         }
     }
 
@@ -101,8 +101,9 @@ private func firstTwoCells(_ rows: [[String]], _ what: String) -> [String: Strin
             guard let cell = rows[value] else { continue }
             let name = Int32(value).flatMap(Outcome.init(rawValue:))?.name
             // LocalAuthentication's codes go by LAError's names, touchgate's own by the constant.
-            #expect(cell == constant || cell == name || (value == "0" && cell == "TG_OK"),
-                    "README names \(value) '\(cell)'")
+            #expect(
+                cell == constant || cell == name || (value == "0" && cell == "TG_OK"),
+                "README names \(value) '\(cell)'")
         }
     }
 
@@ -112,7 +113,8 @@ private func firstTwoCells(_ rows: [[String]], _ what: String) -> [String: Strin
         #expect(Set(specRows.keys) == Set(tags.keys), "docs/spec.md's field tags differ from touchgate_wire.h's")
         #expect(Set(readmeRows.keys) == Set(tags.keys), "README's field tags differ from touchgate_wire.h's")
         for (value, name) in tags {
-            #expect(specRows[value] == name, "docs/spec.md names tag \(value) '\(specRows[value] ?? "")', not '\(name)'")
+            let documented = specRows[value] ?? ""
+            #expect(documented == name, "docs/spec.md names tag \(value) '\(documented)', not '\(name)'")
             #expect(readmeRows[value] == "TG_TAG_\(name)", "README names tag \(value) '\(readmeRows[value] ?? "")'")
         }
     }
@@ -121,7 +123,8 @@ private func firstTwoCells(_ rows: [[String]], _ what: String) -> [String: Strin
         let rows = firstTwoCells(tableRows(spec, after: "Message kinds:"), "docs/spec.md's message kinds")
         var kinds: [String: String] = [:]
         for (name, value) in defines(header, prefix: "TG_KIND_") {
-            kinds[value.uppercased().replacingOccurrences(of: "0X", with: "0x")] = String(name.dropFirst("TG_KIND_".count))
+            let hex = value.uppercased().replacingOccurrences(of: "0X", with: "0x")
+            kinds[hex] = String(name.dropFirst("TG_KIND_".count))
         }
         #expect(Set(rows.keys) == Set(kinds.keys), "docs/spec.md's message kinds differ from touchgate_wire.h's")
         for (value, name) in kinds {
