@@ -19,7 +19,7 @@ let package = Package(
         .target(name: "CTouchGateWire"),
         // Pure: frames and messages, encode/decode with hard limits.
         .target(name: "TouchGateWire", dependencies: ["CTouchGateWire"]),
-        // Pure: the LocalAuthentication rules (SPEC §3–4); time is passed in.
+        // Pure: the LocalAuthentication rules (docs/spec.md §3–4); time is passed in.
         .target(name: "TouchGatePolicy"),
         // Pure: touchgate.conf parsing and validation, shared by the daemon and `touchgate check-config`.
         .target(name: "TouchGateConfig", dependencies: ["TouchGatePolicy"]),

@@ -13,7 +13,10 @@ if [ -z "$version" ] || [ "$version" = "(none)" ]; then
     apt_get update >&2
     version=$(candidate fprintd)
 fi
-[ -n "$version" ] && [ "$version" != "(none)" ] || { echo "fetch-fprintd: no fprintd package known to apt" >&2; exit 1; }
+if [ -z "$version" ] || [ "$version" = "(none)" ]; then
+    echo "fetch-fprintd: no fprintd package known to apt" >&2
+    exit 1
+fi
 
 dir="$cache/fprintd-${version//:/_}"
 if [ ! -e "$dir/complete" ]; then

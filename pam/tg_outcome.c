@@ -1,4 +1,4 @@
-/* The one mapping from daemon outcomes and module-internal failures to PAM return codes (SPEC §10). */
+/* The one mapping from daemon outcomes and module-internal failures to PAM return codes (docs/spec.md §10). */
 #include "tg_outcome.h"
 
 #include <string.h>

@@ -309,7 +309,7 @@ static int await_result(struct prompt *p)
     uint8_t buf[TG_FRAME_BUFFER];
     const struct tg_options *opt = p->c->opt;
     /* Overall cap: every try may use its whole timeout, plus slack, so a daemon that sends
-     * keepalives forever is still cut off. Without the options the SPEC defaults are assumed. */
+     * keepalives forever is still cut off. Without the options the defaults of docs/spec.md §3 are assumed. */
     uint64_t cap_ms = (uint64_t)(opt->max_tries ? opt->max_tries : DEFAULT_MAX_TRIES) *
                           (uint64_t)(opt->timeout_s ? opt->timeout_s : DEFAULT_TIMEOUT_S) * 1000u +
                       OVERALL_SLACK_MS;

@@ -2,6 +2,7 @@
 # Builds everything: touchgated and touchgate (swift build), pam_touchgate.so (make -C pam).
 # Idempotent. --tests also builds the Swift test targets.
 set -euo pipefail
+# shellcheck source=env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$TOUCHGATE_ROOT"
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the build, the tests and the demo need, only those missing.
 set -euo pipefail
+# shellcheck source=env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
 packages=(
@@ -29,6 +30,8 @@ packages=(
     libpython3-dev libxml2-dev uuid-dev tzdata gnupg2 libstdc++-12-dev
     # the Debian packages and their install test: build, lintian, manual pages, a throwaway root
     debhelper dpkg-dev lintian mmdebstrap debian-archive-keyring
+    # scripts/lint.sh: the C formatter's check and the shell linter (swift-format comes with Swift)
+    clang-format shellcheck
 )
 
 as_root() {

@@ -11,8 +11,10 @@ for arg in "$@"; do
         *) echo "usage: $0 [--skip-install]" >&2; exit 2 ;;
     esac
 done
+# shellcheck source=env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
-cd "$TOUCHGATE_ROOT"
+cd "$TOUCHGATE_ROOT" || exit 1
+require_root scripts/test.sh "it installs what it needs with apt-get and tests in mount namespaces"
 exec </dev/null  # nothing here reads standard input (CI has none)
 
 logs=$(mktemp -d)

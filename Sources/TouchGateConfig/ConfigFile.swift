@@ -1,4 +1,4 @@
-// touchgate.conf: `key = value` lines parsed and validated into a DaemonConfig (SPEC §6).
+// touchgate.conf: `key = value` lines parsed and validated into a DaemonConfig (docs/spec.md §6).
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -57,7 +57,7 @@ public enum ConfigFile {
         return config
     }
 
-    /// Reads and parses the file at `path`. A missing file means the defaults (SPEC §6);
+    /// Reads and parses the file at `path`. A missing file means the defaults (docs/spec.md §6);
     /// an unreadable one throws `ConfigReadError`, an invalid one `ConfigError`.
     public static func load(path: String) throws -> DaemonConfig {
         guard let bytes = try readFile(path) else { return DaemonConfig() }

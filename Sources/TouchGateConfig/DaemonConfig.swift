@@ -1,9 +1,9 @@
 // The daemon's configuration as one immutable value, and the error that names the bad line.
 import TouchGatePolicy
 
-/// Everything `touchgate.conf` can set (SPEC §6). Built only by `ConfigFile.parse`, already validated.
+/// Everything `touchgate.conf` can set (docs/spec.md §6). Built only by `ConfigFile.parse`, already validated.
 public struct DaemonConfig: Sendable, Equatable {
-    /// The numbers of the LocalAuthentication rules (SPEC §3).
+    /// The numbers of the LocalAuthentication rules (docs/spec.md §3).
     public var policy: PolicyConfig
     /// The PAM service the daemon uses to verify a password itself.
     public var passwordService: String

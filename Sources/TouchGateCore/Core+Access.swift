@@ -1,8 +1,8 @@
-// Who may do what (SPEC §5), decided once from the caller's credentials, whichever door they used.
+// Who may do what (docs/spec.md §5), decided once from the caller's credentials, whichever door they used.
 import TouchGatePolicy
 import TouchGateWire
 
-/// The rights of SPEC §5's table.
+/// The rights of docs/spec.md §5's table.
 enum Right {
     /// evaluate, canEvaluate, list, status, disable, domain state: root, or the user themself.
     case selfOrRoot

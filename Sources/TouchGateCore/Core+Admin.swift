@@ -67,7 +67,7 @@ extension Core {
     public func domainState(user: String, service: String, caller: Caller) async -> Reply {
         if let refusal = await authorize(caller, user, .selfOrRoot) { return refusal }
         var reply = Reply.success()
-        // Absent when there are no prints or no biometrics (SPEC §4).
+        // Absent when there are no prints or no biometrics (docs/spec.md §4).
         if let info = await readerInfo() {
             reply.domainState = domainKey.domainState(service: service, prints: await prints.list(user, device: info.deviceKey).prints)
         }

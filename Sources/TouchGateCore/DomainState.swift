@@ -1,4 +1,4 @@
-// Domain state (SPEC §4): HMAC-SHA256 keyed by a per-installation secret over the service and the
+// Domain state (docs/spec.md §4): HMAC-SHA256 keyed by a per-installation secret over the service and the
 // sorted set of print digests, so order and history do not matter and services do not correlate.
 import Crypto
 

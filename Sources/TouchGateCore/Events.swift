@@ -1,4 +1,5 @@
-// Events for `touchgate monitor` subscribers and audit records to the journal or syslog (authpriv), SPEC §7.
+// Events for `touchgate monitor` subscribers and audit records to the journal or syslog (authpriv),
+// docs/spec.md §7.
 import FoundationEssentials
 import Glibc
 import Logging

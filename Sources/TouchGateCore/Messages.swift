@@ -1,5 +1,5 @@
 // Every sentence a person sees from the daemon, looked up in their language in the message
-// catalogs (po/; SPEC §8). The msgids are the English sentences.
+// catalogs (po/; docs/spec.md §8). The msgids are the English sentences.
 import TouchGateL10n
 import TouchGatePolicy
 import TouchGateReader

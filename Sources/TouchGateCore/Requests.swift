@@ -8,7 +8,7 @@ public struct Caller: Sendable, Equatable {
     public var uid: UInt32
     public var pid: Int32
     /// What the desktop's authority (polkit) granted this caller for this request, when a
-    /// front-end asked it: only ever widens SPEC §5's rules as polkit's own rules say.
+    /// front-end asked it: only ever widens docs/spec.md §5's rules as polkit's own rules say.
     public var grants: Set<Grant> = []
     public var isRoot: Bool { uid == 0 }
     public init(uid: UInt32, pid: Int32, grants: Set<Grant> = []) { self.uid = uid; self.pid = pid; self.grants = grants }

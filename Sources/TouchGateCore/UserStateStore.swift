@@ -26,7 +26,7 @@ public enum StoredState: Sendable, Equatable {
 
 /// When a change must be on disk relative to the reply that reports it.
 public enum Durability: Sendable {
-    /// Failures, admin actions: the reply waits for the disk (SPEC §9, `kill -9` loses nothing).
+    /// Failures, admin actions: the reply waits for the disk (docs/spec.md §9, `kill -9` loses nothing).
     case beforeReply
     /// Successes: losing the write leaves counters higher and successes older — stricter, never weaker.
     /// One that only moves `lastFingerprintSuccess` later is deferred (`UserStateStore.deferral`).

@@ -46,7 +46,7 @@ enum FprintAction: String {
     enum Check: Equatable {
         case allowed
         case denied(String)
-        /// No polkit on this bus: SPEC §5's rules decide.
+        /// No polkit on this bus: docs/spec.md §5's rules decide.
         case noAuthority
     }
 

@@ -102,7 +102,7 @@ import TouchGateWire
         }
     }
 
-    /// fprintd's permission check: any one of `actions` suffices. Without polkit, SPEC §5: the user
+    /// fprintd's permission check: any one of `actions` suffices. Without polkit, docs/spec.md §5: the user
     /// (or root) may verify; changing prints needs the password, which D-Bus cannot ask for.
     func permit(_ call: Invocation, _ caller: inout Caller, _ actions: [FprintAction]) async -> BusError? {
         guard let authority = service.authority else { return .internalError("no bus") }

@@ -1,6 +1,6 @@
-// The answers the policy gives: values, never thrown errors (LAError names, SPEC §2).
+// The answers the policy gives: values, never thrown errors (LAError names, docs/spec.md §2).
 
-/// Why biometrics need a password first (`LAError.passwordRequired`, SPEC §3).
+/// Why biometrics need a password first (`LAError.passwordRequired`, docs/spec.md §3).
 public enum PasswordRequiredReason: String, Sendable, Codable, CaseIterable {
     case boot, idle, interval, enrollmentChanged, adminLock
 }

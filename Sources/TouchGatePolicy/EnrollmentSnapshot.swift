@@ -3,7 +3,7 @@
 /// One string for a set of prints: the same for the same set in any order or with duplicates,
 /// different for different sets, nil for none. Pass one identifier per print that changes when the
 /// print is replaced (e.g. "right-index-finger:<template id>"), not the finger name alone.
-/// Not a secret and not the domain state of SPEC §4 (that one is an HMAC in the daemon): it is only
+/// Not a secret and not the domain state of docs/spec.md §4 (that one is an HMAC in the daemon): it is only
 /// compared with the snapshot stored at the last password success, in a root-only state file.
 public func enrollmentSnapshot(fingers: some Collection<String>) -> String? {
     // Bytes, not Characters: two identifiers equal under Unicode equivalence but not byte-equal

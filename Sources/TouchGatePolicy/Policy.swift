@@ -1,6 +1,6 @@
 // canEvaluate for fingerprints: which refusal applies, in a fixed precedence, without changing anything.
 
-/// The LocalAuthentication rules of SPEC §3 as pure functions of (config, state, environment).
+/// The LocalAuthentication rules of docs/spec.md §3 as pure functions of (config, state, environment).
 /// Nothing here reads a clock, a file or a device, and nothing throws: refusals are values.
 public struct Policy: Sendable, Equatable {
     public let config: PolicyConfig

@@ -1,6 +1,6 @@
-// The numbers of SPEC §3 as one immutable value, with their defaults and a validator.
+// The numbers of docs/spec.md §3 as one immutable value, with their defaults and a validator.
 
-/// Every rule's number. Durations are seconds. Defaults are those of SPEC §3 (Apple's where Apple has one).
+/// Every rule's number. Durations are seconds. Defaults are those of docs/spec.md §3 (Apple's where Apple has one).
 public struct PolicyConfig: Sendable, Equatable {
     /// Failed matches that end one prompt (counted by the daemon, per prompt).
     public var maxTries: Int
@@ -47,7 +47,7 @@ public struct PolicyConfig: Sendable, Equatable {
     public static let defaults = PolicyConfig()
 }
 
-/// Why a config value cannot be used; `key` is the config file key of SPEC §6.
+/// Why a config value cannot be used; `key` is the config file key of docs/spec.md §6.
 public struct PolicyConfigProblem: Sendable, Equatable, CustomStringConvertible {
     public let key: String
     public let reason: String

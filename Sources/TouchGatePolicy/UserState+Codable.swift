@@ -18,7 +18,7 @@ extension UserState: Codable {
             throw DecodingError.dataCorruptedError(
                 forKey: .version, in: c, debugDescription: "unsupported UserState version \(version)")
         }
-        // Every non-optional field is required: a missing counter must not silently become zero (SPEC §9).
+        // Every non-optional field is required: a missing counter must not silently become zero (docs/spec.md §9).
         self.init(
             enabled: try c.decode(Bool.self, forKey: .enabled),
             consecutiveFailedMatches: try c.decode(Int.self, forKey: .consecutiveFailedMatches),

@@ -1,7 +1,7 @@
 // What the daemon persists per user: counters, last successes, and the facts of the last password success.
 
 /// Per-user policy state. Every transition is a `Policy` method returning a new value;
-/// the daemon stores the result on disk before it replies (SPEC §9).
+/// the daemon stores the result on disk before it replies (docs/spec.md §9).
 public struct UserState: Sendable, Equatable {
     /// Opt-in: fingerprint authentication is offered only after the user enabled it.
     public var enabled: Bool

@@ -15,7 +15,7 @@ public struct ReaderInfo: Sendable, Equatable {
     }
 }
 
-/// A scan the reader could not use; not a failed match (SPEC §3: relayed, not counted).
+/// A scan the reader could not use; not a failed match (docs/spec.md §3: relayed, not counted).
 public enum RetryHint: Int, Sendable {
     case general = 0, tooShort, centerFinger, removeFinger
 }

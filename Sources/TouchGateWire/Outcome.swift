@@ -1,7 +1,7 @@
 // Outcome codes (LAError numbers plus touchgate's own), policies and finger names as on the wire.
 import CTouchGateWire
 
-/// The final code of a request: 0 or an `LAError` number (SPEC §2), or touchgate's own (< -2000).
+/// The final code of a request: 0 or an `LAError` number (docs/spec.md §2), or touchgate's own (< -2000).
 public enum Outcome: Int32, Sendable, CaseIterable, Codable {
     case success = 0
     case authenticationFailed = -1

@@ -15,7 +15,7 @@ enum Caller {
         return value.isEmpty ? nil : value
     }
 
-    /// LOCALE on the wire: the first non-empty of LC_ALL, LC_MESSAGES, LANG (SPEC §8).
+    /// LOCALE on the wire: the first non-empty of LC_ALL, LC_MESSAGES, LANG (docs/spec.md §8).
     static var locale: String? {
         environment("LC_ALL") ?? environment("LC_MESSAGES") ?? environment("LANG")
     }

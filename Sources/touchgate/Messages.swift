@@ -1,4 +1,4 @@
-// The CLI's own words in the caller's language (gettext catalogs, SPEC §8), and a sentence for each outcome.
+// The CLI's own words in the caller's language (gettext catalogs, docs/spec.md §8), and a sentence for each outcome.
 import TouchGateL10n
 import TouchGateWire
 

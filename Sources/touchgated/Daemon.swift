@@ -10,7 +10,7 @@ import TouchGateSocket
 import TouchGateThreads
 
 /// What the daemon is told at start. A field left nil falls back to the environment systemd sets,
-/// then to the default (SPEC §6, touchgated(8)).
+/// then to the default (docs/spec.md §6, touchgated(8)).
 struct DaemonOptions: Sendable {
     static let defaultBootIdFile = "/proc/sys/kernel/random/boot_id"
 

@@ -50,7 +50,7 @@ PAM_UNIX_PROMPT = "Password: "
 VLOCK_LOCKED = "This TTY is now locked."
 VLOCK_ENTER = "Please press [ENTER] to unlock."
 
-# What pam_touchgate itself writes at a terminal, under the daemon's prompt (SPEC §10).
+# What pam_touchgate itself writes at a terminal, under the daemon's prompt (docs/spec.md §10).
 HINT_ENTER = "(or press Enter to use your password)"          # policy biometrics
 HINT_TYPE = "(or type your password and press Enter)"         # policy biometrics-or-password
 TYPING = "(typing password \u2014 press Enter)"                # once, at the first key typed

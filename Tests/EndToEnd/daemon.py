@@ -60,7 +60,7 @@ class Daemon:
         self.ready_after = None
 
     def wait_ready(self, timeout=10.0):
-        """Waits for READY=1 (sent once the socket accepts connections, SPEC §6); fails at once if
+        """Waits for READY=1 (sent once the socket accepts connections, docs/spec.md §6); fails at once if
         the daemon exits first (its stderr closes)."""
         deadline = now() + timeout
         stderr = self.proc.stderr

@@ -44,7 +44,7 @@ SERVICE = "touchgate-test"     # the PAM service pamtester runs (pam_touchgate.s
 PASSWORD_SERVICE = "touchgate"  # the daemon's default `password_service`: pam_matrix here
 
 
-# What the daemon tells a person (English, SPEC §8); one place, so a wording change is one edit.
+# What the daemon tells a person (English, docs/spec.md §8); one place, so a wording change is one edit.
 PROMPT = "Swipe your finger across the fingerprint reader"
 RETRY_TOO_SHORT = "Swipe was too short, try again"
 NOT_ENROLLED = "No fingerprints enrolled"

@@ -1,4 +1,4 @@
-"""Real clients end to end (SPEC §9, §10, §11): sudo, su, login and vlock, each in a pty that is its
+"""Real clients end to end (docs/spec.md §9, §10, §11): sudo, su, login and vlock, each in a pty that is its
 controlling terminal, as a test user, in a private mount namespace whose /etc/pam.d holds the
 touchgate stack (fingerprint, then pam_unix, then the report line); touchgated on libfprint's
 virtual reader. A fresh temp dir, daemon and enrolled alice per test.

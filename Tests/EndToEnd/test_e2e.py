@@ -279,7 +279,7 @@ def test_deleted_finger_no_longer_authenticates(world, alice):
     assert_no_prompt(pam)
 
 
-# --- the reader goes away or overheats (SPEC §9) -------------------------------------------------
+# --- the reader goes away or overheats (docs/spec.md §9) -------------------------------------------------
 
 
 def test_reader_unplugged_mid_prompt_ends_it_at_once_and_says_why(world, alice):

@@ -1,4 +1,4 @@
-"""End to end, the LocalAuthentication rules (SPEC §3–§7): lockout, password required, back-off,
+"""End to end, the LocalAuthentication rules (docs/spec.md §3–§7): lockout, password required, back-off,
 opt-in, domain state, rights, events — real daemon, libfprint's virtual reader, real PAM."""
 
 import json

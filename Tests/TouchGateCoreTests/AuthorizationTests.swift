@@ -1,4 +1,4 @@
-// Who may do what (SPEC §5), decided from the caller's uid only: root, the user themself, anyone else.
+// Who may do what (docs/spec.md §5), decided from the caller's uid only: root, the user themself, anyone else.
 import Testing
 @testable import TouchGateCore
 import TouchGateTestSupport
@@ -25,7 +25,7 @@ import TouchGateWire
 
     enum Right { case yes, withTheirPassword, no }
 
-    /// SPEC §5's table, for requests about alice.
+    /// docs/spec.md §5's table, for requests about alice.
     static func right(_ who: Who, _ request: Request) -> Right {
         switch who {
         case .root: return .yes

@@ -1,4 +1,4 @@
-// canEvaluate: what an evaluation would start with, from the state, the prints and the reader (SPEC §1, §3).
+// canEvaluate: what an evaluation would start with, from the state, the prints and the reader (docs/spec.md §1, §3).
 import Testing
 @testable import TouchGateCore
 import TouchGatePolicy

@@ -1,4 +1,5 @@
-// A state file that cannot be read: that user's biometrics stay refused until a password, nobody else's (SPEC §9).
+// A state file that cannot be read: that user's biometrics stay refused until a password, nobody
+// else's (docs/spec.md §9).
 import Testing
 @testable import TouchGateCore
 import TouchGateTestSupport

@@ -1,4 +1,5 @@
-// What each outcome records: biometric lockout and password back-off, on disk and across restarts (SPEC §3, §9).
+// What each outcome records: biometric lockout and password back-off, on disk and across restarts
+// (docs/spec.md §3, §9).
 import Logging
 import Testing
 @testable import TouchGateCore

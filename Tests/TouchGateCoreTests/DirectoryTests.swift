@@ -1,4 +1,4 @@
-// Directory: atomic 0600 writes, private 0700 directories, reads that never follow a symlink (SPEC §6, §9).
+// Directory: atomic 0600 writes, private 0700 directories, reads that never follow a symlink (docs/spec.md §6, §9).
 import Glibc
 import Testing
 @testable import TouchGateCore

@@ -1,4 +1,4 @@
-// Domain state (SPEC §4): an HMAC keyed by the installation's secret over the service and the set of prints.
+// Domain state (docs/spec.md §4): an HMAC keyed by the installation's secret over the service and the set of prints.
 import Crypto
 import Glibc
 import Testing

@@ -1,4 +1,4 @@
-// Events and audit (SPEC §7): monitors get the events they may see; JSON and audit never carry secrets.
+// Events and audit (docs/spec.md §7): monitors get the events they may see; JSON and audit never carry secrets.
 import Foundation
 import Logging
 import Testing

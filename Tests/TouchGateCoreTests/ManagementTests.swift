@@ -61,7 +61,7 @@ import TouchGateWire
             #expect(login != nil && login != sudo)
             try await bed.enroll(core, finger: .leftThumb)
             #expect(await core.domainState(user: "alice", service: "sudo", caller: .alice).domainState != sudo)
-            // Without a reader, biometrics are not available: no value (SPEC §4).
+            // Without a reader, biometrics are not available: no value (docs/spec.md §4).
             let readerless = try bed.makeCore(reader: StubReader(info: nil))
             #expect(await readerless.domainState(user: "alice", service: "sudo", caller: .root).domainState == nil)
         }

@@ -1,4 +1,5 @@
-// Messages: every sentence exists in English and Simplified Chinese, chosen from the client's locale (SPEC §8).
+// Messages: every sentence exists in English and Simplified Chinese, chosen from the client's locale
+// (docs/spec.md §8).
 import Testing
 @testable import TouchGateCore
 import TouchGatePolicy

@@ -1,4 +1,4 @@
-// ReaderQueue: one prompt per reader, the rest wait in arrival order and can leave at once (SPEC §9).
+// ReaderQueue: one prompt per reader, the rest wait in arrival order and can leave at once (docs/spec.md §9).
 import Testing
 @testable import TouchGateCore
 import TouchGateTestSupport

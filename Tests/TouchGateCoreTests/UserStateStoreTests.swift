@@ -1,4 +1,5 @@
-// UserStateStore: per-user state.json, on disk before a failure's reply, fail closed on anything untrusted (SPEC §9).
+// UserStateStore: per-user state.json, on disk before a failure's reply, fail closed on anything
+// untrusted (docs/spec.md §9).
 import FoundationEssentials
 import Glibc
 import Testing

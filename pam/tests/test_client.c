@@ -24,7 +24,7 @@ static void test_keepalives_restart_the_silence_deadline(void)
     uint64_t last = t + 10 * TG_SILENCE_DEADLINE_MS;
     tg_watch_frame(&w, last);
     CHECK(tg_watch_deadline(&w) == last + TG_SILENCE_DEADLINE_MS, "silence deadline after the last frame");
-    /* A frozen daemon is given up on within 2 s (SPEC §9: seconds, not fprintd's 25 s). */
+    /* A frozen daemon is given up on within 2 s (docs/spec.md §9: seconds, not fprintd's 25 s). */
     CHECK(TG_SILENCE_DEADLINE_MS <= 2000 && TG_KEEPALIVE_MS * 2 < TG_SILENCE_DEADLINE_MS,
           "silence %d ms, keepalive %d ms", TG_SILENCE_DEADLINE_MS, TG_KEEPALIVE_MS);
 }

@@ -1,4 +1,4 @@
-/* Outcome mapping tests: one assertion per row of SPEC §10, plus the never-SUCCESS/never-IGNORE sweep. */
+/* Outcome mapping tests: one assertion per row of docs/spec.md §10, plus the never-SUCCESS/never-IGNORE sweep. */
 #include <limits.h>
 #include <security/pam_modules.h>
 

@@ -42,23 +42,25 @@
  * Clients never choose this id, so such a RESULT is never mistaken for another request's. */
 #define TG_UNSOLICITED_ID       0xFFFFFFFFu
 
-/* Request kinds (client -> daemon). */
+/* Request kinds (client -> daemon). Any request may also carry LOCALE (the language of its
+ * messages) and SERVICE, TTY, RHOST (recorded in its events); docs/spec.md §6 has the tables. */
 #define TG_KIND_CAN_EVALUATE     0x01  /* USER POLICY [SERVICE] [RHOST] [LOCALE] */
-#define TG_KIND_EVALUATE         0x02  /* USER POLICY SERVICE [MAX_TRIES] [TIMEOUT] [LOCALE] [TTY] [RHOST] [FLAGS] */
+#define TG_KIND_EVALUATE         0x02  /* USER POLICY [SERVICE] [MAX_TRIES] [TIMEOUT] [LOCALE] [TTY] [RHOST] [FLAGS] */
 #define TG_KIND_CANCEL           0x03  /* (no fields) request_id = the request to cancel */
-#define TG_KIND_ENROLL           0x04  /* USER FINGER [LOCALE] */
+#define TG_KIND_ENROLL           0x04  /* USER FINGER [PASSWORD]  (PASSWORD: needed unless the caller is root) */
 #define TG_KIND_LIST             0x05  /* USER */
-#define TG_KIND_DELETE           0x06  /* USER (FINGER | ALL=1) */
+#define TG_KIND_DELETE           0x06  /* USER (FINGER | ALL=1) [PASSWORD]  (as ENROLL) */
 #define TG_KIND_DEVICES          0x07  /* (no fields) */
 #define TG_KIND_STATUS           0x08  /* USER */
-#define TG_KIND_ENABLE           0x09  /* USER */
+#define TG_KIND_ENABLE           0x09  /* USER [PASSWORD]  (as ENROLL) */
 #define TG_KIND_DISABLE          0x0A  /* USER */
 #define TG_KIND_LOCK             0x0B  /* USER */
 #define TG_KIND_RESET            0x0C  /* USER */
 #define TG_KIND_DOMAIN_STATE     0x0D  /* USER [SERVICE] */
 #define TG_KIND_MONITOR          0x0E  /* [USER] */
-#define TG_KIND_PASSWORD         0x0F  /* PASSWORD  (during EVALUATE/ENROLL: the password the user typed) */
-#define TG_KIND_PASSWORD_SUCCESS 0x10  /* USER SERVICE (root only: the PAM stack verified the password) */
+#define TG_KIND_PASSWORD         0x0F  /* PASSWORD  (during an EVALUATE with policy biometrics-or-password: the
+                                        * password the user typed at its prompt, which the daemon checks) */
+#define TG_KIND_PASSWORD_SUCCESS 0x10  /* USER [SERVICE] (root only: the PAM stack verified the password) */
 #define TG_KIND_VERIFY_PASSWORD  0x11  /* USER PASSWORD [SERVICE] [TTY] [RHOST] [LOCALE]: the daemon checks the
                                         * user's password itself (back-off applies; a success clears lockout
                                         * and passwordRequired); the user themself or root */
@@ -124,7 +126,7 @@
 #define TG_MAX_TRIES_LIMIT  100
 #define TG_TIMEOUT_LIMIT    3600
 
-/* Outcome codes: 0 = success; LAError numbers (SPEC §2); touchgate's own below -2000. */
+/* Outcome codes: 0 = success; LAError numbers (docs/spec.md §2); touchgate's own below -2000. */
 #define TG_OK                          0
 #define TG_ERR_AUTHENTICATION_FAILED  (-1)   /* REASON "wrongPassword" when it was a password */
 #define TG_ERR_USER_CANCEL            (-2)
