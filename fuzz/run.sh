@@ -8,8 +8,9 @@
 # harness crashed, timed out or did not build. A crash's input is kept in .build-fuzz/artifacts/
 # and named in the output with the command that replays it. The corpus grows in .build-fuzz/corpus/.
 set -uo pipefail
+# shellcheck source=../scripts/env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/env.sh"
-cd "$TOUCHGATE_ROOT"
+cd "$TOUCHGATE_ROOT" || exit 1
 exec </dev/null
 
 usage() { echo "usage: $0 [SECONDS] | --runs N" >&2; exit 2; }
@@ -17,7 +18,7 @@ limit=(-max_total_time=20)
 case "${1:-}" in
     "") ;;
     --runs) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || usage; limit=(-runs="$2") ;;
-    *) [[ "$1" =~ ^[1-9][0-9]*$ ]] && [ $# -eq 1 ] || usage; limit=(-max_total_time="$1") ;;
+    *) if ! [[ "$1" =~ ^[1-9][0-9]*$ ]] || [ $# -ne 1 ]; then usage; fi; limit=(-max_total_time="$1") ;;
 esac
 
 out=.build-fuzz
@@ -26,6 +27,8 @@ mkdir -p "$out"/{obj,mod,bin,cmod,seeds,corpus,artifacts,logs}
 # --- build -------------------------------------------------------------------------------------
 # From the package's own sources, one module per target as SwiftPM has them, every module
 # instrumented for coverage (-sanitize=fuzzer) and checked by AddressSanitizer.
+# (fuzzer,address is one argument of swiftc's, not two array elements)
+# shellcheck disable=SC2054
 swift_flags=(-sanitize=fuzzer,address -use-ld=lld -swift-version 6 -parse-as-library -O -g -I "$out/mod" -I "$out/cmod")
 
 # The C header reaches Swift through a module map, as SwiftPM generates one for CTouchGateWire.
@@ -98,7 +101,7 @@ fuzz() {  # fuzz NAME TITLE BINARY SEEDS MAX_LEN [libFuzzer flags...]
     if [ "$rc" -eq 0 ]; then
         passed=$((passed + 1))
         printf '  %-8s %s: %s executions in %.0f s (%.0f/s), 0 crashes, corpus %s inputs\n' \
-            "$name" "$title" "$execs" "$secs" "$(awk -v n="$execs" -v s="$secs" 'BEGIN { print n / s }')" "$(ls "$corpus" | wc -l)"
+            "$name" "$title" "$execs" "$secs" "$(awk -v n="$execs" -v s="$secs" 'BEGIN { print n / s }')" "$(find "$corpus" -mindepth 1 -maxdepth 1 | wc -l)"
         return 0
     fi
     failed=$((failed + 1))
