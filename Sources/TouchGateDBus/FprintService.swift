@@ -55,6 +55,7 @@ import TouchGateReader
         let info = await core.readerDescription()
         if let info {
             device = FprintDevice(service: self, info: info)
+            core.onReaderInfoChanged { [weak self] info in self?.device?.update(info) }
         }
         sleep = SleepInhibitor(connection: connection, core: core, log: log)
         await sleep?.start()

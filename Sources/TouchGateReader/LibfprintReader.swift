@@ -9,6 +9,7 @@ public final class LibfprintReader: FingerprintReader, Sendable {
     private let current = Mutex<ReaderInfo?>(nil)
     private let opened = Mutex<(done: Bool, waiters: [@Sendable () -> Void])>((false, []))
     private let log: @Sendable (String) -> Void
+    private let infoHandlers = Mutex<[@Sendable (ReaderInfo) -> Void]>([])
     /// The FpDevice, touched only on the reader thread.
     private nonisolated(unsafe) var device: UnsafeMutablePointer<FpDevice>?
     private nonisolated(unsafe) var context: UnsafeMutablePointer<FpContext>?
@@ -95,6 +96,31 @@ public final class LibfprintReader: FingerprintReader, Sendable {
             isSwipe: tgfp_device_get_scan_type(dev) == FP_SCAN_TYPE_SWIPE)
         current.withLock { $0 = info }
         log("reader: \(info.name) (\(info.driver)), \(info.enrollStages) enroll stages")
+        // The driver may change its stage count while open (libfprint notifies the property).
+        let notify: @convention(c) (gpointer?, gpointer?, gpointer?) -> Void = { object, _, data in
+            let reader = Unmanaged<LibfprintReader>.fromOpaque(data!).takeUnretainedValue()
+            reader.enrollStagesChanged(object)
+        }
+        _ = g_signal_connect_data(dev, "notify::nr-enroll-stages", unsafeBitCast(notify, to: GCallback.self),
+                                  Unmanaged.passUnretained(self).toOpaque(), nil, GConnectFlags(rawValue: 0))
+    }
+
+    public func onInfoChanged(_ handler: @escaping @Sendable (ReaderInfo) -> Void) {
+        infoHandlers.withLock { $0.append(handler) }
+    }
+
+    /// On the reader thread, from libfprint's notify::nr-enroll-stages.
+    private func enrollStagesChanged(_ object: gpointer?) {
+        guard let dev = device, UnsafeMutableRawPointer(dev) == object else { return }
+        let stages = Int(tgfp_device_get_nr_enroll_stages(dev))
+        guard let info = current.withLock({ s -> ReaderInfo? in
+            guard var info = s, info.enrollStages != stages else { return nil }
+            info.enrollStages = stages
+            s = info
+            return info
+        }) else { return }
+        log("reader: now \(stages) enroll stages")
+        for handler in infoHandlers.withLock({ $0 }) { handler(info) }
     }
 
     // MARK: prints and the device's life
@@ -152,7 +178,14 @@ public final class LibfprintReader: FingerprintReader, Sendable {
     public func verify(templates: [[UInt8]], timeoutSeconds: Int, cancellation: Cancellation,
                        retry: @escaping @Sendable (RetryHint) -> Void,
                        completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void) {
-        submit { [self] in completion(runVerify(templates: templates, timeoutSeconds: timeoutSeconds,
+        submit { [self] in completion(runVerify(templates: templates, timeoutSeconds: timeoutSeconds, identifyAlways: false,
+                                                cancellation: cancellation, retry: retry)) }
+    }
+
+    public func identify(gallery: [[UInt8]], cancellation: Cancellation,
+                         retry: @escaping @Sendable (RetryHint) -> Void,
+                         completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void) {
+        submit { [self] in completion(runVerify(templates: gallery, timeoutSeconds: nil, identifyAlways: true,
                                                 cancellation: cancellation, retry: retry)) }
     }
 
@@ -194,7 +227,7 @@ public final class LibfprintReader: FingerprintReader, Sendable {
         }
     }
 
-    private func runVerify(templates: [[UInt8]], timeoutSeconds: Int, cancellation: Cancellation,
+    private func runVerify(templates: [[UInt8]], timeoutSeconds: Int?, identifyAlways: Bool, cancellation: Cancellation,
                            retry: @escaping @Sendable (RetryHint) -> Void) -> Result<ScanResult, ReaderFailure> {
         guard let dev = device else { return .failure(.noReader) }
         var prints: [OpaquePointer] = []
@@ -207,9 +240,9 @@ public final class LibfprintReader: FingerprintReader, Sendable {
             }
             prints.append(p)
         }
-        guard !prints.isEmpty else { return .failure(.invalidTemplate) }
+        guard !prints.isEmpty || identifyAlways else { return .failure(.invalidTemplate) }
         // Verify-only readers check one template; identify-capable readers check them all.
-        let identify = prints.count > 1 && info?.supportsIdentify == true
+        let identify = identifyAlways || (prints.count > 1 && info?.supportsIdentify == true)
         while true {
             let result: Attempt<ScanResult> = withOperation(
                 cancellation: cancellation, timeoutSeconds: timeoutSeconds
@@ -289,7 +322,10 @@ public final class LibfprintReader: FingerprintReader, Sendable {
             case FP_DEVICE_ERROR_TOO_HOT: return .failed(.tooHot)
             case FP_DEVICE_ERROR_BUSY: return .failed(.busy)
             case FP_DEVICE_ERROR_DATA_INVALID, FP_DEVICE_ERROR_DATA_NOT_FOUND: return .failed(.invalidTemplate)
-            default: break
+            case FP_DEVICE_ERROR_PROTO: return .failed(.protocolError)
+            case FP_DEVICE_ERROR_DATA_FULL: return .failed(.storageFull)
+            case FP_DEVICE_ERROR_DATA_DUPLICATE: return .failed(.duplicate)
+            default: return .failed(.deviceError(code))
             }
         }
         return .failed(.failed(Self.message(error)))
