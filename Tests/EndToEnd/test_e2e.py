@@ -163,7 +163,7 @@ def test_started_as_systemd_starts_it_the_settings_come_from_its_variables(world
     assert daemon.argv == [str(harness.TOUCHGATED)]
     daemon.log.wait_for("listening on %s" % world.socket)
     assert harness.enroll(world, "alice", "alice-print", as_user="alice")[0] == 0
-    assert list(world.prints.glob("alice/virtual_device/*/*")), "the print is in the configured print store"
+    assert list(world.prints.glob("alice/%s/*/*" % world.reader_kind)), "the print is in the configured print store"
     assert (world.state / "users" / "alice" / "state.json").is_file(), "the counters are in STATE_DIRECTORY"
     pam = world.pam("alice")
     pam.wait_for(PROMPT)
