@@ -189,3 +189,23 @@ def test_num_enroll_stages_follows_the_driver_with_properties_changed_and_enroll
     assert enrolled.returncode == 0, enrolled.transcript()
     assert enrolled.lines()[2:] == ["Enroll result: enroll-stage-passed"] * (2 + extra) + ["Enroll result: enroll-completed"], \
         enrolled.transcript()
+
+
+# --- removal mid-enrollment ---------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("reader_kind")
+def test_a_reader_unplugged_mid_enrollment_is_reported_disconnected_and_nothing_is_stored(bus_world, bus_daemon):
+    world, root = bus_world, bus_world.root
+    root.call("Claim", "alice")
+    mark = root.signal_count()
+    root.call("EnrollStart", "left-thumb")
+    root.wait_finger_needed(True, start=mark)
+    world.reader.unplug()
+    root.wait_signal("EnrollStatus", lambda a: a == ["enroll-disconnected", True], start=mark)
+    root.call("EnrollStop")
+    root.call("Release")
+    assert "left-thumb" not in listed(world, "alice")
+    # Later prompts are told at once that there is no reader.
+    pam = world.pam("alice").wait()
+    assert pam.result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
