@@ -183,7 +183,7 @@ class BusWorld(harness.World):
     # --- the stand-ins
 
     def start_polkit(self):
-        """python3-dbusmock's polkitd: every action refused until SetAllowed (root is never asked)."""
+        """python3-dbusmock's polkitd: every action refused until SetAllowed, for root too."""
         self._start_mock("polkitd", POLKIT)
 
     def start_logind(self):
