@@ -120,10 +120,21 @@ extension Core {
             return refusal
         }
         let targets = all ? Finger.allCases : fingers
+        // A match-on-chip reader keeps its own copy: read it before the files go, to delete it
+        // there too (as fprintd does), so the chip neither fills up nor matches a deleted finger.
+        var onChip: [[UInt8]] = []
+        if let info = await readerInfo() {
+            onChip = (try? await prints.templates(user, device: info.deviceKey, fingers: targets)) ?? []
+        }
         let removed: [Finger]
         do { removed = try await prints.delete(user, device: nil, fingers: targets) } catch {
             log.error("cannot delete templates: \(error)")
             return Self.storageFailure
+        }
+        if !onChip.isEmpty {
+            // Not awaited: the reader may be busy with a prompt; the files are what count.
+            let log = self.log
+            reader.deleteFromDevice(onChip) { n in if n > 0 { log.info("deleted \(n) print(s) from the reader's storage") } }
         }
         if !all, let named = fingers.first, removed.isEmpty {
             return Refusal(.notFound, reason: nil, text: .fingerNotEnrolled(named))

@@ -120,6 +120,10 @@ public protocol FingerprintReader: AnyObject, Sendable {
     /// while it is open: the driver changed its number of enroll stages.
     func onInfoChanged(_ handler: @escaping @Sendable (ReaderInfo) -> Void)
 
+    /// Deletes these prints from the reader's own storage (match-on-chip readers; nothing on the
+    /// others), after their files went; `completion` gets how many it deleted there.
+    func deleteFromDevice(_ templates: [[UInt8]], completion: @escaping @Sendable (Int) -> Void)
+
     /// Closes the device (shutdown, suspend); later operations fail with `.noReader` until `reopen`.
     func close(completion: @escaping @Sendable () -> Void)
 
@@ -143,4 +147,5 @@ public protocol FingerprintReader: AnyObject, Sendable {
 extension FingerprintReader {
     public var describesPrints: Bool { true }
     public func onInfoChanged(_ handler: @escaping @Sendable (ReaderInfo) -> Void) {}
+    public func deleteFromDevice(_ templates: [[UInt8]], completion: @escaping @Sendable (Int) -> Void) { completion(0) }
 }

@@ -166,6 +166,32 @@ public final class LibfprintReader: FingerprintReader, Sendable {
         }
     }
 
+    public func deleteFromDevice(_ templates: [[UInt8]], completion: @escaping @Sendable (Int) -> Void) {
+        submit { [self] in
+            guard let dev = device, tgfp_device_has_storage(dev) != 0 else { return completion(0) }
+            var deleted = 0
+            for t in templates {
+                var error: UnsafeMutablePointer<GError>?
+                guard let print = t.withUnsafeBufferPointer({ tgfp_print_deserialize($0.baseAddress, gsize($0.count), &error) }) else {
+                    g_error_free(error)
+                    continue
+                }
+                defer { cfp_object_unref(UnsafeMutableRawPointer(print)) }
+                if tgfp_device_delete_print_sync(dev, print, nil, &error) != 0 {
+                    deleted += 1
+                } else {
+                    // Already gone from the chip is what was wanted; anything else is said.
+                    if !(error?.pointee.domain == cfp_device_error_quark()
+                         && error?.pointee.code == Int32(FP_DEVICE_ERROR_DATA_NOT_FOUND.rawValue)) {
+                        log("cannot delete a print from the reader's storage: \(Self.message(error))")
+                    }
+                    g_error_free(error)
+                }
+            }
+            completion(deleted)
+        }
+    }
+
     // MARK: operations
 
     public func enroll(user: String, fingerIndex: Int, cancellation: Cancellation,

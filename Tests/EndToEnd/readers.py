@@ -84,17 +84,21 @@ class VirtualReader:
         return s
 
     def send(self, command, timeout=DEFAULT_WAIT):
-        """A text command (virtual_device, virtual_device_storage): returns once the driver took it."""
+        """A text command (virtual_device, virtual_device_storage): returns, once the driver took it,
+        what it answered (LIST: the ids of the prints in its storage, one a line)."""
         assert self.kind != "virtual_image", "the image reader takes frames, not %r" % command
         deadline = now() + timeout
+        answer = b""
         with self._connect(deadline, timeout) as s:
             s.sendall(command.encode() + b"\n")
             self.sent.append((now(), command))
             while True:  # the driver closes the connection once it has taken the command
                 s.settimeout(max(0.01, deadline - now()))
                 try:
-                    if not s.recv(256):
-                        return
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        return answer.decode("utf-8", "replace")
+                    answer += chunk
                 except socket.timeout:
                     raise WaitTimeout("virtual reader did not take %r within %.1f s" % (command, timeout))
 

@@ -209,3 +209,22 @@ def test_a_reader_unplugged_mid_enrollment_is_reported_disconnected_and_nothing_
     # Later prompts are told at once that there is no reader.
     pam = world.pam("alice").wait()
     assert pam.result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
+
+
+# --- match on chip: the chip's own storage ------------------------------------------------------
+
+
+@pytest.mark.parametrize("reader_kind", ["virtual_device_storage"])
+def test_a_print_deleted_goes_from_the_chip_too_on_every_door(reader_kind, bus_world, bus_daemon):
+    world = bus_world
+    enroll_alice(world)
+    enroll_alice(world, "alice-left-thumb", finger="left-thumb")
+    assert sorted(world.reader.send("LIST").split()) == sorted([ALICE_PRINT, "alice-left-thumb"])
+    deleted = world.cli("delete", "--user", "alice", "--finger", "left-thumb")
+    assert deleted.returncode == 0, deleted
+    first = world.daemon.log.wait_for("deleted 1 print(s) from the reader's storage")
+    assert world.reader.send("LIST").split() == [ALICE_PRINT]
+    gone = world.run_tool("fprintd-delete", "alice")
+    assert gone.returncode == 0, gone.transcript()
+    world.daemon.log.wait_for("deleted 1 print(s) from the reader's storage", start=first + 1)
+    assert world.reader.send("LIST").split() == []

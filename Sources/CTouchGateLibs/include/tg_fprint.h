@@ -39,6 +39,9 @@ bool tg_fprint_load(const char **error);
       (FpDevice *d, GPtrArray *prints, GCancellable *k, FpMatchCb cb, gpointer data,               \
        FpPrint **match, FpPrint **print, GError **e),                                               \
       (d, prints, k, cb, data, match, print, e))                                                    \
+    X(gboolean, fp_device_has_storage, (FpDevice *d), (d))                                          \
+    X(gboolean, fp_device_delete_print_sync, (FpDevice *d, FpPrint *p, GCancellable *k, GError **e), \
+      (d, p, k, e))                                                                                 \
     X(FpPrint *, fp_print_new, (FpDevice *d), (d))                                                  \
     XV(fp_print_set_finger, (FpPrint *p, FpFinger f), (p, f))                                       \
     XV(fp_print_set_username, (FpPrint *p, const gchar *u), (p, u))                                 \
