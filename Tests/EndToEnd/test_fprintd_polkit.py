@@ -112,3 +112,14 @@ def test_a_client_gone_while_polkit_decided_its_claim_leaves_no_claim_behind(pol
     allow(world, VERIFY, SETUSERNAME)  # root acts for alice
     world.root.call("Claim", "alice")
     world.root.call("Release")
+
+
+def test_permission_is_checked_before_any_other_answer(polkit_world):
+    """As fprintd: a caller refused verify learns nothing, not even that there are no prints."""
+    world = polkit_world
+    allow(world, ENROLL)  # enough to claim, not to verify
+    bob = world.client("bob")
+    bob.call("Claim", "")
+    e = bob.error("VerifyStart", "any")  # bob has no prints: still PermissionDenied first
+    assert (e.name, e.message) == (ERROR + "PermissionDenied", "Not Authorized: " + VERIFY), e
+    bob.call("Release")

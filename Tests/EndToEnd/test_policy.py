@@ -6,12 +6,17 @@ import os
 import signal
 import time
 
+import pytest
+
 import harness
 import wire
 from harness import PASSWORDS, PROMPT, no_match, not_recognised
 
 ALICE_UID, BOB_UID = harness.USERS["alice"][0], harness.USERS["bob"][0]
 LOCKED = "Fingerprint locked after 5 failed attempts: enter your password"
+
+# The policy is the same on each of libfprint's three kinds of reader (readers.py).
+pytestmark = pytest.mark.usefixtures("reader_kind")
 
 
 def can_evaluate(world, user="alice", service="sudo"):

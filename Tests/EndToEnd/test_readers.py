@@ -228,3 +228,16 @@ def test_a_print_deleted_goes_from_the_chip_too_on_every_door(reader_kind, bus_w
     assert gone.returncode == 0, gone.transcript()
     world.daemon.log.wait_for("deleted 1 print(s) from the reader's storage", start=first + 1)
     assert world.reader.send("LIST").split() == []
+
+
+# --- fprintd's semantics of the print store ------------------------------------------------------
+
+
+@pytest.mark.usefixtures("reader_kind")
+def test_a_users_print_directory_is_made_at_the_first_enrollment_not_at_start(world, daemon):
+    assert [p.name for p in world.prints.iterdir()] == [] if world.prints.exists() else True
+    rc, cli = harness.enroll(world, "bob", "bob-print", as_user="bob")
+    assert rc == 0, cli.stderr
+    user_dir = world.prints / "bob"
+    assert user_dir.is_dir() and (user_dir.stat().st_mode & 0o777) == 0o700
+    assert [p.name for p in world.prints.iterdir()] == ["bob"]
