@@ -241,3 +241,13 @@ def test_a_users_print_directory_is_made_at_the_first_enrollment_not_at_start(wo
     user_dir = world.prints / "bob"
     assert user_dir.is_dir() and (user_dir.stat().st_mode & 0o777) == 0o700
     assert [p.name for p in world.prints.iterdir()] == ["bob"]
+
+
+@pytest.mark.usefixtures("reader_kind")
+def test_reader_errors_end_touchgate_verify_with_the_same_sentence(world, alice):
+    for code in (0, 5, 8, 257):
+        cli = harness.CliProcess(world, "verify", "--user", "alice", as_user="alice")
+        cli.out.wait_for(harness.PROMPT)
+        world.reader.error(code)
+        assert cli.wait() != 0, cli.out.dump()
+        assert PAM_TEXT[code] in cli.stderr + cli.out.dump(), (code, cli.stderr, cli.out.dump())
