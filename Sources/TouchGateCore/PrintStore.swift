@@ -92,6 +92,8 @@ public struct PrintFiles: Sendable {
         if d.username != user { return "it is a print of \(d.username.map { "'\($0)'" } ?? "no user"), not of \(user)" }
         if d.driver != device.driver || d.deviceID != device.deviceID { return "it was made on another reader (\(d.driver) \(d.deviceID))" }
         if d.finger != finger.fpFinger { return "it is a print of another finger (\(d.finger))" }
+        // A match-on-chip reader that lost it (cleared by another system, say) cannot match it.
+        if d.onDevice == false { return "the reader no longer holds it" }
         return nil
     }
 

@@ -89,8 +89,12 @@ public struct PrintDescription: Sendable, Equatable {
     /// libfprint's FpFinger number (1 = left thumb … 10 = right little finger; 0 unknown).
     public var finger: Int
     public var username: String?
-    public init(driver: String, deviceID: String, finger: Int, username: String?) {
+    /// On a match-on-chip reader: whether the chip still holds the print (nil on other readers,
+    /// or when its list could not be read).
+    public var onDevice: Bool?
+    public init(driver: String, deviceID: String, finger: Int, username: String?, onDevice: Bool? = nil) {
         self.driver = driver; self.deviceID = deviceID; self.finger = finger; self.username = username
+        self.onDevice = onDevice
     }
 }
 

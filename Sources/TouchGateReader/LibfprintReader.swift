@@ -10,6 +10,9 @@ public final class LibfprintReader: FingerprintReader, Sendable {
     private let opened = Mutex<(done: Bool, waiters: [@Sendable () -> Void])>((false, []))
     private let log: @Sendable (String) -> Void
     private let infoHandlers = Mutex<[@Sendable (ReaderInfo) -> Void]>([])
+    /// The prints a match-on-chip reader holds (serialized), read at open and after each change;
+    /// nil for other readers or when the list could not be read.
+    private let chipPrints = Mutex<(driver: String, deviceID: String, prints: [[UInt8]])?>(nil)
     /// The FpDevice, touched only on the reader thread.
     private nonisolated(unsafe) var device: UnsafeMutablePointer<FpDevice>?
     private nonisolated(unsafe) var context: UnsafeMutablePointer<FpContext>?
@@ -95,6 +98,7 @@ public final class LibfprintReader: FingerprintReader, Sendable {
             supportsIdentify: tgfp_device_has_feature(dev, FP_DEVICE_FEATURE_IDENTIFY) != 0,
             isSwipe: tgfp_device_get_scan_type(dev) == FP_SCAN_TYPE_SWIPE)
         current.withLock { $0 = info }
+        readChipPrints()
         log("reader: \(info.name) (\(info.driver)), \(info.enrollStages) enroll stages")
         // The driver may change its stage count while open (libfprint notifies the property).
         let notify: @convention(c) (gpointer?, gpointer?, gpointer?) -> Void = { object, _, data in
@@ -103,6 +107,47 @@ public final class LibfprintReader: FingerprintReader, Sendable {
         }
         _ = g_signal_connect_data(dev, "notify::nr-enroll-stages", unsafeBitCast(notify, to: GCallback.self),
                                   Unmanaged.passUnretained(self).toOpaque(), nil, GConnectFlags(rawValue: 0))
+    }
+
+    /// On the reader thread: what a match-on-chip reader holds now.
+    private func readChipPrints() {
+        guard let dev = device, tgfp_device_has_storage(dev) != 0 else { return chipPrints.withLock { $0 = nil } }
+        var error: UnsafeMutablePointer<GError>?
+        guard let list = tgfp_device_list_prints_sync(dev, nil, &error) else {
+            log("cannot list the prints on the reader: \(Self.message(error))")
+            g_error_free(error)
+            return chipPrints.withLock { $0 = nil }
+        }
+        defer { g_ptr_array_unref(list) }
+        var prints: [[UInt8]] = []
+        for i in 0..<list.pointee.len {
+            let print = OpaquePointer(cfp_ptr_array_index(list, i))
+            var data: UnsafeMutablePointer<guchar>?
+            var length: gsize = 0
+            var serr: UnsafeMutablePointer<GError>?
+            guard tgfp_print_serialize(print, &data, &length, &serr) != 0, let data else { g_error_free(serr); continue }
+            prints.append(Array(UnsafeBufferPointer(start: data, count: Int(length))))
+            g_free(data)
+        }
+        let driver = String(cString: tgfp_device_get_driver(dev)), id = String(cString: tgfp_device_get_device_id(dev))
+        chipPrints.withLock { $0 = (driver, id, prints) }
+    }
+
+    /// Whether the chip holds `print` (nil: not known, or not this chip's print).
+    private func isOnChip(_ print: OpaquePointer) -> Bool? {
+        guard let chip = chipPrints.withLock({ $0 }),
+              String(cString: tgfp_print_get_driver(print)) == chip.driver,
+              String(cString: tgfp_print_get_device_id(print)) == chip.deviceID else { return nil }
+        for bytes in chip.prints {
+            var error: UnsafeMutablePointer<GError>?
+            guard let other = bytes.withUnsafeBufferPointer({ tgfp_print_deserialize($0.baseAddress, gsize($0.count), &error) }) else {
+                g_error_free(error)
+                continue
+            }
+            defer { cfp_object_unref(UnsafeMutableRawPointer(other)) }
+            if tgfp_print_equal(print, other) != 0 { return true }
+        }
+        return false
     }
 
     public func onInfoChanged(_ handler: @escaping @Sendable (ReaderInfo) -> Void) {
@@ -140,7 +185,8 @@ public final class LibfprintReader: FingerprintReader, Sendable {
         return PrintDescription(driver: text(tgfp_print_get_driver(print)) ?? "",
                                 deviceID: text(tgfp_print_get_device_id(print)) ?? "",
                                 finger: Int(tgfp_print_get_finger(print).rawValue),
-                                username: text(tgfp_print_get_username(print)))
+                                username: text(tgfp_print_get_username(print)),
+                                onDevice: isOnChip(print))
     }
 
     public func close(completion: @escaping @Sendable () -> Void) {
@@ -188,6 +234,7 @@ public final class LibfprintReader: FingerprintReader, Sendable {
                     g_error_free(error)
                 }
             }
+            readChipPrints()
             completion(deleted)
         }
     }
@@ -246,6 +293,7 @@ public final class LibfprintReader: FingerprintReader, Sendable {
             defer { g_free(data) }
             return Array(UnsafeBufferPointer(start: data, count: Int(length)))
         }
+        if case .done = attempt { readChipPrints() }
         switch attempt {
         case .done(let bytes): return .success(bytes)
         case .failed(let f): return .failure(f)

@@ -251,3 +251,24 @@ def test_reader_errors_end_touchgate_verify_with_the_same_sentence(world, alice)
         world.reader.error(code)
         assert cli.wait() != 0, cli.out.dump()
         assert PAM_TEXT[code] in cli.stderr + cli.out.dump(), (code, cli.stderr, cli.out.dump())
+
+
+@pytest.mark.parametrize("reader_kind", ["virtual_device_storage"])
+def test_a_print_the_chip_no_longer_holds_is_not_offered_and_is_enrolled_again(reader_kind, world, alice):
+    # The virtual chip keeps its prints in memory: a new daemon opens an empty chip, as a reader
+    # cleared by another system would be.
+    world.daemon.stop()
+    world.start_daemon()
+    pam = world.pam("alice").wait()
+    assert pam.result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
+    assert harness.PROMPT not in pam.messages(), pam.transcript()  # no prompt that could never match
+    assert "right-index-finger" in pam.messages()[-1] and "enroll" in pam.messages()[-1], pam.transcript()
+    assert world.daemon.log.wait_for("the reader no longer holds it") >= 0
+    # Enrolling it again puts it back on the chip, and it is used at once.
+    rc, cli = harness.enroll(world, "alice", alice, as_user="alice")
+    assert rc == 0, cli.stderr
+    assert world.reader.send("LIST").split() == [alice]
+    pam = world.pam("alice")
+    pam.wait_for(harness.PROMPT)
+    world.reader.scan(alice)
+    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
