@@ -272,3 +272,19 @@ def test_a_print_the_chip_no_longer_holds_is_not_offered_and_is_enrolled_again(r
     pam.wait_for(harness.PROMPT)
     world.reader.scan(alice)
     assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+
+
+@pytest.mark.parametrize("reader_kind", ["virtual_device_storage"])
+def test_a_print_only_the_chip_holds_is_left_alone_and_the_chip_refuses_it_again(reader_kind, bus_world, bus_daemon):
+    world = bus_world
+    t = world.tool("fprintd-enroll", "-f", "left-thumb", "bob")
+    t.out.wait_for("Enrolling left-thumb finger.")
+    # Enrolled by another system: the chip holds it, the store has no file for it. (INSERT is
+    # taken by the driver's next operation, before the scan.)
+    world.reader.send("INSERT orphan-print")
+    world.reader.scan("orphan-print")  # the identify scan: not in the store's gallery
+    t.out.wait_for("Enroll result: enroll-stage-passed")
+    world.reader.scan("orphan-print")  # the driver's own stage: the chip has it
+    assert t.wait().lines()[-1] == "Enroll result: enroll-duplicate", t.transcript()
+    assert "left-thumb" not in listed(world, "bob")
+    assert world.reader.send("LIST").split() == ["orphan-print"]  # left alone
