@@ -8,13 +8,13 @@ public final class LibfprintReader: FingerprintReader, Sendable {
     private let jobs = Mutex<[@Sendable () -> Void]>([])
     private let current = Mutex<ReaderInfo?>(nil)
     private let opened = Mutex<(done: Bool, waiters: [@Sendable () -> Void])>((false, []))
-    private let log: @Sendable (String) -> Void
+    let log: @Sendable (String) -> Void
     private let infoHandlers = Mutex<[@Sendable (ReaderInfo) -> Void]>([])
     /// The prints a match-on-chip reader holds (serialized), read at open and after each change;
     /// nil for other readers or when the list could not be read.
-    private let chipPrints = Mutex<(driver: String, deviceID: String, prints: [[UInt8]])?>(nil)
+    let chipPrints = Mutex<(driver: String, deviceID: String, prints: [[UInt8]])?>(nil)
     /// The FpDevice, touched only on the reader thread.
-    private nonisolated(unsafe) var device: UnsafeMutablePointer<FpDevice>?
+    nonisolated(unsafe) var device: UnsafeMutablePointer<FpDevice>?
     private nonisolated(unsafe) var context: UnsafeMutablePointer<FpContext>?
 
     public var info: ReaderInfo? { current.withLock { $0 } }
@@ -70,7 +70,7 @@ public final class LibfprintReader: FingerprintReader, Sendable {
         }
     }
 
-    private func submit(_ job: @escaping @Sendable () -> Void) {
+    func submit(_ job: @escaping @Sendable () -> Void) {
         jobs.withLock { $0.append(job) }
         g_main_context_wakeup(nil)
     }
@@ -107,47 +107,6 @@ public final class LibfprintReader: FingerprintReader, Sendable {
         }
         _ = g_signal_connect_data(dev, "notify::nr-enroll-stages", unsafeBitCast(notify, to: GCallback.self),
                                   Unmanaged.passUnretained(self).toOpaque(), nil, GConnectFlags(rawValue: 0))
-    }
-
-    /// On the reader thread: what a match-on-chip reader holds now.
-    private func readChipPrints() {
-        guard let dev = device, tgfp_device_has_storage(dev) != 0 else { return chipPrints.withLock { $0 = nil } }
-        var error: UnsafeMutablePointer<GError>?
-        guard let list = tgfp_device_list_prints_sync(dev, nil, &error) else {
-            log("cannot list the prints on the reader: \(Self.message(error))")
-            g_error_free(error)
-            return chipPrints.withLock { $0 = nil }
-        }
-        defer { g_ptr_array_unref(list) }
-        var prints: [[UInt8]] = []
-        for i in 0..<list.pointee.len {
-            let print = OpaquePointer(cfp_ptr_array_index(list, i))
-            var data: UnsafeMutablePointer<guchar>?
-            var length: gsize = 0
-            var serr: UnsafeMutablePointer<GError>?
-            guard tgfp_print_serialize(print, &data, &length, &serr) != 0, let data else { g_error_free(serr); continue }
-            prints.append(Array(UnsafeBufferPointer(start: data, count: Int(length))))
-            g_free(data)
-        }
-        let driver = String(cString: tgfp_device_get_driver(dev)), id = String(cString: tgfp_device_get_device_id(dev))
-        chipPrints.withLock { $0 = (driver, id, prints) }
-    }
-
-    /// Whether the chip holds `print` (nil: not known, or not this chip's print).
-    private func isOnChip(_ print: OpaquePointer) -> Bool? {
-        guard let chip = chipPrints.withLock({ $0 }),
-              String(cString: tgfp_print_get_driver(print)) == chip.driver,
-              String(cString: tgfp_print_get_device_id(print)) == chip.deviceID else { return nil }
-        for bytes in chip.prints {
-            var error: UnsafeMutablePointer<GError>?
-            guard let other = bytes.withUnsafeBufferPointer({ tgfp_print_deserialize($0.baseAddress, gsize($0.count), &error) }) else {
-                g_error_free(error)
-                continue
-            }
-            defer { cfp_object_unref(UnsafeMutableRawPointer(other)) }
-            if tgfp_print_equal(print, other) != 0 { return true }
-        }
-        return false
     }
 
     public func onInfoChanged(_ handler: @escaping @Sendable (ReaderInfo) -> Void) {
@@ -209,33 +168,6 @@ public final class LibfprintReader: FingerprintReader, Sendable {
         submit { [self] in
             if device == nil { openFirstDevice() }
             completion(device != nil)
-        }
-    }
-
-    public func deleteFromDevice(_ templates: [[UInt8]], completion: @escaping @Sendable (Int) -> Void) {
-        submit { [self] in
-            guard let dev = device, tgfp_device_has_storage(dev) != 0 else { return completion(0) }
-            var deleted = 0
-            for t in templates {
-                var error: UnsafeMutablePointer<GError>?
-                guard let print = t.withUnsafeBufferPointer({ tgfp_print_deserialize($0.baseAddress, gsize($0.count), &error) }) else {
-                    g_error_free(error)
-                    continue
-                }
-                defer { cfp_object_unref(UnsafeMutableRawPointer(print)) }
-                if tgfp_device_delete_print_sync(dev, print, nil, &error) != 0 {
-                    deleted += 1
-                } else {
-                    // Already gone from the chip is what was wanted; anything else is said.
-                    if !(error?.pointee.domain == cfp_device_error_quark()
-                         && error?.pointee.code == Int32(FP_DEVICE_ERROR_DATA_NOT_FOUND.rawValue)) {
-                        log("cannot delete a print from the reader's storage: \(Self.message(error))")
-                    }
-                    g_error_free(error)
-                }
-            }
-            readChipPrints()
-            completion(deleted)
         }
     }
 
