@@ -21,6 +21,8 @@ packages=(
     # libfprint's typelib to write prints as fprintd does (fprintd's own clients are fetched by the
     # tests with apt-get download, never installed)
     dbus-daemon dbus-bin python3-dbusmock python3-gi gir1.2-fprint-2.0
+    # synthetic fingerprint images for libfprint's virtual image reader
+    python3-numpy
     # the policy's time rules end to end: the daemon's wall clock is moved, not waited for
     libfaketime
     # the Swift toolchain itself (swift.org's list for Debian 12; its binutils-gold is binutils

@@ -20,13 +20,24 @@ extension Core {
                     return interrupted(interrupt)
                 }
             }
-            client.show(ProgressEvent(.prompt, .enrollPrompt(finger: finger, stages: info.enrollStages)))
+            let scans = info.enrollScans
+            client.show(ProgressEvent(.prompt, .enrollPrompt(finger: finger, stages: scans)))
+            // A reader that can identify spends the first scan on refusing a finger already
+            // enrolled, for anyone (fprintd 1.94 does the same, and counts it as a stage).
+            if info.supportsIdentify {
+                if let refused = await refuseDuplicate(user: user, caller: caller, info: info, client: client, prompt: prompt) {
+                    return refused
+                }
+                client.show(ProgressEvent(.enrollStage, .enrollStage(1, scans), stage: 1, stages: scans))
+            }
+            let first = scans - info.enrollStages  // the driver's stages come after the identify scan
             let op = ReaderOperation<[UInt8]>()
             reader.enroll(user: user, fingerIndex: finger.fpFinger, cancellation: op.cancellation,
                           progress: { event in
                               CoreLoop.shared.post {
                                   switch event {
                                   case .stage(let k, let n):
+                                      let k = k + first, n = n + first
                                       client.show(ProgressEvent(.enrollStage, .enrollStage(k, n), stage: k, stages: n))
                                   case .retry(let hint):
                                       client.show(ProgressEvent(.retry, .retry(hint)))
@@ -64,6 +75,36 @@ extension Core {
         return .success(.enrolled(finger))
     }
 
+    /// The identify scan before an enrollment: nil when the finger is not enrolled yet, else the
+    /// answer (the duplicate, a reader failure, an interrupt; `.some(nil)`: the client went away).
+    private func refuseDuplicate(user: String, caller: Caller, info: ReaderInfo, client: PromptClient,
+                                 prompt: ActivePrompt) async -> Result<[UInt8], Reply>?? {
+        let gallery: [GalleryPrint]
+        do { gallery = try await prints.gallery(device: info.deviceKey) } catch {
+            log.error("cannot read the enrolled prints: \(error)")
+            return .some(.failure(Self.storageFailure))
+        }
+        let op = ReaderOperation<ScanResult>()
+        reader.identify(gallery: gallery.map(\.template), cancellation: op.cancellation,
+                        retry: { hint in CoreLoop.shared.post { client.show(ProgressEvent(.retry, .retry(hint))) } },
+                        completion: op.completion())
+        switch await outcome(of: op, or: prompt) {
+        case .second(let interrupt): return .some(interrupted(interrupt))
+        case .first(.failure(let failure)):
+            log.notice("enroll failed: \(failure)")
+            return .some(.failure(refusal(for: failure, timeout: 0)))
+        case .first(.success(.noMatch)): return nil
+        case .first(.success(.match(let i))):
+            let found = gallery[i]
+            log.notice("enroll refused: the finger is already enrolled", metadata: ["user": "\(user)"])
+            // Whose print it is, only to root; a caller allowed to change `user`'s prints is told which
+            // of them it is; of anyone else's, only that it exists.
+            let text: Text = caller.isRoot ? .alreadyEnrolledFor(found.finger, user: found.user)
+                : found.user == user ? .alreadyEnrolled(found.finger) : .enrolledForAnotherUser
+            return .some(.failure(Refusal(.duplicate, reason: "duplicate", text: text)))
+        }
+    }
+
     /// nil: the client went away (nothing to answer).
     private func interrupted(_ interrupt: Interrupt) -> Result<[UInt8], Reply>? {
         switch interrupt {
@@ -79,10 +120,21 @@ extension Core {
             return refusal
         }
         let targets = all ? Finger.allCases : fingers
+        // A match-on-chip reader keeps its own copy: read it before the files go, to delete it
+        // there too (as fprintd does), so the chip neither fills up nor matches a deleted finger.
+        var onChip: [[UInt8]] = []
+        if let info = await readerInfo() {
+            onChip = (try? await prints.templates(user, device: info.deviceKey, fingers: targets)) ?? []
+        }
         let removed: [Finger]
         do { removed = try await prints.delete(user, device: nil, fingers: targets) } catch {
             log.error("cannot delete templates: \(error)")
             return Self.storageFailure
+        }
+        if !onChip.isEmpty {
+            // Not awaited: the reader may be busy with a prompt; the files are what count.
+            let log = self.log
+            reader.deleteFromDevice(onChip) { n in if n > 0 { log.info("deleted \(n) print(s) from the reader's storage") } }
         }
         if !all, let named = fingers.first, removed.isEmpty {
             return Refusal(.notFound, reason: nil, text: .fingerNotEnrolled(named))

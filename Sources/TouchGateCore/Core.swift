@@ -89,6 +89,11 @@ public struct CoreSetup: Sendable {
     }
 
     /// The reader as it is once its first opening has ended (it may be absent).
+    /// Calls `handler` on the core loop when the open reader's description changes.
+    public nonisolated func onReaderInfoChanged(_ handler: @escaping @CoreActor @Sendable (ReaderInfo) -> Void) {
+        reader.onInfoChanged { info in CoreLoop.shared.post { handler(info) } }
+    }
+
     func readerInfo() async -> ReaderInfo? {
         await readerSettled.wait()
         return reader.info
@@ -163,6 +168,10 @@ public struct CoreSetup: Sendable {
         case .busy: return Refusal(.biometryNotAvailable, reason: "busy", text: .readerBusy)
         case .timedOut: return Refusal(.timeout, reason: "timeout", text: .timedOut(seconds: timeout))
         case .cancelled: return Refusal(.systemCancel, reason: "cancelled", text: .cancelled)
+        case .protocolError: return Refusal(.biometryNotAvailable, reason: "protocol", text: .readerProtocolError)
+        case .storageFull: return Refusal(.internalError, reason: "storageFull", text: .readerStorageFull)
+        case .duplicate: return Refusal(.duplicate, reason: "duplicate", text: .enrolledOnReader)
+        case .deviceError: return Refusal(.biometryNotAvailable, reason: "readerError", text: .readerFailed)
         case .invalidTemplate, .failed:
             return Refusal(.biometryNotAvailable, reason: "readerError", text: .internalError)
         }

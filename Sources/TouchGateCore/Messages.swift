@@ -17,10 +17,17 @@ public enum Text: Sendable, Equatable {
     case recognised
     case enrolled(Finger)
     case enrollStage(Int, Int)
+    case alreadyEnrolled(Finger)
+    case alreadyEnrolledFor(Finger, user: String)
+    case enrolledForAnotherUser
     case noReader
     case readerRemoved
     case readerTooHot
     case readerBusy
+    case readerProtocolError
+    case readerStorageFull
+    case readerFailed
+    case enrolledOnReader
     case timedOut(seconds: Int)
     case remoteSession
     case notEnrolled
@@ -75,10 +82,17 @@ public enum Text: Sendable, Equatable {
         case .recognised: return L("Fingerprint recognised", l)
         case .enrolled(let f): return L("Enrolled %s", l, f.rawValue)
         case .enrollStage(let k, let n): return L("Scan %d of %d recorded", l, k, n)
+        case .alreadyEnrolled(let f): return L("This finger is already enrolled as your %s", l, f.rawValue)
+        case .alreadyEnrolledFor(let f, let u): return L("This finger is already enrolled as the %s of %s", l, f.rawValue, u)
+        case .enrolledForAnotherUser: return L("This finger is already enrolled for another user", l)
         case .noReader: return L("No fingerprint reader available: use your password", l)
         case .readerRemoved: return L("The fingerprint reader was removed: use your password", l)
         case .readerTooHot: return L("The fingerprint reader is too hot: use your password", l)
         case .readerBusy: return L("The fingerprint reader is busy: use your password", l)
+        case .readerProtocolError: return L("The fingerprint reader stopped answering properly: use your password", l)
+        case .readerStorageFull: return L("The fingerprint reader's storage is full: delete a fingerprint first", l)
+        case .readerFailed: return L("The fingerprint reader reported an error: use your password", l)
+        case .enrolledOnReader: return L("This finger is already enrolled on the fingerprint reader", l)
         case .timedOut(let s): return NL("No finger detected in %d second: use your password", "No finger detected in %d seconds: use your password", s, l, s)
         case .remoteSession: return L("Fingerprint is not offered in remote sessions", l)
         case .notEnrolled: return L("No fingerprints enrolled", l)

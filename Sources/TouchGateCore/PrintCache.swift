@@ -43,6 +43,10 @@ import TouchGateWire
         }
     }
 
+    func gallery(device: DeviceKey) async throws(StorageError) -> [GalleryPrint] {
+        try await run { files in files.gallery(device: device) }
+    }
+
     func save(_ bytes: [UInt8], user: String, device: DeviceKey, finger: Finger) async throws(StorageError) {
         defer { invalidate(user) }
         try await run { files throws(StorageError) in try files.save(bytes, user: user, device: device, finger: finger) }

@@ -32,6 +32,13 @@ public enum PrintList: Sendable, Equatable {
     public var prints: [EnrolledPrint] { if case .prints(let p) = self { return p } else { return [] } }
 }
 
+/// One enrolled print with its owner, for identification across users.
+public struct GalleryPrint: Sendable, Equatable {
+    public var user: String
+    public var finger: Finger
+    public var template: [UInt8]
+}
+
 /// The files. Blocking: the core calls these on its storage pool.
 public struct PrintFiles: Sendable {
     public let root: Directory
@@ -85,6 +92,8 @@ public struct PrintFiles: Sendable {
         if d.username != user { return "it is a print of \(d.username.map { "'\($0)'" } ?? "no user"), not of \(user)" }
         if d.driver != device.driver || d.deviceID != device.deviceID { return "it was made on another reader (\(d.driver) \(d.deviceID))" }
         if d.finger != finger.fpFinger { return "it is a print of another finger (\(d.finger))" }
+        // A match-on-chip reader that lost it (cleared by another system, say) cannot match it.
+        if d.onDevice == false { return "the reader no longer holds it" }
         return nil
     }
 
@@ -113,6 +122,21 @@ public struct PrintFiles: Sendable {
         }
         root.removeEmptySubdirectory(user)
         return fingers.filter(removed.contains)
+    }
+
+    /// Every usable print on `device`, of every user: what an enrollment's first scan is identified
+    /// against. A user whose files cannot be read or trusted adds nothing (never fails the others).
+    public func gallery(device: DeviceKey) -> [GalleryPrint] {
+        var out: [GalleryPrint] = []
+        for user in root.entries() where !Directory.isTemporary(user) {
+            guard let dir = try? deviceDirectory(user, device, create: false) else { continue }
+            for name in dir.entries() {
+                guard let finger = Self.finger(fileName: name), let bytes = try? dir.read(name),
+                      Self.problem(reader.describe(bytes), user: user, device: device, finger: finger) == nil else { continue }
+                out.append(GalleryPrint(user: user, finger: finger, template: bytes))
+            }
+        }
+        return out
     }
 
     /// The readers (driver, device id) the user has a directory for.

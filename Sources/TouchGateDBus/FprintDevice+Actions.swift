@@ -71,7 +71,8 @@ enum FprintStatus {
         case .success: return "verify-match"
         // A failed match (also the one that locked biometrics out: the next VerifyStart says so).
         case .authenticationFailed, .biometryLockout: return "verify-no-match"
-        case .biometryNotAvailable where r.reason == "removed" || r.reason == "tooHot": return "verify-disconnected"
+        // fprintd: a removed reader or a protocol error is a disconnection.
+        case .biometryNotAvailable where ["removed", "tooHot", "protocol"].contains(r.reason): return "verify-disconnected"
         case .appCancel: return nil
         // Suspend or shutdown ended it: not a failed match (fprintd says no-match), so clients such
         // as pam_fprintd go to the password at once instead of retrying on a closed reader.
@@ -82,7 +83,9 @@ enum FprintStatus {
     static func enrollResult(_ r: Reply) -> String? {
         switch r.outcome {
         case .success: return "enroll-completed"
-        case .biometryNotAvailable where r.reason == "removed" || r.reason == "tooHot": return "enroll-disconnected"
+        case .biometryNotAvailable where ["removed", "tooHot", "protocol"].contains(r.reason): return "enroll-disconnected"
+        case .duplicate: return "enroll-duplicate"
+        case .internalError where r.reason == "storageFull": return "enroll-data-full"
         case .appCancel: return nil
         // The daemon ended it (suspend, shutdown): fprintd's word for a cancelled enrollment.
         case .internalError, .notPermitted, .systemCancel: return "enroll-failed"

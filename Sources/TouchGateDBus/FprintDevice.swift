@@ -6,7 +6,7 @@ import TouchGateWire
 
 @CoreActor final class FprintDevice {
     unowned let service: FprintService
-    let info: ReaderInfo
+    private(set) var info: ReaderInfo
     var core: Core { service.core }
 
     /// Who claimed the device: their bus name, the user they act for, and what polkit granted.
@@ -32,7 +32,7 @@ import TouchGateWire
         switch name {
         case "name": return V.string(info.name)
         // fprintd counts one more stage on identify-capable readers (its duplicate check).
-        case "num-enroll-stages": return V.int32(Int32(info.enrollStages + (info.supportsIdentify ? 1 : 0)))
+        case "num-enroll-stages": return V.int32(Int32(info.enrollScans))
         case "scan-type": return V.string(info.isSwipe ? "swipe" : "press")
         case "finger-present": return V.bool(false)
         case "finger-needed": return V.bool(fingerNeeded)
@@ -44,6 +44,17 @@ import TouchGateWire
 
     func allProperties() -> Variant {
         V.vardict(Self.propertyNames.compactMap { name in property(name).map { (name, $0) } })
+    }
+
+    /// The driver changed its stage count: clients waiting for it hear it, as from fprintd.
+    func update(_ new: ReaderInfo) {
+        let old = info
+        info = new
+        guard new.enrollScans != old.enrollScans else { return }
+        service.emit("PropertiesChanged", interface: "org.freedesktop.DBus.Properties", [
+            V.string(FprintNames.deviceInterface), V.vardict([("num-enroll-stages", V.int32(Int32(new.enrollScans)))]),
+            V.array("s", []),
+        ])
     }
 
     func setFingerNeeded(_ needed: Bool) {
@@ -98,6 +109,10 @@ import TouchGateWire
             caller.grants.insert(.actForOthers)
             return .success((requested, caller))
         case .denied(let why): return .failure(.permissionDenied(why))
+        // Without polkit, docs/spec.md §5: root may act for anyone.
+        case .noAuthority where caller.isRoot:
+            caller.grants.insert(.actForOthers)
+            return .success((requested, caller))
         case .noAuthority: return .failure(.permissionDenied("Not Authorized: only root may act for another user"))
         }
     }

@@ -37,6 +37,7 @@ import TouchGateReader
         let info = await core.readerDescription()
         if let info {
             device = FprintDevice(service: self, info: info)
+            core.onReaderInfoChanged { [weak self] info in self?.device?.update(info) }
         }
         ownerID = tgg_bus_own_name_on_connection(connection, FprintNames.bus, G_BUS_NAME_OWNER_FLAGS_DO_NOT_QUEUE, { _, _, data in
             let service = Unmanaged<FprintService>.fromOpaque(data!).takeUnretainedValue()

@@ -9,6 +9,10 @@ public struct ReaderInfo: Sendable, Equatable {
     public var supportsIdentify: Bool
     /// Swipe sensor (else press): decides the prompt's wording.
     public var isSwipe: Bool
+
+    /// Scans an enrollment takes: the driver's stages, and on a reader that can identify one more
+    /// first, which checks that the finger is not enrolled already (fprintd counts it the same way).
+    public var enrollScans: Int { enrollStages + (supportsIdentify ? 1 : 0) }
     public init(name: String, driver: String, deviceID: String, enrollStages: Int, supportsIdentify: Bool, isSwipe: Bool) {
         self.name = name; self.driver = driver; self.deviceID = deviceID
         self.enrollStages = enrollStages; self.supportsIdentify = supportsIdentify; self.isSwipe = isSwipe
@@ -29,6 +33,15 @@ public enum ReaderFailure: Error, Sendable, Equatable {
     case timedOut
     case busy
     case invalidTemplate
+    /// The driver lost the conversation with the device (FP_DEVICE_ERROR_PROTO): fprintd calls it
+    /// a disconnection.
+    case protocolError
+    /// The reader's own print storage is full (match-on-chip readers).
+    case storageFull
+    /// The reader itself refused the finger as already enrolled (match-on-chip readers).
+    case duplicate
+    /// Another of libfprint's device errors (general, not supported, not open, already open…).
+    case deviceError(Int32)
     case failed(String)
 }
 
@@ -76,8 +89,12 @@ public struct PrintDescription: Sendable, Equatable {
     /// libfprint's FpFinger number (1 = left thumb … 10 = right little finger; 0 unknown).
     public var finger: Int
     public var username: String?
-    public init(driver: String, deviceID: String, finger: Int, username: String?) {
+    /// On a match-on-chip reader: whether the chip still holds the print (nil on other readers,
+    /// or when its list could not be read).
+    public var onDevice: Bool?
+    public init(driver: String, deviceID: String, finger: Int, username: String?, onDevice: Bool? = nil) {
         self.driver = driver; self.deviceID = deviceID; self.finger = finger; self.username = username
+        self.onDevice = onDevice
     }
 }
 
@@ -103,11 +120,26 @@ public protocol FingerprintReader: AnyObject, Sendable {
     /// loaded, so that no print is called damaged for that.
     var describesPrints: Bool { get }
 
+    /// Calls `handler` (on the reader's thread) whenever the open reader's description changes
+    /// while it is open: the driver changed its number of enroll stages.
+    func onInfoChanged(_ handler: @escaping @Sendable (ReaderInfo) -> Void)
+
+    /// Deletes these prints from the reader's own storage (match-on-chip readers; nothing on the
+    /// others), after their files went; `completion` gets how many it deleted there.
+    func deleteFromDevice(_ templates: [[UInt8]], completion: @escaping @Sendable (Int) -> Void)
+
     /// Closes the device (shutdown, suspend); later operations fail with `.noReader` until `reopen`.
     func close(completion: @escaping @Sendable () -> Void)
 
     /// Opens the first reader again (resume); `completion` tells whether one is open.
     func reopen(completion: @escaping @Sendable (Bool) -> Void)
+
+    /// One scan identified against every print of `gallery` (which may be empty), on a reader that
+    /// can identify: the first scan of an enrollment. Retry hints restart the wait; no timeout.
+    /// `.match(i)` is an index into `gallery`.
+    func identify(gallery: [[UInt8]], cancellation: Cancellation,
+                  retry: @escaping @Sendable (RetryHint) -> Void,
+                  completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void)
 
     /// One attempt: waits up to `timeoutSeconds` for a usable scan (retry hints restart the wait)
     /// and reports whether it matched one of `templates`.
@@ -118,4 +150,6 @@ public protocol FingerprintReader: AnyObject, Sendable {
 
 extension FingerprintReader {
     public var describesPrints: Bool { true }
+    public func onInfoChanged(_ handler: @escaping @Sendable (ReaderInfo) -> Void) {}
+    public func deleteFromDevice(_ templates: [[UInt8]], completion: @escaping @Sendable (Int) -> Void) { completion(0) }
 }

@@ -8,9 +8,13 @@ public final class LibfprintReader: FingerprintReader, Sendable {
     private let jobs = Mutex<[@Sendable () -> Void]>([])
     private let current = Mutex<ReaderInfo?>(nil)
     private let opened = Mutex<(done: Bool, waiters: [@Sendable () -> Void])>((false, []))
-    private let log: @Sendable (String) -> Void
+    let log: @Sendable (String) -> Void
+    private let infoHandlers = Mutex<[@Sendable (ReaderInfo) -> Void]>([])
+    /// The prints a match-on-chip reader holds (serialized), read at open and after each change;
+    /// nil for other readers or when the list could not be read.
+    let chipPrints = Mutex<(driver: String, deviceID: String, prints: [[UInt8]])?>(nil)
     /// The FpDevice, touched only on the reader thread.
-    private nonisolated(unsafe) var device: UnsafeMutablePointer<FpDevice>?
+    nonisolated(unsafe) var device: UnsafeMutablePointer<FpDevice>?
     private nonisolated(unsafe) var context: UnsafeMutablePointer<FpContext>?
 
     public var info: ReaderInfo? { current.withLock { $0 } }
@@ -66,7 +70,7 @@ public final class LibfprintReader: FingerprintReader, Sendable {
         }
     }
 
-    private func submit(_ job: @escaping @Sendable () -> Void) {
+    func submit(_ job: @escaping @Sendable () -> Void) {
         jobs.withLock { $0.append(job) }
         g_main_context_wakeup(nil)
     }
@@ -94,7 +98,33 @@ public final class LibfprintReader: FingerprintReader, Sendable {
             supportsIdentify: tgfp_device_has_feature(dev, FP_DEVICE_FEATURE_IDENTIFY) != 0,
             isSwipe: tgfp_device_get_scan_type(dev) == FP_SCAN_TYPE_SWIPE)
         current.withLock { $0 = info }
+        readChipPrints()
         log("reader: \(info.name) (\(info.driver)), \(info.enrollStages) enroll stages")
+        // The driver may change its stage count while open (libfprint notifies the property).
+        let notify: @convention(c) (gpointer?, gpointer?, gpointer?) -> Void = { object, _, data in
+            let reader = Unmanaged<LibfprintReader>.fromOpaque(data!).takeUnretainedValue()
+            reader.enrollStagesChanged(object)
+        }
+        _ = g_signal_connect_data(dev, "notify::nr-enroll-stages", unsafeBitCast(notify, to: GCallback.self),
+                                  Unmanaged.passUnretained(self).toOpaque(), nil, GConnectFlags(rawValue: 0))
+    }
+
+    public func onInfoChanged(_ handler: @escaping @Sendable (ReaderInfo) -> Void) {
+        infoHandlers.withLock { $0.append(handler) }
+    }
+
+    /// On the reader thread, from libfprint's notify::nr-enroll-stages.
+    private func enrollStagesChanged(_ object: gpointer?) {
+        guard let dev = device, UnsafeMutableRawPointer(dev) == object else { return }
+        let stages = Int(tgfp_device_get_nr_enroll_stages(dev))
+        guard let info = current.withLock({ s -> ReaderInfo? in
+            guard var info = s, info.enrollStages != stages else { return nil }
+            info.enrollStages = stages
+            s = info
+            return info
+        }) else { return }
+        log("reader: now \(stages) enroll stages")
+        for handler in infoHandlers.withLock({ $0 }) { handler(info) }
     }
 
     // MARK: prints and the device's life
@@ -114,7 +144,8 @@ public final class LibfprintReader: FingerprintReader, Sendable {
         return PrintDescription(driver: text(tgfp_print_get_driver(print)) ?? "",
                                 deviceID: text(tgfp_print_get_device_id(print)) ?? "",
                                 finger: Int(tgfp_print_get_finger(print).rawValue),
-                                username: text(tgfp_print_get_username(print)))
+                                username: text(tgfp_print_get_username(print)),
+                                onDevice: isOnChip(print))
     }
 
     public func close(completion: @escaping @Sendable () -> Void) {
@@ -152,7 +183,14 @@ public final class LibfprintReader: FingerprintReader, Sendable {
     public func verify(templates: [[UInt8]], timeoutSeconds: Int, cancellation: Cancellation,
                        retry: @escaping @Sendable (RetryHint) -> Void,
                        completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void) {
-        submit { [self] in completion(runVerify(templates: templates, timeoutSeconds: timeoutSeconds,
+        submit { [self] in completion(runVerify(templates: templates, timeoutSeconds: timeoutSeconds, identifyAlways: false,
+                                                cancellation: cancellation, retry: retry)) }
+    }
+
+    public func identify(gallery: [[UInt8]], cancellation: Cancellation,
+                         retry: @escaping @Sendable (RetryHint) -> Void,
+                         completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void) {
+        submit { [self] in completion(runVerify(templates: gallery, timeoutSeconds: nil, identifyAlways: true,
                                                 cancellation: cancellation, retry: retry)) }
     }
 
@@ -187,6 +225,7 @@ public final class LibfprintReader: FingerprintReader, Sendable {
             defer { g_free(data) }
             return Array(UnsafeBufferPointer(start: data, count: Int(length)))
         }
+        if case .done = attempt { readChipPrints() }
         switch attempt {
         case .done(let bytes): return .success(bytes)
         case .failed(let f): return .failure(f)
@@ -194,7 +233,7 @@ public final class LibfprintReader: FingerprintReader, Sendable {
         }
     }
 
-    private func runVerify(templates: [[UInt8]], timeoutSeconds: Int, cancellation: Cancellation,
+    private func runVerify(templates: [[UInt8]], timeoutSeconds: Int?, identifyAlways: Bool, cancellation: Cancellation,
                            retry: @escaping @Sendable (RetryHint) -> Void) -> Result<ScanResult, ReaderFailure> {
         guard let dev = device else { return .failure(.noReader) }
         var prints: [OpaquePointer] = []
@@ -207,9 +246,9 @@ public final class LibfprintReader: FingerprintReader, Sendable {
             }
             prints.append(p)
         }
-        guard !prints.isEmpty else { return .failure(.invalidTemplate) }
+        guard !prints.isEmpty || identifyAlways else { return .failure(.invalidTemplate) }
         // Verify-only readers check one template; identify-capable readers check them all.
-        let identify = prints.count > 1 && info?.supportsIdentify == true
+        let identify = identifyAlways || (prints.count > 1 && info?.supportsIdentify == true)
         while true {
             let result: Attempt<ScanResult> = withOperation(
                 cancellation: cancellation, timeoutSeconds: timeoutSeconds
@@ -289,7 +328,10 @@ public final class LibfprintReader: FingerprintReader, Sendable {
             case FP_DEVICE_ERROR_TOO_HOT: return .failed(.tooHot)
             case FP_DEVICE_ERROR_BUSY: return .failed(.busy)
             case FP_DEVICE_ERROR_DATA_INVALID, FP_DEVICE_ERROR_DATA_NOT_FOUND: return .failed(.invalidTemplate)
-            default: break
+            case FP_DEVICE_ERROR_PROTO: return .failed(.protocolError)
+            case FP_DEVICE_ERROR_DATA_FULL: return .failed(.storageFull)
+            case FP_DEVICE_ERROR_DATA_DUPLICATE: return .failed(.duplicate)
+            default: return .failed(.deviceError(code))
             }
         }
         return .failed(.failed(Self.message(error)))

@@ -25,6 +25,7 @@ public enum Outcome: Int32, Sendable, CaseIterable, Codable {
     case timeout = -2006
     case templateDamaged = -2007
     case busy = -2008
+    case duplicate = -2009
 
     /// The stable name used in `--json` output and events.
     public var name: String {
@@ -48,6 +49,7 @@ public let headerOutcomeCodes: [Outcome: Int32] = [
     .notPermitted: TG_ERR_NOT_PERMITTED, .badRequest: TG_ERR_BAD_REQUEST,
     .internalError: TG_ERR_INTERNAL, .notFound: TG_ERR_NOT_FOUND, .timeout: TG_ERR_TIMEOUT,
     .templateDamaged: TG_ERR_TEMPLATE_DAMAGED, .busy: TG_ERR_BUSY,
+    .duplicate: TG_ERR_DUPLICATE,
 ]
 
 public enum EvaluationPolicy: Int32, Sendable, CaseIterable {

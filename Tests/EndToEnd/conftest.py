@@ -14,10 +14,17 @@ def pytest_runtest_makereport(item, call):
     setattr(item, "report_" + report.when, report)
 
 
+@pytest.fixture(params=harness.READER_KINDS)
+def reader_kind(request):
+    """Each of libfprint's three kinds of virtual reader in turn (readers.py). A test, or a module
+    through `pytestmark = pytest.mark.usefixtures("reader_kind")`, asks for it to run on each."""
+    return request.param
+
+
 @pytest.fixture
 def world(request):
     """A private temp dir with users alice and bob and a PAM service `touchgate`; no daemon yet."""
-    w = harness.World()
+    w = harness.World(harness.reader_kind_of(request))
     yield w
     w.close()
     call = getattr(request.node, "report_call", None)

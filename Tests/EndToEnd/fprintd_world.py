@@ -139,8 +139,8 @@ BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Config
 class BusWorld(harness.World):
     """A World with its own system bus; touchgated is pointed at it (harness.daemon_env)."""
 
-    def __init__(self):
-        super().__init__()
+    def __init__(self, reader_kind="virtual_device"):
+        super().__init__(reader_kind)
         self.helpers = []  # (name, Popen) of dbus-daemon and the mocks, stopped in reverse order
         self.clients = []
         self.tools = []
@@ -183,7 +183,7 @@ class BusWorld(harness.World):
     # --- the stand-ins
 
     def start_polkit(self):
-        """python3-dbusmock's polkitd: every action refused until SetAllowed (root is never asked)."""
+        """python3-dbusmock's polkitd: every action refused until SetAllowed, for root too."""
         self._start_mock("polkitd", POLKIT)
 
     def start_logind(self):
@@ -276,7 +276,7 @@ class BusWorld(harness.World):
 @pytest.fixture
 def bus_world(request):
     """A BusWorld (own bus, fprintd's clients at hand), no daemon yet."""
-    w = BusWorld()
+    w = BusWorld(harness.reader_kind_of(request))
     yield w
     w.close()
     call = getattr(request.node, "report_call", None)

@@ -6,7 +6,7 @@ something to happen (the only loops are bounded polls for an event, at 5-10 ms s
 Pieces:
   World        a temp dir with test users (nss_wrapper), PAM service files (pam_wrapper) and a daemon
   Daemon       touchgated with a virtual reader; ready = its socket accepts connections (daemon.py)
-  VirtualReader  sends one command per connection to libfprint's virtual_device socket
+  VirtualReader  drives the world's virtual reader, one of libfprint's three kinds (readers.py)
   run_cli / CliProcess   the `touchgate` binary, one-shot or followed line by line
   enroll       `touchgate enroll` driven by its own output: one SCAN per prompt/stage line shown
   PamSession   pamtester inside a pty, through pam_wrapper (pam_session.py, re-exported here)
@@ -25,6 +25,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from readers import ENV_VARIABLE as READER_ENV, KINDS as READER_KINDS, VirtualReader  # noqa: F401 (re-exported)
 from lines import DEFAULT_WAIT, LineLog, WaitTimeout, _pump_lines, _pty_reader, ms, now  # noqa: F401 (re-exported)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -113,7 +114,7 @@ PASSWORDS = {"alice": "alice-secret", "bob": "bob-secret"}
 class World:
     """A private temp dir holding test accounts, PAM service files, the daemon's socket and state."""
 
-    def __init__(self):
+    def __init__(self, reader_kind="virtual_device"):
         # Short path: Unix socket paths are limited to 108 bytes.
         self.dir = Path(tempfile.mkdtemp(prefix="tg-e2e-"))
         self.dir.chmod(0o711)  # the test users reach the socket and the CLI by path, nothing more
@@ -142,7 +143,8 @@ class World:
             self.cli_binary.chmod(0o755)
         self.daemon = None
         self.daemons = []
-        self.reader = VirtualReader(self.vdev, self)
+        self.reader_kind = reader_kind
+        self.reader = VirtualReader(self.vdev, self, reader_kind)
         self.sessions = []
         _live_worlds.add(self)
 
@@ -173,6 +175,7 @@ class World:
             session.kill()
         if self.daemon:
             self.daemon.stop()
+        self.reader.close()
         shutil.rmtree(self.dir, ignore_errors=True)
         _live_worlds.discard(self)
 
@@ -181,6 +184,12 @@ class World:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def reader_kind_of(request):
+    """The kind of reader a test's world gets: its `reader_kind` fixture's when it uses it, else
+    the plain virtual_device."""
+    return request.getfixturevalue("reader_kind") if "reader_kind" in request.fixturenames else "virtual_device"
 
 
 def _env(extra):
@@ -192,47 +201,6 @@ def _env(extra):
     env["TOUCHGATE_LOCALEDIR"] = str(LOCALEDIR)  # the daemon's and the CLI's catalogs: the build's
     env.update(extra)
     return env
-
-
-# ---------------------------------------------------------------------------------------------
-# The virtual reader
-
-
-class VirtualReader:
-    """libfprint's virtual_device control socket: one command per connection, the driver closes it.
-    The socket exists while the daemon holds the device open: the daemon's "reader: …" line is the
-    event that says so."""
-
-    def __init__(self, path, world=None):
-        self.path = str(path)
-        self.world = world
-        self.sent = []  # [(t, command)]
-
-    def send(self, command, timeout=DEFAULT_WAIT):
-        deadline = now() + timeout
-        daemon = self.world.daemon if self.world is not None else None
-        if daemon is not None:
-            daemon.log.wait_for("reader: ", timeout)
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(max(0.01, deadline - now()))
-        try:
-            s.connect(self.path)
-        except OSError as e:
-            s.close()
-            raise WaitTimeout("virtual reader socket %s: %s" % (self.path, e))
-        with s:
-            s.sendall(command.encode() + b"\n")
-            self.sent.append((now(), command))
-            while True:  # the driver closes the connection once it has taken the command
-                s.settimeout(max(0.01, deadline - now()))
-                try:
-                    if not s.recv(256):
-                        return
-                except socket.timeout:
-                    raise WaitTimeout("virtual reader did not take %r within %.1f s" % (command, timeout))
-
-    def scan(self, print_id):
-        self.send("SCAN %s" % print_id)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,6 +11,9 @@ import pytest
 import harness
 from harness import PROMPT, RETRY_TOO_SHORT, NOT_ENROLLED, PASSWORD_AFTER_BOOT, no_match, not_recognised, queued
 
+# Each test that uses the reader runs on each of libfprint's three kinds of reader (readers.py).
+pytestmark = pytest.mark.usefixtures("reader_kind")
+
 STRANGERS = ["stranger-1", "stranger-2", "stranger-3"]
 
 
@@ -31,7 +34,7 @@ def test_enrolled_finger_is_listed(world, daemon):
     rc, cli = harness.enroll(world, "alice", "alice-left-thumb", finger="left-thumb", as_user="alice",
                              on_event=lambda kind, text: seen.append((kind, text)))
     assert rc == 0, cli.stderr
-    assert [k for k, _ in seen].count("scan") == 5  # the virtual reader has 5 enroll stages
+    assert [k for k, _ in seen].count("scan") == world.reader.enroll_scans
     assert cli.stderr == ""
 
     for who in (None, "alice"):  # root, and alice herself
@@ -62,7 +65,7 @@ def test_another_user_may_not_list(world, alice):
 def test_devices_lists_the_virtual_reader(world, daemon):
     result = world.cli("devices")
     assert result.returncode == 0, result
-    assert result.stdout.splitlines() == ["Virtual device for debugging (virtual_device)"]
+    assert result.stdout.splitlines() == ["%s (%s)" % (world.reader.name, world.reader_kind)]
 
 
 def test_cli_without_daemon_fails_with_one_line(world):
@@ -160,7 +163,7 @@ def test_started_as_systemd_starts_it_the_settings_come_from_its_variables(world
     assert daemon.argv == [str(harness.TOUCHGATED)]
     daemon.log.wait_for("listening on %s" % world.socket)
     assert harness.enroll(world, "alice", "alice-print", as_user="alice")[0] == 0
-    assert list(world.prints.glob("alice/virtual_device/*/*")), "the print is in the configured print store"
+    assert list(world.prints.glob("alice/%s/*/*" % world.reader_kind)), "the print is in the configured print store"
     assert (world.state / "users" / "alice" / "state.json").is_file(), "the counters are in STATE_DIRECTORY"
     pam = world.pam("alice")
     pam.wait_for(PROMPT)
@@ -174,7 +177,7 @@ def test_started_as_systemd_starts_it_the_settings_come_from_its_variables(world
 def test_retry_hint_is_shown_then_match_succeeds(world, alice):
     pam = world.pam("alice")
     pam.wait_for(PROMPT)
-    world.reader.send("RETRY 1")  # swipe too short: a hint, not a failed match
+    world.reader.retry(1)  # swipe too short: a hint, not a failed match
     pam.wait_for(RETRY_TOO_SHORT)
     scan_and_wait(world, pam, alice)
     assert pam.result == "PAM_SUCCESS", pam.transcript()
@@ -285,7 +288,7 @@ def test_deleted_finger_no_longer_authenticates(world, alice):
 def test_reader_unplugged_mid_prompt_ends_it_at_once_and_says_why(world, alice):
     pam = world.pam("alice")
     pam.wait_for(PROMPT)
-    world.reader.send("UNPLUG")
+    world.reader.unplug()
     pam.wait()
     assert pam.result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
     assert pam.messages()[-1] == "The fingerprint reader was removed: use your password"
@@ -318,7 +321,7 @@ def test_without_libfprint_the_daemon_serves_says_why_and_leaves_the_password(wo
 def test_a_reader_too_hot_ends_the_prompt_and_says_why(world, alice):
     pam = world.pam("alice")
     pam.wait_for(PROMPT)
-    world.reader.send("ERROR 257")  # FP_DEVICE_ERROR_TOO_HOT
+    world.reader.error(257)  # FP_DEVICE_ERROR_TOO_HOT
     pam.wait()
     assert pam.result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
     assert pam.messages()[-1] == "The fingerprint reader is too hot: use your password"

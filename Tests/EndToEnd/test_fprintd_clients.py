@@ -4,6 +4,8 @@ on a private system bus whose policy is the one touchgate ships."""
 
 import subprocess
 
+import pytest
+
 import harness
 from fprintd_world import (ALICE_PRINT, ERROR, FPRINT, MANAGER, MANAGER_IFACE, BusError, bus_daemon,  # noqa: F401
                            bus_world, enroll_alice, enroll_with_tool, password_success, status, verify_with_tool)
@@ -11,7 +13,13 @@ from harness import PASSWORD_AFTER_BOOT
 
 LOCKED = "Fingerprint locked after 5 failed attempts: enter your password"
 PAM_FPRINTD_PROMPT = "Swipe your right index finger across the fingerprint reader"  # pam_fprintd's own words
-NO_PRINTS = "User alice has no fingers enrolled for Virtual device for debugging."
+
+# Each test that uses the reader runs on each of libfprint's three kinds of reader (readers.py).
+pytestmark = pytest.mark.usefixtures("reader_kind")
+
+
+def no_prints(world, user="alice"):
+    return "User %s has no fingers enrolled for %s." % (user, world.reader.name)
 
 
 def test_only_root_may_own_the_name_and_touchgated_holds_it(bus_world, bus_daemon):
@@ -34,15 +42,15 @@ def test_only_root_may_own_the_name_and_touchgated_holds_it(bus_world, bus_daemo
 
 def test_fprintd_tools_enroll_list_verify_and_delete_against_touchgated(bus_world, bus_daemon):
     world = bus_world
-    assert world.run_tool("fprintd-list", "alice").lines()[-1] == NO_PRINTS
+    assert world.run_tool("fprintd-list", "alice").lines()[-1] == no_prints(world)
 
     enrolled = enroll_with_tool(world, "alice-ri", "-f", "right-index-finger", "alice")
     assert enrolled.returncode == 0, enrolled.transcript()
-    assert enrolled.lines()[1:] == ["Enrolling right-index-finger finger."] + ["Enroll result: enroll-stage-passed"] * 4 \
+    assert enrolled.lines()[1:] == ["Enrolling right-index-finger finger."] + ["Enroll result: enroll-stage-passed"] * (world.reader.enroll_scans - 1) \
         + ["Enroll result: enroll-completed"], enrolled.transcript()
 
     listed = world.run_tool("fprintd-list", "alice")
-    assert listed.lines()[-2:] == ["Fingerprints for user alice on Virtual device for debugging (swipe):",
+    assert listed.lines()[-2:] == ["Fingerprints for user alice on %s (swipe):" % world.reader.name,
                                    " - #0: right-index-finger"], listed.transcript()
     # One store: touchgate's own CLI sees the same print.
     assert world.cli("list", "--user", "alice").stdout.split() == ["right-index-finger"]
@@ -63,8 +71,8 @@ def test_fprintd_tools_enroll_list_verify_and_delete_against_touchgated(bus_worl
 
     deleted = world.run_tool("fprintd-delete", "alice")
     assert deleted.returncode == 0, deleted.transcript()
-    assert deleted.lines()[-1] == "Fingerprints of user alice deleted on Virtual device for debugging"
-    assert world.run_tool("fprintd-list", "alice").lines()[-1] == NO_PRINTS
+    assert deleted.lines()[-1] == "Fingerprints of user alice deleted on %s" % world.reader.name
+    assert world.run_tool("fprintd-list", "alice").lines()[-1] == no_prints(world)
     assert world.cli("list", "--user", "alice").stdout.strip() == "No fingers enrolled for alice."
     assert not (world.prints / "alice").exists()  # fprintd's layout: empty directories go too
 
@@ -150,7 +158,7 @@ def test_while_fprintd_holds_the_name_touchgated_serves_pam_alone_and_says_so(bu
 def test_without_a_reader_there_is_no_device_and_fprintd_list_says_so(bus_world):
     world = bus_world
     env = harness.daemon_env(world)
-    del env["FP_VIRTUAL_DEVICE"]
+    del env[harness.READER_ENV[world.reader_kind]]
     env["FP_DRIVERS_WHITELIST"] = "no_such_driver"  # libfprint finds no reader at all
     proc = subprocess.Popen([str(harness.TOUCHGATED), "--socket", str(world.socket), "--state-dir", str(world.state),
                              "--print-store", str(world.prints), "--config", "/nonexistent"],
@@ -174,16 +182,16 @@ def test_retry_hints_reach_fprintds_clients_in_fprintds_words(bus_world, bus_dae
     world = bus_world
     t = world.tool("fprintd-enroll", "alice")
     t.out.wait_for("Enrolling right-index-finger finger.")
-    world.reader.send("RETRY 1")  # swipe too short: a hint, not a stage
+    world.reader.retry(1)  # swipe too short: a hint, not a stage
     t.out.wait_for("Enroll result: enroll-swipe-too-short")
-    for k in range(5):
+    for k in range(world.reader.enroll_scans):
         world.reader.scan("alice-ri")
     assert t.wait().lines()[-1] == "Enroll result: enroll-completed", t.transcript()
 
     password_success(world)
     verify = world.tool("fprintd-verify", "alice")
     verify.out.wait_for("Verify started!")
-    world.reader.send("RETRY 2")  # centre your finger
+    world.reader.retry(2)  # centre your finger
     verify.out.wait_for("Verify result: verify-finger-not-centered (not done)")
     world.reader.scan("alice-ri")
     assert verify.wait().lines()[-1] == "Verify result: verify-match (done)", verify.transcript()
@@ -191,7 +199,7 @@ def test_retry_hints_reach_fprintds_clients_in_fprintds_words(bus_world, bus_dae
 
     pam = world.pam("alice", service=world.fprintd_service())
     pam.wait_for(PAM_FPRINTD_PROMPT)
-    world.reader.send("RETRY 1")
+    world.reader.retry(1)
     pam.wait_for("Swipe was too short, try again")  # pam_fprintd's own sentence for it
     world.reader.scan("alice-ri")
     assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
@@ -202,6 +210,6 @@ def test_a_reader_unplugged_mid_verify_is_reported_disconnected(bus_world, bus_d
     enroll_alice(world)
     verify = world.tool("fprintd-verify", "alice")
     verify.out.wait_for("Verify started!")
-    world.reader.send("UNPLUG")
+    world.reader.unplug()
     assert verify.wait().lines()[-1] == "Verify result: verify-disconnected (done)", verify.transcript()
     assert status(world)["failedMatches"] == 0

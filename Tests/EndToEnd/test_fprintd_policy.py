@@ -3,6 +3,8 @@
 
 import json
 
+import pytest
+
 import harness
 import wire
 from fprintd_world import (ALICE_PRINT, ERROR, bus_daemon, bus_world, enroll_alice, enroll_with_tool,  # noqa: F401
@@ -11,6 +13,9 @@ from harness import PROMPT, no_match, queued
 
 LOCKED = "Fingerprint locked after 5 failed attempts: enter your password"
 CHANGED = "Enter your password: the enrolled fingerprints changed"
+
+# The policy is the same on each of libfprint's three kinds of reader (readers.py).
+pytestmark = pytest.mark.usefixtures("reader_kind")
 
 
 def socket_failures(world, prints, last):

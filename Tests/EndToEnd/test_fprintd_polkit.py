@@ -1,6 +1,7 @@
 """End to end, authorization the desktop's way: fprintd's polkit actions asked of a polkitd stand-in
-(python3-dbusmock) on the test's bus, allowing and denying; root never asked; a hanging polkit
-holds up only the caller it is deciding about."""
+(python3-dbusmock) on the test's bus, allowing and denying, for every caller as fprintd asks (root
+too: polkitd itself allows uid 0, a stand-in or a site's polkit may not); a hanging polkit holds up
+only the bus callers it is deciding about, never the PAM socket."""
 
 import pytest
 
@@ -30,14 +31,15 @@ def allow(world, *actions):
     world.polkit("SetAllowed", list(actions), sig="as")
 
 
-def test_polkit_decides_verify_enroll_and_setusername_for_users_and_never_for_root(polkit_world):
+def test_polkit_decides_verify_enroll_and_setusername_for_every_caller_root_included(polkit_world):
     world = polkit_world
     listed = world.run_tool("fprintd-list", "alice", as_user="alice")
     assert listed.lines()[-1] == "ListEnrolledFingers failed: " + denied(VERIFY), listed.transcript()
     # Claim needs verify or enroll; as fprintd, the last refusal asked is the one reported.
     assert verify_with_tool(world, [], as_user="alice").lines()[-1] == "failed to claim device: " + denied(ENROLL)
-    # root is not asked (polkit itself answers yes for uid 0).
-    assert world.run_tool("fprintd-list", "alice").lines()[-1] == " - #0: right-index-finger"
+    # root is asked too, as fprintd asks: acting for alice needs setusername, which this polkit refuses.
+    assert world.run_tool("fprintd-list", "alice").lines()[-1] == "ListEnrolledFingers failed: " + denied(SETUSERNAME)
+    assert world.run_tool("fprintd-list", "root").lines()[-1] == "ListEnrolledFingers failed: " + denied(VERIFY)
 
     allow(world, VERIFY)
     assert world.run_tool("fprintd-list", "alice", as_user="alice").lines()[-1] == " - #0: right-index-finger"
@@ -49,12 +51,14 @@ def test_polkit_decides_verify_enroll_and_setusername_for_users_and_never_for_ro
     assert others.lines()[-1] == "ListEnrolledFingers failed: " + denied(SETUSERNAME), others.transcript()
 
     allow(world, VERIFY, SETUSERNAME)
+    assert world.run_tool("fprintd-list", "alice").lines()[-1] == " - #0: right-index-finger"
     others = world.run_tool("fprintd-list", "bob", as_user="alice")
     assert others.lines()[-1] == "User bob has no fingers enrolled for Virtual device for debugging.", others.transcript()
 
 
 def test_an_enrollment_polkit_allowed_changes_prints_but_never_counts_as_a_password(polkit_world):
     world = polkit_world
+    allow(world, VERIFY, SETUSERNAME)  # root verifies alice's finger
     for k in range(5):
         verify_with_tool(world, ["alice"], scan="stranger-%d" % k)
     assert status(world)["lockedOut"]
@@ -69,7 +73,7 @@ def test_an_enrollment_polkit_allowed_changes_prints_but_never_counts_as_a_passw
     assert "PermissionDenied" in verify_with_tool(world, [], as_user="alice").lines()[-1]
 
 
-def test_a_hanging_polkit_holds_up_only_the_caller_it_decides_about(polkit_world):
+def test_a_hanging_polkit_holds_up_only_the_bus_callers_it_decides_about(polkit_world):
     world = polkit_world
     allow(world, VERIFY)
     world.polkit("SimulateHang", True, sig="b")
@@ -78,17 +82,18 @@ def test_a_hanging_polkit_holds_up_only_the_caller_it_decides_about(polkit_world
     claim = alice.start("Claim", "")
     watch.wait_for("member=CheckAuthorization")  # alice's Claim waits on polkit now
 
-    # Everyone else goes on: root over D-Bus (claims the device alice is waiting to claim), the socket.
-    assert world.run_tool("fprintd-list", "alice").returncode == 0
-    assert verify_with_tool(world, ["alice"], scan=ALICE_PRINT).lines()[-1] == "Verify result: verify-match (done)"
+    # root over D-Bus waits on polkit too (it is asked, as fprintd asks it); the socket goes on.
+    lister = world.tool("fprintd-list", "root")  # its own prints: verify is the one action asked
+    watch.wait_for("member=CheckAuthorization", start=watch.wait_for("member=CheckAuthorization") + 1)
     pam = world.pam("alice")
     pam.wait_for(PROMPT)
     world.reader.scan(ALICE_PRINT)
     assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
-    assert not alice.answered(claim)
+    assert not alice.answered(claim) and lister.proc.poll() is None
 
     world.polkit("ReleaseHangingCalls")
     assert alice.result(claim) == []  # polkit said yes: alice now holds the claim
+    assert lister.wait().lines()[-1] == "User root has no fingers enrolled for %s." % world.reader.name, lister.transcript()
     alice.call("Release")
 
 
@@ -103,5 +108,18 @@ def test_a_client_gone_while_polkit_decided_its_claim_leaves_no_claim_behind(pol
     alice.kill()
     world.polkit("ReleaseHangingCalls")  # polkit says yes to a client that is no longer there
     world.daemon.log.wait_for("D-Bus client %s left: its claim is released" % alice.unique_name)
+    world.polkit("SimulateHang", False, sig="b")
+    allow(world, VERIFY, SETUSERNAME)  # root acts for alice
     world.root.call("Claim", "alice")
     world.root.call("Release")
+
+
+def test_permission_is_checked_before_any_other_answer(polkit_world):
+    """As fprintd: a caller refused verify learns nothing, not even that there are no prints."""
+    world = polkit_world
+    allow(world, ENROLL)  # enough to claim, not to verify
+    bob = world.client("bob")
+    bob.call("Claim", "")
+    e = bob.error("VerifyStart", "any")  # bob has no prints: still PermissionDenied first
+    assert (e.name, e.message) == (ERROR + "PermissionDenied", "Not Authorized: " + VERIFY), e
+    bob.call("Release")

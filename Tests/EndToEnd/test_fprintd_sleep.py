@@ -3,6 +3,8 @@ bus: a sleep delay inhibitor held while awake; PrepareForSleep(true) ends every 
 systemCancel and says why, then the inhibitor goes; PrepareForSleep(false) reopens the reader and
 takes the inhibitor again. Without logind the daemon runs as before."""
 
+import pytest
+
 from fprintd_world import (ALICE_PRINT, ERROR, LOGIND, bus_daemon, bus_world, enroll_alice,  # noqa: F401
                            verify_with_tool)
 import harness
@@ -76,6 +78,7 @@ def test_without_logind_the_daemon_serves_as_before(bus_world, bus_daemon):
     assert verify_with_tool(bus_world, ["alice"], scan=ALICE_PRINT).lines()[-1] == "Verify result: verify-match (done)"
 
 
+@pytest.mark.usefixtures("reader_kind")  # on each kind of reader (readers.py)
 def test_suspend_mid_enrollment_fails_it_and_saves_nothing(bus_world):
     world = bus_world
     world.start_logind()

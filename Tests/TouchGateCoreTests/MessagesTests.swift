@@ -34,6 +34,8 @@ struct MessagesTests {
             .backoff(seconds: 45), .wrongPassword, .wrongPasswordBackoff(seconds: 300),
             .passwordNotSet, .passwordNeeded, .passwordAccepted, .printsUnsafe, .busy,
             .templateDamaged(.leftThumb), .templatesDamaged([.leftThumb, .rightIndex]),
+            .readerProtocolError, .readerStorageFull, .readerFailed, .enrolledOnReader,
+            .alreadyEnrolled(.leftThumb), .alreadyEnrolledFor(.rightIndex, user: "alice"), .enrolledForAnotherUser,
         ]
         all += [RetryHint.general, .tooShort, .centerFinger, .removeFinger].map(Text.retry)
         all += PasswordRequiredReason.allCases.map(Text.passwordRequired)
@@ -49,7 +51,8 @@ struct MessagesTests {
              .notEnrolled, .notPermitted, .userUnknown, .fingerNotEnrolled, .deleted, .internalError, .badRequest,
              .cancelled, .shuttingDown, .suspending, .stateUnreadable, .notEnabled, .lockout, .passwordRequired, .backoff,
              .wrongPassword, .wrongPasswordBackoff, .passwordNotSet, .passwordNeeded, .passwordAccepted,
-             .printsUnsafe, .busy, .templateDamaged, .templatesDamaged:
+             .printsUnsafe, .busy, .templateDamaged, .templatesDamaged, .readerProtocolError, .readerStorageFull,
+             .readerFailed, .enrolledOnReader, .alreadyEnrolled, .alreadyEnrolledFor, .enrolledForAnotherUser:
             return true
         case .done:
             return false  // the caller's own sentence, passed through unchanged

@@ -82,6 +82,13 @@ public final class StubReader: FingerprintReader, Sendable {
         onOwnThread { completion(true) }
     }
 
+    /// Plays the next scripted scan, as a verification does (its templates are the gallery).
+    public func identify(gallery: [[UInt8]], cancellation: Cancellation,
+                         retry: @escaping @Sendable (RetryHint) -> Void,
+                         completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void) {
+        verify(templates: gallery, timeoutSeconds: 0, cancellation: cancellation, retry: retry, completion: completion)
+    }
+
     public func verify(templates: [[UInt8]], timeoutSeconds: Int, cancellation: Cancellation,
                        retry: @escaping @Sendable (RetryHint) -> Void,
                        completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void) {

@@ -39,6 +39,11 @@ bool tg_fprint_load(const char **error);
       (FpDevice *d, GPtrArray *prints, GCancellable *k, FpMatchCb cb, gpointer data,               \
        FpPrint **match, FpPrint **print, GError **e),                                               \
       (d, prints, k, cb, data, match, print, e))                                                    \
+    X(gboolean, fp_device_has_storage, (FpDevice *d), (d))                                          \
+    X(GPtrArray *, fp_device_list_prints_sync, (FpDevice *d, GCancellable *k, GError **e), (d, k, e)) \
+    X(gboolean, fp_print_equal, (FpPrint *a, FpPrint *b), (a, b))                                   \
+    X(gboolean, fp_device_delete_print_sync, (FpDevice *d, FpPrint *p, GCancellable *k, GError **e), \
+      (d, p, k, e))                                                                                 \
     X(FpPrint *, fp_print_new, (FpDevice *d), (d))                                                  \
     XV(fp_print_set_finger, (FpPrint *p, FpFinger f), (p, f))                                       \
     XV(fp_print_set_username, (FpPrint *p, const gchar *u), (p, u))                                 \

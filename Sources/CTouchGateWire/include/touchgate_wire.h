@@ -149,5 +149,6 @@
 #define TG_ERR_TIMEOUT                (-2006)  /* no finger within `timeout` seconds */
 #define TG_ERR_TEMPLATE_DAMAGED       (-2007)  /* every enrolled print of the user is damaged; FINGER names them */
 #define TG_ERR_BUSY                   (-2008)  /* too many connections (from this user, or in all) */
+#define TG_ERR_DUPLICATE              (-2009)  /* enroll: the finger is already enrolled (for this or another user) */
 
 #endif /* TOUCHGATE_WIRE_H */

@@ -1,0 +1,73 @@
+// A match-on-chip reader's own storage: what the chip holds, and deleting from it.
+import CGIO
+import CTouchGateLibs
+
+extension LibfprintReader {
+    public func deleteFromDevice(_ templates: [[UInt8]], completion: @escaping @Sendable (Int) -> Void) {
+        submit { [self] in
+            guard let dev = device, tgfp_device_has_storage(dev) != 0 else { return completion(0) }
+            var deleted = 0
+            for t in templates {
+                var error: UnsafeMutablePointer<GError>?
+                guard let print = t.withUnsafeBufferPointer({ tgfp_print_deserialize($0.baseAddress, gsize($0.count), &error) }) else {
+                    g_error_free(error)
+                    continue
+                }
+                defer { cfp_object_unref(UnsafeMutableRawPointer(print)) }
+                if tgfp_device_delete_print_sync(dev, print, nil, &error) != 0 {
+                    deleted += 1
+                } else {
+                    // Already gone from the chip is what was wanted; anything else is said.
+                    if !(error?.pointee.domain == cfp_device_error_quark()
+                         && error?.pointee.code == Int32(FP_DEVICE_ERROR_DATA_NOT_FOUND.rawValue)) {
+                        log("cannot delete a print from the reader's storage: \(Self.message(error))")
+                    }
+                    g_error_free(error)
+                }
+            }
+            readChipPrints()
+            completion(deleted)
+        }
+    }
+
+    /// On the reader thread: what a match-on-chip reader holds now.
+    func readChipPrints() {
+        guard let dev = device, tgfp_device_has_storage(dev) != 0 else { return chipPrints.withLock { $0 = nil } }
+        var error: UnsafeMutablePointer<GError>?
+        guard let list = tgfp_device_list_prints_sync(dev, nil, &error) else {
+            log("cannot list the prints on the reader: \(Self.message(error))")
+            g_error_free(error)
+            return chipPrints.withLock { $0 = nil }
+        }
+        defer { g_ptr_array_unref(list) }
+        var prints: [[UInt8]] = []
+        for i in 0..<list.pointee.len {
+            let print = OpaquePointer(cfp_ptr_array_index(list, i))
+            var data: UnsafeMutablePointer<guchar>?
+            var length: gsize = 0
+            var serr: UnsafeMutablePointer<GError>?
+            guard tgfp_print_serialize(print, &data, &length, &serr) != 0, let data else { g_error_free(serr); continue }
+            prints.append(Array(UnsafeBufferPointer(start: data, count: Int(length))))
+            g_free(data)
+        }
+        let driver = String(cString: tgfp_device_get_driver(dev)), id = String(cString: tgfp_device_get_device_id(dev))
+        chipPrints.withLock { $0 = (driver, id, prints) }
+    }
+
+    /// Whether the chip holds `print` (nil: not known, or not this chip's print).
+    func isOnChip(_ print: OpaquePointer) -> Bool? {
+        guard let chip = chipPrints.withLock({ $0 }),
+              String(cString: tgfp_print_get_driver(print)) == chip.driver,
+              String(cString: tgfp_print_get_device_id(print)) == chip.deviceID else { return nil }
+        for bytes in chip.prints {
+            var error: UnsafeMutablePointer<GError>?
+            guard let other = bytes.withUnsafeBufferPointer({ tgfp_print_deserialize($0.baseAddress, gsize($0.count), &error) }) else {
+                g_error_free(error)
+                continue
+            }
+            defer { cfp_object_unref(UnsafeMutableRawPointer(other)) }
+            if tgfp_print_equal(print, other) != 0 { return true }
+        }
+        return false
+    }
+}

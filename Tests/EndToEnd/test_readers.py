@@ -1,0 +1,290 @@
+"""Each kind of reader on each door: libfprint's three virtual readers (readers.py) behind the PAM
+module, the CLI and the D-Bus front-end. The duplicate check of an enrollment on the readers that
+can identify, and every error and retry code the virtual readers can produce, mapped as
+docs/readers.md says."""
+
+import re
+
+import pytest
+
+import harness
+from fprintd_world import (ALICE_PRINT, DEVICE_IFACE, bus_daemon, bus_world, enroll_alice, enroll_with_tool,  # noqa: F401
+                           status)
+
+IDENTIFYING = pytest.mark.parametrize("reader_kind", ["virtual_device_storage", "virtual_image"])
+
+# libfprint's FpDeviceError codes, as the virtual readers' ERROR command takes them. 256 (removed)
+# is sent last: the reader is gone after it.
+ERRORS = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 257]
+REMOVED = 256
+
+# What the PAM module shows for each (docs/readers.md).
+PAM_TEXT = {
+    0: "The fingerprint reader reported an error: use your password",
+    4: "The fingerprint reader is busy: use your password",
+    5: "The fingerprint reader stopped answering properly: use your password",
+    6: "The fingerprint service had an internal error: use your password",
+    8: "The fingerprint reader's storage is full: delete a fingerprint first",
+    9: "This finger is already enrolled on the fingerprint reader",
+    256: "The fingerprint reader was removed: use your password",
+    257: "The fingerprint reader is too hot: use your password",
+}
+PAM_TEXT.update({1: PAM_TEXT[0], 2: PAM_TEXT[0], 3: PAM_TEXT[0], 7: PAM_TEXT[6]})
+
+# fprintd's VerifyStatus / EnrollStatus for each.
+VERIFY_STATUS = {5: "verify-disconnected", 256: "verify-disconnected", 257: "verify-disconnected"}
+ENROLL_STATUS = {5: "enroll-disconnected", 256: "enroll-disconnected", 257: "enroll-disconnected",
+                 8: "enroll-data-full", 9: "enroll-duplicate"}
+
+RETRY_TEXT = {0: "The scan did not work, try again", 1: harness.RETRY_TOO_SHORT,
+              2: "Centre your finger on the reader and try again", 3: "Remove your finger and try again"}
+VERIFY_RETRY = {0: "verify-retry-scan", 1: "verify-swipe-too-short", 2: "verify-finger-not-centered",
+                3: "verify-remove-and-retry"}
+ENROLL_RETRY = {0: "enroll-retry-scan", 1: "enroll-swipe-too-short", 2: "enroll-finger-not-centered",
+                3: "enroll-remove-and-retry"}
+
+
+def enroll_once(world, user, print_id, finger, as_user=None):
+    """`touchgate enroll` refused after its first scan: (exit status, CliProcess)."""
+    cli = harness.CliProcess(world, "enroll", "--user", user, "--finger", finger, as_user=as_user,
+                             password=harness.PASSWORDS.get(as_user) if as_user else None)
+    cli.out.wait_for(re.compile(r"\S"))  # the prompt: the reader is listening
+    world.reader.scan(print_id)
+    return cli.wait(), cli
+
+
+def listed(world, user):
+    return world.cli("list", "--user", user).stdout.split()
+
+
+# --- the duplicate check ------------------------------------------------------------------------
+
+
+@IDENTIFYING
+def test_a_finger_already_enrolled_is_refused_through_the_cli_saying_whose_only_to_whom_it_may(reader_kind, world, alice):
+    # alice's own finger again, as another finger: she is told which of hers it is.
+    rc, cli = enroll_once(world, "alice", alice, "left-thumb", as_user="alice")
+    assert rc != 0, cli.out.dump()
+    assert "This finger is already enrolled as your right-index-finger" in cli.stderr, cli.stderr
+    # bob is told only that someone has it, never who.
+    rc, cli = enroll_once(world, "bob", alice, "right-index-finger", as_user="bob")
+    assert rc != 0
+    assert "This finger is already enrolled for another user" in cli.stderr, cli.stderr
+    assert "alice" not in cli.stderr + cli.out.dump()
+    # root may know whose it is.
+    rc, cli = enroll_once(world, "bob", alice, "right-index-finger")
+    assert rc != 0
+    assert "This finger is already enrolled as the right-index-finger of alice" in cli.stderr, cli.stderr
+    assert listed(world, "alice") == ["right-index-finger"]
+    assert "right-index-finger" not in listed(world, "bob")
+    # Another finger is enrolled as before, the identify scan first.
+    rc, cli = harness.enroll(world, "bob", "bob-print", as_user="bob")
+    assert rc == 0, cli.stderr
+    assert cli.out.lines[0][1].endswith("scan your finger %d times" % world.reader.enroll_scans), cli.out.dump()
+
+
+@IDENTIFYING
+def test_fprintd_enroll_of_a_finger_enrolled_for_another_user_ends_in_enroll_duplicate(reader_kind, bus_world, bus_daemon):
+    world = bus_world
+    enroll_alice(world)
+    t = world.tool("fprintd-enroll", "-f", "left-thumb", "bob")
+    t.out.wait_for("Enrolling left-thumb finger.")
+    world.reader.scan(ALICE_PRINT)
+    assert t.wait().lines()[-1] == "Enroll result: enroll-duplicate", t.transcript()
+    assert "left-thumb" not in listed(world, "bob")
+
+
+@pytest.mark.usefixtures("reader_kind")
+def test_num_enroll_stages_counts_the_identify_scan_on_readers_that_identify(bus_world, bus_daemon):
+    assert bus_world.root.property("num-enroll-stages") == bus_world.reader.enroll_scans
+    assert bus_world.root.property("name") == bus_world.reader.name
+
+
+# --- errors and retries, on every kind and door -------------------------------------------------
+
+
+@pytest.mark.usefixtures("reader_kind")
+def test_every_reader_error_ends_a_pam_prompt_with_a_sentence_and_never_success(world, alice):
+    for code in ERRORS + [REMOVED]:
+        pam = world.pam("alice")
+        pam.wait_for(harness.PROMPT)
+        world.reader.error(code)
+        pam.wait()
+        assert pam.result not in ("PAM_SUCCESS", "PAM_IGNORE"), (code, pam.transcript())
+        assert pam.messages()[-1] == PAM_TEXT[code], (code, pam.transcript())
+    assert status(world)["failedMatches"] == 0  # a reader error is no failed match
+
+
+@pytest.mark.usefixtures("reader_kind")
+def test_every_reader_error_gives_fprintds_verify_and_enroll_status(bus_world, bus_daemon):
+    world, root = bus_world, bus_world.root
+    enroll_alice(world)
+    for code in ERRORS + [REMOVED]:
+        root.call("Claim", "alice")
+        mark = root.signal_count()
+        root.call("VerifyStart", "any")
+        root.wait_finger_needed(True, start=mark)
+        world.reader.error(code)
+        want = [VERIFY_STATUS.get(code, "verify-unknown-error"), True]
+        root.wait_signal("VerifyStatus", lambda a: a == want, start=mark)
+        root.call("VerifyStop")
+        if code != REMOVED:
+            mark = root.signal_count()
+            root.call("EnrollStart", "left-thumb")
+            root.wait_finger_needed(True, start=mark)
+            world.reader.error(code)
+            want = [ENROLL_STATUS.get(code, "enroll-unknown-error"), True]
+            root.wait_signal("EnrollStatus", lambda a: a == want, start=mark)
+            root.call("EnrollStop")
+        root.call("Release")
+    assert listed(world, "alice") == ["right-index-finger"]  # nothing half-enrolled
+
+
+@pytest.mark.usefixtures("reader_kind")
+def test_every_retry_code_is_relayed_and_the_scan_goes_on_on_every_door(bus_world, bus_daemon):
+    world, root = bus_world, bus_world.root
+    enroll_alice(world)
+    for code in sorted(RETRY_TEXT):
+        pam = world.pam("alice")
+        pam.wait_for(harness.PROMPT)
+        world.reader.retry(code)
+        pam.wait_for(RETRY_TEXT[code])
+        world.reader.scan(ALICE_PRINT)
+        assert pam.wait().result == "PAM_SUCCESS", (code, pam.transcript())
+
+        root.call("Claim", "alice")
+        mark = root.signal_count()
+        root.call("VerifyStart", "any")
+        root.wait_finger_needed(True, start=mark)
+        world.reader.retry(code)
+        root.wait_signal("VerifyStatus", lambda a: a == [VERIFY_RETRY[code], False], start=mark)
+        world.reader.scan(ALICE_PRINT)
+        root.wait_signal("VerifyStatus", lambda a: a == ["verify-match", True], start=mark)
+        root.call("VerifyStop")
+
+        mark = root.signal_count()
+        root.call("EnrollStart", "left-thumb")
+        root.wait_finger_needed(True, start=mark)
+        world.reader.retry(code)
+        root.wait_signal("EnrollStatus", lambda a: a == [ENROLL_RETRY[code], False], start=mark)
+        root.call("EnrollStop")
+        root.call("Release")
+    assert status(world)["failedMatches"] == 0  # hints are no failed matches
+
+
+# --- the driver changes its stage count ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("reader_kind", ["virtual_device", "virtual_device_storage"])  # the image reader has no such command
+def test_num_enroll_stages_follows_the_driver_with_properties_changed_and_enrollment_uses_it(reader_kind, bus_world, bus_daemon):
+    world, root = bus_world, bus_world.root
+    extra = world.reader.enroll_scans - 5  # the identify scan, on the storage reader
+    mark = root.signal_count()
+    world.reader.send("SET_ENROLL_STAGES 3")
+    root.wait_signal("PropertiesChanged", lambda a: a[0] == DEVICE_IFACE and a[1].get("num-enroll-stages") == 3 + extra,
+                     start=mark)
+    assert root.property("num-enroll-stages") == 3 + extra
+    # Enrollment takes the new count: fprintd-enroll sees one stage-passed per scan but the last.
+    enrolled = enroll_with_tool(world, "bob-print", "-f", "left-thumb", "bob")
+    assert enrolled.returncode == 0, enrolled.transcript()
+    assert enrolled.lines()[2:] == ["Enroll result: enroll-stage-passed"] * (2 + extra) + ["Enroll result: enroll-completed"], \
+        enrolled.transcript()
+
+
+# --- removal mid-enrollment ---------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("reader_kind")
+def test_a_reader_unplugged_mid_enrollment_is_reported_disconnected_and_nothing_is_stored(bus_world, bus_daemon):
+    world, root = bus_world, bus_world.root
+    root.call("Claim", "alice")
+    mark = root.signal_count()
+    root.call("EnrollStart", "left-thumb")
+    root.wait_finger_needed(True, start=mark)
+    world.reader.unplug()
+    root.wait_signal("EnrollStatus", lambda a: a == ["enroll-disconnected", True], start=mark)
+    root.call("EnrollStop")
+    root.call("Release")
+    assert "left-thumb" not in listed(world, "alice")
+    # Later prompts are told at once that there is no reader.
+    pam = world.pam("alice").wait()
+    assert pam.result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
+
+
+# --- match on chip: the chip's own storage ------------------------------------------------------
+
+
+@pytest.mark.parametrize("reader_kind", ["virtual_device_storage"])
+def test_a_print_deleted_goes_from_the_chip_too_on_every_door(reader_kind, bus_world, bus_daemon):
+    world = bus_world
+    enroll_alice(world)
+    enroll_alice(world, "alice-left-thumb", finger="left-thumb")
+    assert sorted(world.reader.send("LIST").split()) == sorted([ALICE_PRINT, "alice-left-thumb"])
+    deleted = world.cli("delete", "--user", "alice", "--finger", "left-thumb")
+    assert deleted.returncode == 0, deleted
+    first = world.daemon.log.wait_for("deleted 1 print(s) from the reader's storage")
+    assert world.reader.send("LIST").split() == [ALICE_PRINT]
+    gone = world.run_tool("fprintd-delete", "alice")
+    assert gone.returncode == 0, gone.transcript()
+    world.daemon.log.wait_for("deleted 1 print(s) from the reader's storage", start=first + 1)
+    assert world.reader.send("LIST").split() == []
+
+
+# --- fprintd's semantics of the print store ------------------------------------------------------
+
+
+@pytest.mark.usefixtures("reader_kind")
+def test_a_users_print_directory_is_made_at_the_first_enrollment_not_at_start(world, daemon):
+    assert [p.name for p in world.prints.iterdir()] == [] if world.prints.exists() else True
+    rc, cli = harness.enroll(world, "bob", "bob-print", as_user="bob")
+    assert rc == 0, cli.stderr
+    user_dir = world.prints / "bob"
+    assert user_dir.is_dir() and (user_dir.stat().st_mode & 0o777) == 0o700
+    assert [p.name for p in world.prints.iterdir()] == ["bob"]
+
+
+@pytest.mark.usefixtures("reader_kind")
+def test_reader_errors_end_touchgate_verify_with_the_same_sentence(world, alice):
+    for code in (0, 5, 8, 257):
+        cli = harness.CliProcess(world, "verify", "--user", "alice", as_user="alice")
+        cli.out.wait_for(harness.PROMPT)
+        world.reader.error(code)
+        assert cli.wait() != 0, cli.out.dump()
+        assert PAM_TEXT[code] in cli.stderr + cli.out.dump(), (code, cli.stderr, cli.out.dump())
+
+
+@pytest.mark.parametrize("reader_kind", ["virtual_device_storage"])
+def test_a_print_the_chip_no_longer_holds_is_not_offered_and_is_enrolled_again(reader_kind, world, alice):
+    # The virtual chip keeps its prints in memory: a new daemon opens an empty chip, as a reader
+    # cleared by another system would be.
+    world.daemon.stop()
+    world.start_daemon()
+    pam = world.pam("alice").wait()
+    assert pam.result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
+    assert harness.PROMPT not in pam.messages(), pam.transcript()  # no prompt that could never match
+    assert "right-index-finger" in pam.messages()[-1] and "enroll" in pam.messages()[-1], pam.transcript()
+    assert world.daemon.log.wait_for("the reader no longer holds it") >= 0
+    # Enrolling it again puts it back on the chip, and it is used at once.
+    rc, cli = harness.enroll(world, "alice", alice, as_user="alice")
+    assert rc == 0, cli.stderr
+    assert world.reader.send("LIST").split() == [alice]
+    pam = world.pam("alice")
+    pam.wait_for(harness.PROMPT)
+    world.reader.scan(alice)
+    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+
+
+@pytest.mark.parametrize("reader_kind", ["virtual_device_storage"])
+def test_a_print_only_the_chip_holds_is_left_alone_and_the_chip_refuses_it_again(reader_kind, bus_world, bus_daemon):
+    world = bus_world
+    t = world.tool("fprintd-enroll", "-f", "left-thumb", "bob")
+    t.out.wait_for("Enrolling left-thumb finger.")
+    # Enrolled by another system: the chip holds it, the store has no file for it. (INSERT is
+    # taken by the driver's next operation, before the scan.)
+    world.reader.send("INSERT orphan-print")
+    world.reader.scan("orphan-print")  # the identify scan: not in the store's gallery
+    t.out.wait_for("Enroll result: enroll-stage-passed")
+    world.reader.scan("orphan-print")  # the driver's own stage: the chip has it
+    assert t.wait().lines()[-1] == "Enroll result: enroll-duplicate", t.transcript()
+    assert "left-thumb" not in listed(world, "bob")
+    assert world.reader.send("LIST").split() == ["orphan-print"]  # left alone
