@@ -2,6 +2,21 @@
 // touchgate: fingerprint authentication for Linux PAM with LocalAuthentication semantics.
 import PackageDescription
 
+// The dependencies come from their repositories, except when TOUCHGATE_SWIFTPM_PACKAGES names a
+// directory holding their sources side by side (the Debian source package's swiftpm component,
+// made by debian/make-orig-swiftpm): then SwiftPM reads them from there and fetches nothing.
+// swift-crypto finds its own dependency, swift-asn1, beside it when SWIFTCI_USE_LOCAL_DEPS is set.
+let dependencies: [Package.Dependency]
+if let local = Context.environment["TOUCHGATE_SWIFTPM_PACKAGES"], !local.isEmpty {
+    dependencies = ["swift-argument-parser", "swift-log", "swift-crypto"].map { .package(path: local + "/" + $0) }
+} else {
+    dependencies = [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+    ]
+}
+
 let package = Package(
     name: "touchgate",
     platforms: [.macOS(.v15)],
@@ -9,11 +24,7 @@ let package = Package(
         .executable(name: "touchgated", targets: ["touchgated"]),
         .executable(name: "touchgate", targets: ["touchgate"]),
     ],
-    dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
-    ],
+    dependencies: dependencies,
     targets: [
         // One C header with the wire constants, #included by pam/ as well.
         .target(name: "CTouchGateWire"),
