@@ -54,27 +54,41 @@ def run(argv, limit=COMMAND_LIMIT, check=True, **kw):
 # The packages
 
 
-def build_packages(out):
-    """dpkg-buildpackage -us -uc -b on a copy of the checkout (its .debs land beside the copy, not
-    beside the checkout); SwiftPM builds in the checkout's .build-deb, as `swift build` uses .build."""
-    src = out / "touchgate"
-    src.mkdir(parents=True)
-    files = run(["git", "-C", REPO, "ls-files", "-z", "--cached", "--others", "--exclude-standard"]).stdout
-    names = [n for n in files.split("\0") if n and (REPO / n).is_file()]
-    for name in names:
-        target = src / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(REPO / name, target)
-    env = dict(os.environ, TOUCHGATE_SWIFT_SCRATCH=str(REPO / ".build-deb"))
+SOURCE_LIMIT = 900  # s: resolving the Swift dependencies and compressing their sources
+
+
+def offline_env(home):
+    """A build environment with nothing of this machine's: fresh HOME, no git configuration (so no
+    URL rewriting to a local mirror either), the Swift toolchain on PATH."""
     swift = shutil.which("swift") or "/opt/swift/usr/bin/swift"
-    env["PATH"] = "%s:%s" % (Path(swift).parent, env.get("PATH", "/usr/bin:/bin"))
+    return {"PATH": "%s:/usr/sbin:/usr/bin:/sbin:/bin" % Path(swift).parent, "LANG": "C.UTF-8",
+            "HOME": str(home), "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+
+
+def build_packages(out):
+    """The packages as Debian's build machines make them, and the ones every later step installs:
+    the source package made from this checkout (scripts/source-package.sh, with the Swift
+    dependencies' sources as its orig-swiftpm component), unpacked in a fresh directory and built
+    with `dpkg-buildpackage -us -uc -b` inside `unshare --net` (no interface but a loopback that is
+    down), with a fresh HOME and no git configuration. One build serves both the offline proof and
+    the install test. Returns ({package: .deb}, .changes); the .dsc and the build's log, HOME and
+    output are in out/."""
     t0 = now()
-    p = subprocess.run(["dpkg-buildpackage", "-us", "-uc", "-b"], cwd=src, env=env, stdin=subprocess.DEVNULL,
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=BUILD_LIMIT)
+    p = run([REPO / "scripts" / "source-package.sh", out / "source"], limit=SOURCE_LIMIT)
+    dsc = Path(p.stdout.strip().splitlines()[-1])
+    log("made the source package in %.0f s" % (now() - t0))
+    home = out / "home"
+    home.mkdir(parents=True)
+    tree = out / "touchgate"
+    run(["dpkg-source", "-x", dsc, tree])
+    t0 = now()
+    p = subprocess.run(["unshare", "--net", "dpkg-buildpackage", "-us", "-uc", "-b"], cwd=tree,
+                       env=offline_env(home), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=BUILD_LIMIT)
     (out / "build.log").write_text(p.stdout)
     if p.returncode != 0:
         raise AssertionError("dpkg-buildpackage: exit %d\n%s" % (p.returncode, "\n".join(p.stdout.splitlines()[-40:])))
-    log("built the packages in %.0f s" % (now() - t0))
+    log("built the packages from the source package, with no network, in %.0f s" % (now() - t0))
     debs = {d.name.split("_")[0]: d for d in out.glob("*.deb")}
     changes = next(out.glob("touchgate_*.changes"))
     return debs, changes
