@@ -55,52 +55,71 @@ let package = Package(
         .target(name: "CTouchGateL10n"),
         .target(name: "TouchGateL10n", dependencies: ["CTouchGateL10n"]),
         // The daemon's core: requests, authorization, policy decisions, stores, events; no transport.
-        .target(name: "TouchGateCore", dependencies: [
-            "TouchGateWire", "TouchGatePolicy", "TouchGateConfig", "TouchGateReader", "TouchGateThreads",
-            "TouchGateL10n", "CTouchGateLoop", "CPAM",
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "Crypto", package: "swift-crypto"),
-        ]),
+        .target(
+            name: "TouchGateCore",
+            dependencies: [
+                "TouchGateWire", "TouchGatePolicy", "TouchGateConfig", "TouchGateReader", "TouchGateThreads",
+                "TouchGateL10n", "CTouchGateLoop", "CPAM",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
         // The Unix-socket front-end: frames in, the core's typed results out.
-        .target(name: "TouchGateSocket", dependencies: [
-            "TouchGateCore", "TouchGateWire", "CTouchGateLoop",
-            .product(name: "Logging", package: "swift-log"),
-        ]),
+        .target(
+            name: "TouchGateSocket",
+            dependencies: [
+                "TouchGateCore", "TouchGateWire", "CTouchGateLoop",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // fprintd's D-Bus API (net.reactivated.Fprint) over the same core, on the same loop.
-        .target(name: "TouchGateDBus", dependencies: [
-            "TouchGateCore", "TouchGateReader", "TouchGateWire", "CGIO", "CTouchGateLibs",
-            .product(name: "Logging", package: "swift-log"),
-        ]),
-        .executableTarget(name: "touchgated", dependencies: [
-            "TouchGateCore", "TouchGateSocket", "TouchGateDBus", "TouchGateReader", "TouchGateConfig", "CAudit",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            .product(name: "Logging", package: "swift-log"),
-        ], linkerSettings: [
-            // Packed relative relocations (DT_RELR, glibc ≥ 2.36): a static Swift runtime carries
-            // ~45,000 of them; packed, the loader reads 9 KB instead of 1.1 MB at every start.
-            // No dynamic symbol table of our own (swiftc passes -export-dynamic): nothing loads
-            // the daemon's symbols, and 7,500 exported names cost 0.6 MB of RSS and a longer
-            // search for every symbol the shared libraries resolve at start.
-            .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
-                          "-Xlinker", "--no-export-dynamic"], .when(platforms: [.linux])),
-        ]),
-        .executableTarget(name: "touchgate", dependencies: [
-            "TouchGateWire", "TouchGateConfig", "TouchGateL10n", "TouchGatePAMStack",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-        ]),
+        .target(
+            name: "TouchGateDBus",
+            dependencies: [
+                "TouchGateCore", "TouchGateReader", "TouchGateWire", "CGIO", "CTouchGateLibs",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        .executableTarget(
+            name: "touchgated",
+            dependencies: [
+                "TouchGateCore", "TouchGateSocket", "TouchGateDBus", "TouchGateReader", "TouchGateConfig", "CAudit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            linkerSettings: [
+                // Packed relative relocations (DT_RELR, glibc ≥ 2.36): a static Swift runtime carries
+                // ~45,000 of them; packed, the loader reads 9 KB instead of 1.1 MB at every start.
+                // No dynamic symbol table of our own (swiftc passes -export-dynamic): nothing loads
+                // the daemon's symbols, and 7,500 exported names cost 0.6 MB of RSS and a longer
+                // search for every symbol the shared libraries resolve at start.
+                .unsafeFlags(
+                    [
+                        "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
+                        "-Xlinker", "--no-export-dynamic",
+                    ], .when(platforms: [.linux]))
+            ]),
+        .executableTarget(
+            name: "touchgate",
+            dependencies: [
+                "TouchGateWire", "TouchGateConfig", "TouchGateL10n", "TouchGatePAMStack",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
         .testTarget(name: "TouchGateWireTests", dependencies: ["TouchGateWire"]),
         .testTarget(name: "TouchGatePolicyTests", dependencies: ["TouchGatePolicy"]),
         .testTarget(name: "TouchGateConfigTests", dependencies: ["TouchGateConfig"]),
         .testTarget(name: "TouchGateL10nTests", dependencies: ["TouchGateL10n"]),
         // Test doubles shared by the core and socket tests: a scripted reader, accounts, a clock, passwords.
-        .target(name: "TouchGateTestSupport", dependencies: [
-            "TouchGateCore", "TouchGateReader", "TouchGatePolicy", "TouchGateWire", "TouchGateThreads",
-            .product(name: "Logging", package: "swift-log"),
-        ], path: "Tests/TouchGateTestSupport"),
-        .testTarget(name: "TouchGateCoreTests", dependencies: [
-            "TouchGateCore", "TouchGateTestSupport", .product(name: "Crypto", package: "swift-crypto"),
-        ]),
-        .testTarget(name: "TouchGateSocketTests", dependencies: ["TouchGateSocket", "TouchGateCore", "TouchGateTestSupport"]),
+        .target(
+            name: "TouchGateTestSupport",
+            dependencies: [
+                "TouchGateCore", "TouchGateReader", "TouchGatePolicy", "TouchGateWire", "TouchGateThreads",
+                .product(name: "Logging", package: "swift-log"),
+            ], path: "Tests/TouchGateTestSupport"),
+        .testTarget(
+            name: "TouchGateCoreTests",
+            dependencies: [
+                "TouchGateCore", "TouchGateTestSupport", .product(name: "Crypto", package: "swift-crypto"),
+            ]),
+        .testTarget(
+            name: "TouchGateSocketTests", dependencies: ["TouchGateSocket", "TouchGateCore", "TouchGateTestSupport"]),
         .testTarget(name: "TouchGatePAMStackTests", dependencies: ["TouchGatePAMStack"]),
     ],
     swiftLanguageModes: [.v6]

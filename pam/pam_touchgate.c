@@ -33,7 +33,7 @@ static int authenticate(pam_handle_t *pamh, const struct tg_options *opt)
     if (ask_password)
         rc = tg_password_step(&c);
 done:
-    tg_tty_close(&c.tty);  /* the terminal exactly as it was found, whatever ended the call */
+    tg_tty_close(&c.tty); /* the terminal exactly as it was found, whatever ended the call */
     tg_lang_close(&c.lang);
     TG_DEBUG(opt, pamh, "authenticate -> %s", pam_strerror(pamh, rc));
     return rc;
@@ -46,7 +46,8 @@ TG_PAM_EXPORT int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, c
     /* PAM_SILENT is not honoured for the prompt: it is the interaction itself, not chatter. */
     (void)flags;
     tg_options_parse(pamh, argc, argv, &opt);
-    TG_DEBUG(&opt, pamh, "options: socket=%s policy=%d max_tries=%d timeout=%d noinput=%d report=%d",
+    TG_DEBUG(&opt, pamh,
+             "options: socket=%s policy=%d max_tries=%d timeout=%d noinput=%d report=%d",
              opt.socket, opt.policy, opt.max_tries, opt.timeout_s, opt.noinput, opt.report);
     return opt.report ? tg_report_password_success(pamh, &opt) : authenticate(pamh, &opt);
 }
@@ -57,5 +58,5 @@ TG_PAM_EXPORT int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const 
     (void)flags;
     (void)argc;
     (void)argv;
-    return PAM_SUCCESS;  /* fingerprints establish no credentials */
+    return PAM_SUCCESS; /* fingerprints establish no credentials */
 }

@@ -60,7 +60,7 @@ static enum tg_io_status wait_for(int fd, short events, uint64_t deadline)
             return TG_IO_TIMEOUT;
         int n = poll(&pfd, 1, left);
         if (n > 0)
-            return TG_IO_OK;  /* readable, writable, HUP or ERR: the next call says which */
+            return TG_IO_OK; /* readable, writable, HUP or ERR: the next call says which */
         if (n == 0)
             return TG_IO_TIMEOUT;
         if (errno != EINTR)
@@ -112,7 +112,7 @@ enum tg_io_status tg_connect(const char *path, uint64_t deadline, int *fd)
             poll(NULL, 0, left < 10 ? left : 10);
             continue;
         }
-        st = TG_IO_UNREACHABLE;  /* ENOENT, ECONNREFUSED, EACCES, …: no daemon for us */
+        st = TG_IO_UNREACHABLE; /* ENOENT, ECONNREFUSED, EACCES, …: no daemon for us */
         goto done;
     }
     *fd = s;
@@ -190,12 +190,18 @@ enum tg_io_status tg_read_frame(int fd, uint8_t *buf, size_t cap, size_t *len, u
 const char *tg_io_strerror(enum tg_io_status status)
 {
     switch (status) {
-    case TG_IO_OK:          return "ok";
-    case TG_IO_UNREACHABLE: return "daemon unreachable";
-    case TG_IO_TIMEOUT:     return "deadline passed";
-    case TG_IO_EOF:         return "connection closed";
-    case TG_IO_ERROR:       return "socket error";
-    case TG_IO_MALFORMED:   return "frame length out of range";
+    case TG_IO_OK:
+        return "ok";
+    case TG_IO_UNREACHABLE:
+        return "daemon unreachable";
+    case TG_IO_TIMEOUT:
+        return "deadline passed";
+    case TG_IO_EOF:
+        return "connection closed";
+    case TG_IO_ERROR:
+        return "socket error";
+    case TG_IO_MALFORMED:
+        return "frame length out of range";
     }
     return "unknown transport error";
 }

@@ -7,11 +7,11 @@
 
 enum tg_io_status {
     TG_IO_OK = 0,
-    TG_IO_UNREACHABLE,  /* connect refused, no socket file, path unusable */
-    TG_IO_TIMEOUT,      /* the deadline passed */
-    TG_IO_EOF,          /* the peer closed the connection (possibly mid-frame) */
-    TG_IO_ERROR,        /* any other socket error */
-    TG_IO_MALFORMED,    /* the length prefix is out of range: the frame cannot be read */
+    TG_IO_UNREACHABLE, /* connect refused, no socket file, path unusable */
+    TG_IO_TIMEOUT,     /* the deadline passed */
+    TG_IO_EOF,         /* the peer closed the connection (possibly mid-frame) */
+    TG_IO_ERROR,       /* any other socket error */
+    TG_IO_MALFORMED,   /* the length prefix is out of range: the frame cannot be read */
 };
 
 /* Deadlines are absolute CLOCK_MONOTONIC times in milliseconds. */

@@ -55,7 +55,7 @@ static bool utf8_valid(const uint8_t *s, size_t len)
     while (i < len) {
         uint8_t c = s[i];
         size_t need;
-        uint8_t lo = 0x80, hi = 0xBF;  /* allowed range of the first continuation byte */
+        uint8_t lo = 0x80, hi = 0xBF; /* allowed range of the first continuation byte */
         if (c < 0x80) {
             i++;
             continue;
@@ -64,17 +64,17 @@ static bool utf8_valid(const uint8_t *s, size_t len)
         } else if (c >= 0xE0 && c <= 0xEF) {
             need = 2;
             if (c == 0xE0)
-                lo = 0xA0;  /* overlong */
+                lo = 0xA0; /* overlong */
             if (c == 0xED)
-                hi = 0x9F;  /* surrogates U+D800..U+DFFF */
+                hi = 0x9F; /* surrogates U+D800..U+DFFF */
         } else if (c >= 0xF0 && c <= 0xF4) {
             need = 3;
             if (c == 0xF0)
-                lo = 0x90;  /* overlong */
+                lo = 0x90; /* overlong */
             if (c == 0xF4)
-                hi = 0x8F;  /* above U+10FFFF */
+                hi = 0x8F; /* above U+10FFFF */
         } else {
-            return false;   /* continuation byte, C0/C1 overlong lead, or F5..FF */
+            return false; /* continuation byte, C0/C1 overlong lead, or F5..FF */
         }
         if (len - i - 1 < need)
             return false;
@@ -166,7 +166,7 @@ enum tg_codec_status tg_frame_decode(const uint8_t *buf, size_t len, struct tg_f
         if (type == TG_TYPE_INT) {
             if (flen != 4)
                 return TG_CODEC_INT_SIZE;
-            f->ival = (int32_t)get_u32(p);  /* two's complement on every Linux target */
+            f->ival = (int32_t)get_u32(p); /* two's complement on every Linux target */
         } else if ((st = tg_string_check(p, flen)) != TG_CODEC_OK) {
             return st;
         }
@@ -219,7 +219,7 @@ void tg_writer_init(struct tg_writer *w, uint8_t *buf, size_t cap, uint8_t kind,
 {
     memset(w, 0, sizeof(*w));
     w->buf = buf;
-    w->cap = cap < TG_FRAME_BUFFER ? cap : TG_FRAME_BUFFER;  /* never build an oversized frame */
+    w->cap = cap < TG_FRAME_BUFFER ? cap : TG_FRAME_BUFFER; /* never build an oversized frame */
     if (w->cap < TG_HEADER_SIZE) {
         w->status = TG_CODEC_SPACE;
         return;
@@ -232,7 +232,7 @@ void tg_writer_init(struct tg_writer *w, uint8_t *buf, size_t cap, uint8_t kind,
         w->status = TG_CODEC_REQUEST_ID;
         return;
     }
-    put_u32(buf, 0);  /* length, filled in by tg_writer_finish */
+    put_u32(buf, 0); /* length, filled in by tg_writer_finish */
     buf[4] = TG_PROTOCOL_VERSION;
     buf[5] = kind;
     put_u16(buf + 6, 0);
@@ -242,8 +242,7 @@ void tg_writer_init(struct tg_writer *w, uint8_t *buf, size_t cap, uint8_t kind,
 
 /* Appends one field after the same checks the decoder applies, so we never send
  * a frame the daemon would have to reject. */
-static void put_field(struct tg_writer *w, uint16_t tag, int type, const uint8_t *value,
-                      size_t len)
+static void put_field(struct tg_writer *w, uint16_t tag, int type, const uint8_t *value, size_t len)
 {
     if (w->status != TG_CODEC_OK)
         return;
@@ -314,24 +313,42 @@ enum tg_codec_status tg_writer_finish(struct tg_writer *w, size_t *len)
 const char *tg_codec_strerror(enum tg_codec_status status)
 {
     switch (status) {
-    case TG_CODEC_OK:          return "ok";
-    case TG_CODEC_TRUNCATED:   return "frame shorter than its length";
-    case TG_CODEC_LENGTH:      return "length out of range";
-    case TG_CODEC_VERSION:     return "unsupported protocol version";
-    case TG_CODEC_KIND:        return "unknown kind";
-    case TG_CODEC_FLAGS:       return "reserved flags set";
-    case TG_CODEC_REQUEST_ID:  return "request id 0";
-    case TG_CODEC_TAG:         return "unknown tag";
-    case TG_CODEC_INT_SIZE:    return "int field not 4 bytes";
-    case TG_CODEC_STRING_SIZE: return "string too long";
-    case TG_CODEC_NUL:         return "NUL in string";
-    case TG_CODEC_UTF8:        return "invalid UTF-8";
-    case TG_CODEC_DUPLICATE:   return "repeated tag";
-    case TG_CODEC_TOO_MANY:    return "too many fields";
-    case TG_CODEC_OVERRUN:     return "field overruns frame";
-    case TG_CODEC_TRAILING:    return "trailing bytes";
-    case TG_CODEC_TYPE:        return "wrong value type for tag";
-    case TG_CODEC_SPACE:       return "buffer too small";
+    case TG_CODEC_OK:
+        return "ok";
+    case TG_CODEC_TRUNCATED:
+        return "frame shorter than its length";
+    case TG_CODEC_LENGTH:
+        return "length out of range";
+    case TG_CODEC_VERSION:
+        return "unsupported protocol version";
+    case TG_CODEC_KIND:
+        return "unknown kind";
+    case TG_CODEC_FLAGS:
+        return "reserved flags set";
+    case TG_CODEC_REQUEST_ID:
+        return "request id 0";
+    case TG_CODEC_TAG:
+        return "unknown tag";
+    case TG_CODEC_INT_SIZE:
+        return "int field not 4 bytes";
+    case TG_CODEC_STRING_SIZE:
+        return "string too long";
+    case TG_CODEC_NUL:
+        return "NUL in string";
+    case TG_CODEC_UTF8:
+        return "invalid UTF-8";
+    case TG_CODEC_DUPLICATE:
+        return "repeated tag";
+    case TG_CODEC_TOO_MANY:
+        return "too many fields";
+    case TG_CODEC_OVERRUN:
+        return "field overruns frame";
+    case TG_CODEC_TRAILING:
+        return "trailing bytes";
+    case TG_CODEC_TYPE:
+        return "wrong value type for tag";
+    case TG_CODEC_SPACE:
+        return "buffer too small";
     }
     return "unknown codec error";
 }

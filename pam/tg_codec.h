@@ -14,31 +14,31 @@
 /* Why a frame was refused. 0 is success; every other value is a reason to reject the frame. */
 enum tg_codec_status {
     TG_CODEC_OK = 0,
-    TG_CODEC_TRUNCATED,    /* fewer bytes than the length field says */
-    TG_CODEC_LENGTH,       /* length field outside [TG_HEADER_REST, TG_MAX_FRAME] */
-    TG_CODEC_VERSION,      /* version != TG_PROTOCOL_VERSION */
-    TG_CODEC_KIND,         /* unknown kind */
-    TG_CODEC_FLAGS,        /* reserved flags != 0 */
-    TG_CODEC_REQUEST_ID,   /* request id 0 */
-    TG_CODEC_TAG,          /* tag 0 or unknown tag */
-    TG_CODEC_INT_SIZE,     /* int field not exactly 4 bytes */
-    TG_CODEC_STRING_SIZE,  /* string longer than TG_MAX_STRING */
-    TG_CODEC_NUL,          /* NUL byte inside a string */
-    TG_CODEC_UTF8,         /* string is not valid UTF-8 */
-    TG_CODEC_DUPLICATE,    /* a non-list tag appears twice */
-    TG_CODEC_TOO_MANY,     /* more than TG_MAX_FIELDS fields */
-    TG_CODEC_OVERRUN,      /* a field (or field header) runs past the end of the frame */
-    TG_CODEC_TRAILING,     /* bytes after the frame */
-    TG_CODEC_TYPE,         /* encoder: tag used with the wrong value type */
-    TG_CODEC_SPACE,        /* encoder: caller buffer too small */
+    TG_CODEC_TRUNCATED,   /* fewer bytes than the length field says */
+    TG_CODEC_LENGTH,      /* length field outside [TG_HEADER_REST, TG_MAX_FRAME] */
+    TG_CODEC_VERSION,     /* version != TG_PROTOCOL_VERSION */
+    TG_CODEC_KIND,        /* unknown kind */
+    TG_CODEC_FLAGS,       /* reserved flags != 0 */
+    TG_CODEC_REQUEST_ID,  /* request id 0 */
+    TG_CODEC_TAG,         /* tag 0 or unknown tag */
+    TG_CODEC_INT_SIZE,    /* int field not exactly 4 bytes */
+    TG_CODEC_STRING_SIZE, /* string longer than TG_MAX_STRING */
+    TG_CODEC_NUL,         /* NUL byte inside a string */
+    TG_CODEC_UTF8,        /* string is not valid UTF-8 */
+    TG_CODEC_DUPLICATE,   /* a non-list tag appears twice */
+    TG_CODEC_TOO_MANY,    /* more than TG_MAX_FIELDS fields */
+    TG_CODEC_OVERRUN,     /* a field (or field header) runs past the end of the frame */
+    TG_CODEC_TRAILING,    /* bytes after the frame */
+    TG_CODEC_TYPE,        /* encoder: tag used with the wrong value type */
+    TG_CODEC_SPACE,       /* encoder: caller buffer too small */
 };
 
 /* One decoded field. String values point into the decoded buffer (not NUL-terminated). */
 struct tg_field {
     uint16_t tag;
     uint16_t len;
-    const uint8_t *value;  /* len bytes inside the caller's buffer */
-    int32_t ival;          /* the value when the tag's type is TG_TYPE_INT */
+    const uint8_t *value; /* len bytes inside the caller's buffer */
+    int32_t ival;         /* the value when the tag's type is TG_TYPE_INT */
 };
 
 struct tg_frame {
@@ -55,7 +55,7 @@ struct tg_writer {
     size_t cap;
     size_t len;
     size_t nfields;
-    uint32_t seen;  /* bit per tag already written (TG_TAG_LAST < 32) */
+    uint32_t seen; /* bit per tag already written (TG_TAG_LAST < 32) */
     enum tg_codec_status status;
 };
 

@@ -13,8 +13,11 @@
 
 #include "tg_outcome.h"
 
-#define DEBUG(opt, pamh, ...) \
-    do { if ((opt)->debug) pam_syslog((pamh), LOG_DEBUG, __VA_ARGS__); } while (0)
+#define DEBUG(opt, pamh, ...)                           \
+    do {                                                \
+        if ((opt)->debug)                               \
+            pam_syslog((pamh), LOG_DEBUG, __VA_ARGS__); \
+    } while (0)
 
 /* The PAM environment's value, else the process's; NULL when neither is set and non-empty. */
 static const char *pam_or_process_env(pam_handle_t *pamh, const char *name)
@@ -66,13 +69,15 @@ static bool initial_environment_has(const char *const *names, size_t count)
         for (ssize_t i = 0; i < n && !found; i++) {
             if (buf[i] != '\0') {
                 if (len < sizeof(entry) - 1)
-                    entry[len++] = buf[i];  /* only the name and the first byte of the value matter */
+                    entry[len++] =
+                        buf[i]; /* only the name and the first byte of the value matter */
                 continue;
             }
             entry[len] = '\0';
             for (size_t k = 0; k < count && !found; k++) {
                 size_t nl = strlen(names[k]);
-                found = strncmp(entry, names[k], nl) == 0 && entry[nl] == '=' && entry[nl + 1] != '\0';
+                found =
+                    strncmp(entry, names[k], nl) == 0 && entry[nl] == '=' && entry[nl + 1] != '\0';
             }
             len = 0;
         }
@@ -122,7 +127,8 @@ int tg_lookup_user(const char *user)
         else if (err == 0 || err == ENOENT || err == ESRCH || err == EBADF || err == EPERM)
             rc = PAM_USER_UNKNOWN;
         else
-            rc = PAM_AUTHINFO_UNAVAIL;  /* NSS failing: we cannot tell, so let the password module decide */
+            rc =
+                PAM_AUTHINFO_UNAVAIL; /* NSS failing: we cannot tell, so let the password module decide */
         goto done;
     }
 done:

@@ -59,4 +59,3 @@ int tg_evaluate_start(const struct tg_call *c, uint32_t id, int *sock)
     }
     return PAM_SUCCESS;
 }
-

@@ -21,14 +21,17 @@
 struct tg_call {
     pam_handle_t *pamh;
     const struct tg_options *opt;
-    const char *user;        /* looked up: the account exists */
-    const char *locale;      /* the client's LC_ALL / LC_MESSAGES / LANG, sent to the daemon */
-    struct tg_lang lang;     /* the module's own words in that language */
-    struct tg_tty tty;       /* fd -1: no terminal to read (none, background, or noinput) */
+    const char *user;    /* looked up: the account exists */
+    const char *locale;  /* the client's LC_ALL / LC_MESSAGES / LANG, sent to the daemon */
+    struct tg_lang lang; /* the module's own words in that language */
+    struct tg_tty tty;   /* fd -1: no terminal to read (none, background, or noinput) */
 };
 
-#define TG_DEBUG(opt, pamh, ...) \
-    do { if ((opt)->debug) pam_syslog((pamh), LOG_DEBUG, __VA_ARGS__); } while (0)
+#define TG_DEBUG(opt, pamh, ...)                        \
+    do {                                                \
+        if ((opt)->debug)                               \
+            pam_syslog((pamh), LOG_DEBUG, __VA_ARGS__); \
+    } while (0)
 
 /* Shows one line through the application's conversation ("%s": daemon text is never a format).
  * False when the conversation failed: the application cannot show anything any more. */

@@ -9,10 +9,10 @@
 #define TG_DEFAULT_SOCKET "/run/touchgate/touchgated.sock"
 
 struct tg_options {
-    const char *socket;  /* points into argv, which outlives the call */
-    int policy;          /* TG_POLICY_* */
-    int max_tries;       /* 0 = not given: the daemon's value applies */
-    int timeout_s;       /* 0 = not given */
+    const char *socket; /* points into argv, which outlives the call */
+    int policy;         /* TG_POLICY_* */
+    int max_tries;      /* 0 = not given: the daemon's value applies */
+    int timeout_s;      /* 0 = not given */
     bool debug;
     bool noinput;
     bool report;
@@ -20,8 +20,8 @@ struct tg_options {
 
 enum tg_option_status {
     TG_OPTION_OK,
-    TG_OPTION_UNKNOWN,    /* no such option: ignored */
-    TG_OPTION_BAD_VALUE,  /* a known option with a value out of range: the default is kept */
+    TG_OPTION_UNKNOWN,   /* no such option: ignored */
+    TG_OPTION_BAD_VALUE, /* a known option with a value out of range: the default is kept */
 };
 
 /* Every option the parser accepts, as written in the manual ("name" or "name="); NULL ends it. */

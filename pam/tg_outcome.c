@@ -10,7 +10,7 @@ int tg_outcome_to_pam(int32_t code, const char *reason)
 {
     switch (code) {
     case TG_OK:
-        return PAM_SUCCESS;  /* the only path to PAM_SUCCESS: a match or a password the daemon verified */
+        return PAM_SUCCESS; /* the only path to PAM_SUCCESS: a match or a password the daemon verified */
 
     case TG_ERR_AUTHENTICATION_FAILED:
         /* A wrong password is an ordinary failure; used-up fingerprint tries tell the
@@ -19,7 +19,7 @@ int tg_outcome_to_pam(int32_t code, const char *reason)
             return PAM_AUTH_ERR;
         return PAM_MAXTRIES;
     case TG_ERR_PASSWORD_BACKOFF:
-        return PAM_AUTH_ERR;  /* a refusal of this attempt, not "fingerprint unavailable" */
+        return PAM_AUTH_ERR; /* a refusal of this attempt, not "fingerprint unavailable" */
     case TG_ERR_USER_UNKNOWN:
         return PAM_USER_UNKNOWN;
 
@@ -27,19 +27,19 @@ int tg_outcome_to_pam(int32_t code, const char *reason)
      * that follows must run — none of these may stand between a user and their password. */
     case TG_ERR_BIOMETRY_NOT_AVAILABLE:
     case TG_ERR_BIOMETRY_NOT_ENROLLED:
-    case TG_ERR_BIOMETRY_LOCKOUT:        /* only a password success unlocks: let it be typed */
-    case TG_ERR_PASSWORD_REQUIRED:       /* the policy itself asks for the password */
-    case TG_ERR_USER_FALLBACK:           /* the user chose the password */
+    case TG_ERR_BIOMETRY_LOCKOUT:  /* only a password success unlocks: let it be typed */
+    case TG_ERR_PASSWORD_REQUIRED: /* the policy itself asks for the password */
+    case TG_ERR_USER_FALLBACK:     /* the user chose the password */
     case TG_ERR_USER_CANCEL:
     case TG_ERR_SYSTEM_CANCEL:
     case TG_ERR_APP_CANCEL:
-    case TG_ERR_TIMEOUT:                 /* no finger in time: the password follows */
+    case TG_ERR_TIMEOUT: /* no finger in time: the password follows */
     case TG_ERR_NOT_INTERACTIVE:
     case TG_ERR_PASSWORD_NOT_SET:
     case TG_ERR_INVALID_CONTEXT:
-    case TG_ERR_NOT_PERMITTED:           /* e.g. a remote session the daemon refuses */
-    case TG_ERR_TEMPLATE_DAMAGED:        /* re-enroll that finger; the password works meanwhile */
-    case TG_ERR_BUSY:                    /* too many connections: an attacker's flood must not lock anyone out */
+    case TG_ERR_NOT_PERMITTED:    /* e.g. a remote session the daemon refuses */
+    case TG_ERR_TEMPLATE_DAMAGED: /* re-enroll that finger; the password works meanwhile */
+    case TG_ERR_BUSY: /* too many connections: an attacker's flood must not lock anyone out */
         return PAM_AUTHINFO_UNAVAIL;
 
     case TG_ERR_BAD_REQUEST:
@@ -61,7 +61,7 @@ int tg_failure_to_pam(enum tg_failure failure)
         /* AUTHINFO_UNAVAIL, not AUTH_ERR: a dead or frozen daemon must not block password login. */
         return PAM_AUTHINFO_UNAVAIL;
     case TG_FAIL_MALFORMED_REPLY:
-    case TG_FAIL_WRONG_REQUEST_ID:   /* never take another request's reply as our result */
+    case TG_FAIL_WRONG_REQUEST_ID: /* never take another request's reply as our result */
     case TG_FAIL_UNEXPECTED_REPLY:
     case TG_FAIL_BAD_REQUEST:
         /* SYSTEM_ERR: a protocol fault is a defect to report, never a success or an ignore. */
@@ -69,5 +69,5 @@ int tg_failure_to_pam(enum tg_failure failure)
     case TG_FAIL_NO_MEMORY:
         return PAM_BUF_ERR;
     }
-    return PAM_SYSTEM_ERR;  /* an unlisted failure is still a failure */
+    return PAM_SYSTEM_ERR; /* an unlisted failure is still a failure */
 }

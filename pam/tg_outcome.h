@@ -6,13 +6,13 @@
 
 /* Failures inside the module, before or instead of a daemon outcome. */
 enum tg_failure {
-    TG_FAIL_UNREACHABLE,       /* no daemon listening, socket refused */
-    TG_FAIL_TIMEOUT,           /* connect deadline, silence deadline or overall cap passed */
-    TG_FAIL_DISCONNECTED,      /* the daemon closed the connection or the socket failed */
-    TG_FAIL_MALFORMED_REPLY,   /* a frame the codec rejects, or a reply missing its CODE */
-    TG_FAIL_WRONG_REQUEST_ID,  /* a frame answering some other request */
-    TG_FAIL_UNEXPECTED_REPLY,  /* a well-formed frame of a kind that cannot answer EVALUATE */
-    TG_FAIL_BAD_REQUEST,       /* our own request could not be encoded */
+    TG_FAIL_UNREACHABLE,      /* no daemon listening, socket refused */
+    TG_FAIL_TIMEOUT,          /* connect deadline, silence deadline or overall cap passed */
+    TG_FAIL_DISCONNECTED,     /* the daemon closed the connection or the socket failed */
+    TG_FAIL_MALFORMED_REPLY,  /* a frame the codec rejects, or a reply missing its CODE */
+    TG_FAIL_WRONG_REQUEST_ID, /* a frame answering some other request */
+    TG_FAIL_UNEXPECTED_REPLY, /* a well-formed frame of a kind that cannot answer EVALUATE */
+    TG_FAIL_BAD_REQUEST,      /* our own request could not be encoded */
     TG_FAIL_NO_MEMORY,
 };
 

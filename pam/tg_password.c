@@ -11,8 +11,8 @@
 #include "tg_env.h"
 #include "tg_outcome.h"
 
-#define TYPING_DEADLINE_MS  120000  /* a person who walked away: the password module asks afresh */
-#define CHECK_CAP_MS        30000   /* the daemon's own PAM check (pam_unix delays a wrong one) */
+#define TYPING_DEADLINE_MS 120000 /* a person who walked away: the password module asks afresh */
+#define CHECK_CAP_MS       30000  /* the daemon's own PAM check (pam_unix delays a wrong one) */
 
 #define DEBUG(c, ...) TG_DEBUG((c)->opt, (c)->pamh, __VA_ARGS__)
 
@@ -62,7 +62,7 @@ static enum asked ask_on_terminal(struct tg_call *c, struct tg_line *line)
             break;
     }
     tg_tty_restore(&c->tty);
-    tg_tty_write(&c->tty, "\n");  /* the Enter was not echoed: end the prompt's line */
+    tg_tty_write(&c->tty, "\n"); /* the Enter was not echoed: end the prompt's line */
     if (asked != ASKED_LINE)
         tg_line_wipe(line);
     return asked;
@@ -150,7 +150,7 @@ static enum tg_io_status exchange(struct tg_call *c, const char *password, uint8
             break;
         if (frame->kind != TG_KIND_PROGRESS || !tg_frame_int(frame, TG_TAG_PROGRESS, &progress) ||
             progress != TG_PROGRESS_KEEPALIVE) {
-            *malformed = true;  /* nothing but keepalives may come before the answer */
+            *malformed = true; /* nothing but keepalives may come before the answer */
             break;
         }
     }
@@ -178,7 +178,7 @@ static int judge(struct tg_call *c, const struct tg_frame *frame, const char *pa
     if (code == TG_ERR_BUSY)
         tg_say(c, PAM_ERROR_MSG, tg_busy_text(c));
     else if (code != TG_OK && tg_frame_string(frame, TG_TAG_MESSAGE, text, sizeof(text)))
-        tg_say(c, PAM_ERROR_MSG, text);  /* "Wrong password", how long the back-off lasts, … */
+        tg_say(c, PAM_ERROR_MSG, text); /* "Wrong password", how long the back-off lasts, … */
     /* The password goes on unless the daemon judged it wrong (or refused to look, in back-off):
      * verified, it serves later modules; unjudged, pam_unix try_first_pass judges it. */
     bool rejected = code == TG_ERR_AUTHENTICATION_FAILED || code == TG_ERR_PASSWORD_BACKOFF;
@@ -213,20 +213,22 @@ int tg_password_step(struct tg_call *c)
     enum tg_io_status io = exchange(c, line.buf, buf, &frame, &malformed);
     if (malformed) {
         pam_syslog(c->pamh, LOG_ERR, "password step: bad reply from touchgated");
-        tg_say(c, PAM_ERROR_MSG, tg_text(&c->lang, N_("Fingerprint service error: use your password")));
+        tg_say(c, PAM_ERROR_MSG,
+               tg_text(&c->lang, N_("Fingerprint service error: use your password")));
         tg_hand_over(c, line.buf);
         rc = tg_failure_to_pam(TG_FAIL_MALFORMED_REPLY);
     } else if (io != TG_IO_OK) {
         /* AUTHINFO_UNAVAIL with the password handed on: a daemon that died since the refusal
          * must not cost the person their password; pam_unix checks it without asking again. */
-        pam_syslog(c->pamh, LOG_WARNING, "password step: touchgated %s: handed to the password module",
+        pam_syslog(c->pamh, LOG_WARNING,
+                   "password step: touchgated %s: handed to the password module",
                    tg_io_strerror(io));
         tg_hand_over(c, line.buf);
         rc = tg_failure_to_pam(io == TG_IO_TIMEOUT ? TG_FAIL_TIMEOUT : TG_FAIL_DISCONNECTED);
     } else {
         rc = judge(c, &frame, line.buf);
     }
-    explicit_bzero(buf, sizeof(buf));  /* held only the reply, but frames are wiped alike */
+    explicit_bzero(buf, sizeof(buf)); /* held only the reply, but frames are wiped alike */
 done:
     tg_line_wipe(&line);
     return rc;

@@ -10,10 +10,10 @@
 #include "tg_evaluate.h"
 #include "tg_outcome.h"
 
-#define DEFAULT_MAX_TRIES   3
-#define DEFAULT_TIMEOUT_S   30
-#define OVERALL_SLACK_MS    120000  /* queueing, password typing and messages beyond the tries */
-#define CANCEL_DEADLINE_MS  200     /* a CANCEL is a courtesy: closing the socket cancels too */
+#define DEFAULT_MAX_TRIES  3
+#define DEFAULT_TIMEOUT_S  30
+#define OVERALL_SLACK_MS   120000 /* queueing, password typing and messages beyond the tries */
+#define CANCEL_DEADLINE_MS 200    /* a CANCEL is a courtesy: closing the socket cancels too */
 
 /* Returned by the prompt's steps while the prompt goes on; every PAM code is >= 0. */
 #define KEEP_WAITING (-1)
@@ -23,13 +23,13 @@ struct prompt {
     struct tg_call *c;
     uint32_t id;
     int sock;
-    bool keys;               /* reading keys now: the terminal is in raw mode */
-    bool keys_offered;       /* the terminal was offered once (the hint is shown once) */
-    bool typing_noted;       /* the "typing password" note was shown (once) */
-    bool line_open;          /* that note ended without a newline, which is still owed */
-    bool password_sent;      /* a PASSWORD went out: the RESULT judges it */
-    bool ask_password;       /* the RESULT asks for the password step */
-    struct tg_line line;     /* the typed password, wiped on every way out */
+    bool keys;           /* reading keys now: the terminal is in raw mode */
+    bool keys_offered;   /* the terminal was offered once (the hint is shown once) */
+    bool typing_noted;   /* the "typing password" note was shown (once) */
+    bool line_open;      /* that note ended without a newline, which is still owed */
+    bool password_sent;  /* a PASSWORD went out: the RESULT judges it */
+    bool ask_password;   /* the RESULT asks for the password step */
+    struct tg_line line; /* the typed password, wiped on every way out */
 };
 
 #define DEBUG(p, ...) TG_DEBUG((p)->c->opt, (p)->c->pamh, __VA_ARGS__)
@@ -40,7 +40,7 @@ struct prompt {
 static void finish_keys(struct prompt *p)
 {
     if (p->line_open)
-        tg_tty_write(&p->c->tty, "\n");  /* the terminal's next prompt starts on a fresh line */
+        tg_tty_write(&p->c->tty, "\n"); /* the terminal's next prompt starts on a fresh line */
     p->line_open = false;
     p->keys = false;
     tg_tty_restore(&p->c->tty);
@@ -108,7 +108,7 @@ static bool send_password(struct prompt *p)
 /* Enter ended a non-empty line. */
 static int submit_password(struct prompt *p)
 {
-    finish_keys(p);  /* no more keys: the terminal is back to normal for the rest of the wait */
+    finish_keys(p); /* no more keys: the terminal is back to normal for the rest of the wait */
     if (p->c->opt->policy == TG_POLICY_BIOMETRICS_OR_PASSWORD) {
         if (send_password(p)) {
             p->password_sent = true;
@@ -185,7 +185,8 @@ static int protocol_error(struct prompt *p, enum tg_failure failure, const char 
 {
     finish_keys(p);
     pam_syslog(p->c->pamh, LOG_ERR, "bad reply from touchgated: %s", what);
-    tg_say(p->c, PAM_ERROR_MSG, tg_text(&p->c->lang, N_("Fingerprint service error: use your password")));
+    tg_say(p->c, PAM_ERROR_MSG,
+           tg_text(&p->c->lang, N_("Fingerprint service error: use your password")));
     return tg_failure_to_pam(failure);
 }
 
@@ -216,7 +217,7 @@ static int on_progress(struct prompt *p, const struct tg_frame *frame)
     }
     if (kind == TG_PROGRESS_PROMPT || kind == TG_PROGRESS_QUEUED)
         return offer_keys(p);
-    return KEEP_WAITING;  /* a keepalive only restarts the silence deadline */
+    return KEEP_WAITING; /* a keepalive only restarts the silence deadline */
 }
 
 /* The password step may follow only where the module can ask: policy biometrics-or-password,
@@ -238,25 +239,26 @@ static int on_result(struct prompt *p, const struct tg_frame *frame)
 
     if (!tg_frame_int(frame, TG_TAG_CODE, &code))
         return protocol_error(p, TG_FAIL_MALFORMED_REPLY, "result without CODE");
-    finish_keys(p);  /* the daemon decided: the terminal is put back before anything is shown */
+    finish_keys(p); /* the daemon decided: the terminal is put back before anything is shown */
     bool has_reason = tg_frame_string(frame, TG_TAG_REASON, reason, sizeof(reason));
     bool by_password = has_reason && strcmp(reason, "password") == 0;
     if (code == TG_ERR_BUSY) {
-        tg_say(p->c, PAM_ERROR_MSG, tg_busy_text(p->c));  /* too many connections: our own words */
+        tg_say(p->c, PAM_ERROR_MSG, tg_busy_text(p->c)); /* too many connections: our own words */
     } else if (code != TG_OK && tg_frame_string(frame, TG_TAG_MESSAGE, text, sizeof(text))) {
         /* "No fingerprints enrolled" is noise for people who never set up fingerprints. */
         if (code == TG_ERR_BIOMETRY_NOT_ENROLLED)
             DEBUG(p, "not shown: %s", text);
         else
-            tg_say(p->c, PAM_ERROR_MSG, text);  /* every other refusal says why */
+            tg_say(p->c, PAM_ERROR_MSG, text); /* every other refusal says why */
     }
     int rc = tg_outcome_to_pam(code, has_reason ? reason : NULL);
     if (rc == PAM_SUCCESS && by_password && p->password_sent)
-        tg_hand_over(p->c, p->line.buf);  /* verified: later modules (pam_gnome_keyring) may use it */
+        tg_hand_over(p->c,
+                     p->line.buf); /* verified: later modules (pam_gnome_keyring) may use it */
     else if (rc == PAM_SUCCESS && !by_password)
-        pam_set_data(p->c->pamh, TG_MATCH_KEY, "fingerprint", NULL);  /* report mode stays quiet */
+        pam_set_data(p->c->pamh, TG_MATCH_KEY, "fingerprint", NULL); /* report mode stays quiet */
     p->ask_password = asks_password(p, frame, code);
-    tg_line_wipe(&p->line);  /* a half-typed line is dropped when the daemon answers first */
+    tg_line_wipe(&p->line); /* a half-typed line is dropped when the daemon answers first */
     DEBUG(p, "result code %d reason %s -> %s%s", (int)code, has_reason ? reason : "-",
           pam_strerror(p->c->pamh, rc), p->ask_password ? ", password next" : "");
     return rc;
@@ -285,7 +287,7 @@ static enum wake wait_daemon_or_key(const struct prompt *p, uint64_t deadline)
     for (;;) {
         struct pollfd fds[2] = {
             { .fd = p->sock, .events = POLLIN },
-            { .fd = p->keys ? p->c->tty.fd : -1, .events = POLLIN },  /* -1: poll skips it */
+            { .fd = p->keys ? p->c->tty.fd : -1, .events = POLLIN }, /* -1: poll skips it */
         };
         int left = tg_remaining_ms(deadline);
         if (left == 0)
@@ -331,7 +333,7 @@ static int await_result(struct prompt *p)
                 rc = daemon_silent(p, io);
                 break;
             }
-            tg_watch_frame(&watch, tg_now_ms());  /* only frames restart the silence deadline */
+            tg_watch_frame(&watch, tg_now_ms()); /* only frames restart the silence deadline */
             rc = on_frame(p, buf, len);
             break;
         case WAKE_TIMEOUT:
@@ -351,10 +353,10 @@ int tg_prompt_run(struct tg_call *c, bool *ask_password)
     int rc = tg_evaluate_start(c, p.id, &p.sock);
     if (rc == PAM_SUCCESS)
         rc = await_result(&p);
-    finish_keys(&p);  /* the terminal exactly as it was found, whatever ended the prompt */
+    finish_keys(&p); /* the terminal exactly as it was found, whatever ended the prompt */
     tg_line_wipe(&p.line);
     if (p.sock >= 0)
-        close(p.sock);  /* closing is the cancel: the daemon ends a prompt whose client left */
+        close(p.sock); /* closing is the cancel: the daemon ends a prompt whose client left */
     *ask_password = p.ask_password;
     return rc;
 }

@@ -26,7 +26,8 @@ int tg_report_password_success(pam_handle_t *pamh, const struct tg_options *opt)
     enum tg_io_status io;
 
     if (pam_get_data(pamh, TG_MATCH_KEY, &matched) == PAM_SUCCESS && matched != NULL) {
-        TG_DEBUG(opt, pamh, "report: the fingerprint matched in this transaction, nothing to report");
+        TG_DEBUG(opt, pamh,
+                 "report: the fingerprint matched in this transaction, nothing to report");
         goto done;
     }
     if (user == NULL) {

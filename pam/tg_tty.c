@@ -97,7 +97,7 @@ void tg_tty_write(const struct tg_tty *t, const char *text)
         else if (n < 0 && errno == EINTR)
             continue;
         else
-            return;  /* EAGAIN (output stopped) or an error: the line is only a courtesy */
+            return; /* EAGAIN (output stopped) or an error: the line is only a courtesy */
     }
 }
 
@@ -146,7 +146,7 @@ enum tg_key_action tg_line_key(struct tg_line *line, uint8_t key)
         break;
     }
     if (key < 0x20 && key != '\t')
-        return TG_KEY_NONE;  /* other control keys (Esc, Ctrl-Z, …) mean nothing here */
+        return TG_KEY_NONE; /* other control keys (Esc, Ctrl-Z, …) mean nothing here */
     if (line->len >= TG_LINE_MAX) {
         line->overflow = true;
         return TG_KEY_TYPED;

@@ -11,9 +11,9 @@
 #define TG_LINE_MAX 512
 
 struct tg_tty {
-    int fd;                 /* /dev/tty, or -1: no terminal to read */
-    bool raw;               /* the terminal is changed: saved must be put back */
-    struct termios saved;   /* the termios as we found it */
+    int fd;               /* /dev/tty, or -1: no terminal to read */
+    bool raw;             /* the terminal is changed: saved must be put back */
+    struct termios saved; /* the termios as we found it */
 };
 
 /* fd = -1: no terminal. Call before anything else, so tg_tty_close is always safe. */
@@ -33,9 +33,9 @@ void tg_tty_restore(struct tg_tty *t);
 void tg_tty_close(struct tg_tty *t);
 
 enum tg_tty_read {
-    TG_TTY_KEY,   /* one byte read */
-    TG_TTY_NONE,  /* nothing to read after all (EAGAIN, EINTR) */
-    TG_TTY_GONE,  /* hang-up, end of file or a read error: nobody is at this terminal */
+    TG_TTY_KEY,  /* one byte read */
+    TG_TTY_NONE, /* nothing to read after all (EAGAIN, EINTR) */
+    TG_TTY_GONE, /* hang-up, end of file or a read error: nobody is at this terminal */
 };
 
 /* Reads one byte, never more: input after an Enter stays queued for whoever reads next. */
@@ -47,16 +47,16 @@ void tg_tty_write(const struct tg_tty *t, const char *text);
 /* The line typed at the prompt: a password, never logged, wiped after use. */
 struct tg_line {
     size_t len;
-    bool overflow;                 /* more than TG_LINE_MAX bytes were typed */
-    char buf[TG_LINE_MAX + 1];     /* NUL-terminated */
+    bool overflow;             /* more than TG_LINE_MAX bytes were typed */
+    char buf[TG_LINE_MAX + 1]; /* NUL-terminated */
 };
 
 enum tg_key_action {
-    TG_KEY_NONE,      /* edited the line, or a key with no meaning here */
-    TG_KEY_TYPED,     /* a character was added to the line */
-    TG_KEY_FALLBACK,  /* Enter or Ctrl-D on an empty line: the user wants the password prompt */
-    TG_KEY_CANCEL,    /* Ctrl-C */
-    TG_KEY_SUBMIT,    /* Enter ended a non-empty line: line->buf is the typed password */
+    TG_KEY_NONE,     /* edited the line, or a key with no meaning here */
+    TG_KEY_TYPED,    /* a character was added to the line */
+    TG_KEY_FALLBACK, /* Enter or Ctrl-D on an empty line: the user wants the password prompt */
+    TG_KEY_CANCEL,   /* Ctrl-C */
+    TG_KEY_SUBMIT,   /* Enter ended a non-empty line: line->buf is the typed password */
 };
 
 /* Applies one key to the line. Backspace/DEL delete a character (a whole UTF-8 sequence),

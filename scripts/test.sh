@@ -36,6 +36,7 @@ run() {
 }
 
 started=$(date +%s)
+run lint 300 ./scripts/lint.sh
 run build 1800 ./scripts/build.sh --tests
 # The core tests read the build's catalogs (made by build.sh), as the daemon in the end-to-end tests does.
 run swift-test 1200 env TOUCHGATE_LOCALEDIR="$TOUCHGATE_ROOT/.build/locale" swift test
@@ -49,6 +50,7 @@ echo "=== summary ($(( $(date +%s) - started )) s)"
 # Each runner's own summary lines, again, in one place.
 grep -hE "^[[:space:]]*Executed [0-9]+ tests?, with" "$logs/swift-test.log" | tail -n 1 | sed 's/^[[:space:]]*/XCTest: /' || true
 grep -hE "Test run with [0-9]+ tests?" "$logs/swift-test.log" | tail -n 1 || true
+grep -h "^lint: [0-9]" "$logs/lint.log" || true
 grep -h "^C tests:" "$logs/c-tests.log" || true
 grep -h "^e2e:" "$logs/e2e.log" || true
 grep -h "^fuzz:" "$logs/fuzz.log" || true

@@ -1,6 +1,6 @@
 /* Words in a person's language: gettext, text domain "touchgate", looked up per call. */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE  /* newlocale and uselocale */
+#define _GNU_SOURCE /* newlocale and uselocale */
 #endif
 #include "tg_l10n.h"
 
@@ -20,8 +20,8 @@ static bool plausible_name(const char *name)
         return false;
     for (size_t i = 0; i < n; i++) {
         char ch = name[i];
-        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-                  ch == '_' || ch == '.' || ch == '-' || ch == '@';
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                  (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-' || ch == '@';
         if (!ok)
             return false;
     }
@@ -82,7 +82,8 @@ const char *tg_text(const struct tg_lang *lang, const char *msgid)
     return text;
 }
 
-const char *tg_text_plural(const struct tg_lang *lang, const char *singular, const char *plural, unsigned long n)
+const char *tg_text_plural(const struct tg_lang *lang, const char *singular, const char *plural,
+                           unsigned long n)
 {
     if (lang->loc == (locale_t)0)
         return n == 1 ? singular : plural;

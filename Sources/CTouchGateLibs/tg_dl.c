@@ -6,7 +6,7 @@
 
 static bool open_and_resolve(struct tg_dl *dl)
 {
-    void *handle = dlopen(dl->library, RTLD_LAZY | RTLD_LOCAL);  /* binding as at exec */
+    void *handle = dlopen(dl->library, RTLD_LAZY | RTLD_LOCAL); /* binding as at exec */
     if (handle == NULL) {
         const char *why = dlerror();
         snprintf(dl->failure, sizeof(dl->failure), "%s", why != NULL ? why : dl->library);

@@ -4,4 +4,7 @@
 
 TG_DL_DEFINE(TG_GIO_FUNCTIONS, libgio, "libgio-2.0.so.0")
 
-bool tg_gio_load(const char **error) { return tg_dl_load(&libgio, error); }
+bool tg_gio_load(const char **error)
+{
+    return tg_dl_load(&libgio, error);
+}

@@ -13,8 +13,8 @@ struct job {
 typedef struct {
     GSource base;
     GMutex lock;
-    GArray *queue;    /* struct job, guarded by lock */
-    gint pending;     /* atomic: jobs queued, so prepare/check need no lock */
+    GArray *queue; /* struct job, guarded by lock */
+    gint pending;  /* atomic: jobs queued, so prepare/check need no lock */
 } JobSource;
 
 struct tg_loop {
@@ -61,7 +61,9 @@ static void jobs_finalize(GSource *source)
     g_mutex_clear(&js->lock);
 }
 
-static GSourceFuncs job_funcs = { jobs_prepare, jobs_check, jobs_dispatch, jobs_finalize, NULL, NULL };
+static GSourceFuncs job_funcs = {
+    jobs_prepare, jobs_check, jobs_dispatch, jobs_finalize, NULL, NULL
+};
 
 tg_loop *tg_loop_new(void)
 {
@@ -127,7 +129,7 @@ unsigned tg_loop_watch(tg_loop *loop, int fd, unsigned events, tg_fd_fn fn, void
     f->arg = arg;
     f->tag = g_source_add_unix_fd(&f->base, fd, (GIOCondition)events);
     unsigned id = g_source_attach(&f->base, loop->context);
-    g_source_unref(&f->base);  /* the context holds it until it is removed */
+    g_source_unref(&f->base); /* the context holds it until it is removed */
     return id;
 }
 

@@ -125,7 +125,9 @@ public enum ConfigFile {
 
     /// The file's bytes; nil when it does not exist.
     private static func readFile(_ path: String) throws(ConfigReadError) -> [UInt8]? {
-        func failure(_ e: Int32) -> ConfigReadError { ConfigReadError(path: path, reason: String(cString: strerror(e))) }
+        func failure(_ e: Int32) -> ConfigReadError {
+            ConfigReadError(path: path, reason: String(cString: strerror(e)))
+        }
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)
         if fd < 0 {
             let e = errno
@@ -136,7 +138,8 @@ public enum ConfigFile {
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw failure(errno) }
         guard (st.st_mode & S_IFMT) == S_IFREG else {
-            throw ConfigReadError(path: path, reason: (st.st_mode & S_IFMT) == S_IFDIR ? "is a directory" : "not a regular file")
+            throw ConfigReadError(
+                path: path, reason: (st.st_mode & S_IFMT) == S_IFDIR ? "is a directory" : "not a regular file")
         }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16_384)

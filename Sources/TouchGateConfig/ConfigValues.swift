@@ -13,7 +13,8 @@ enum ConfigValues {
     /// A whole number in `range`, written as plain decimal digits.
     static func count(_ text: String, in range: ClosedRange<Int>) throws(ValueProblem) -> Int {
         guard let digits = decimalDigits(text) else {
-            throw ValueProblem(reason: "must be a whole number between \(range.lowerBound) and \(range.upperBound), got '\(text)'")
+            throw ValueProblem(
+                reason: "must be a whole number between \(range.lowerBound) and \(range.upperBound), got '\(text)'")
         }
         guard let n = decimalValue(digits), n <= Int64(range.upperBound), n >= Int64(range.lowerBound) else {
             throw ValueProblem(reason: "must be between \(range.lowerBound) and \(range.upperBound), got \(text)")
@@ -34,7 +35,8 @@ enum ConfigValues {
         }
         let (seconds, overflow) = (decimalValue(digits) ?? Int64.max).multipliedReportingOverflow(by: unit)
         guard !overflow, range.contains(seconds) else {
-            throw ValueProblem(reason: "must be between \(describe(range.lowerBound)) and \(describe(range.upperBound)), got \(text)")
+            throw ValueProblem(
+                reason: "must be between \(describe(range.lowerBound)) and \(describe(range.upperBound)), got \(text)")
         }
         return seconds
     }
@@ -49,13 +51,16 @@ enum ConfigValues {
     }
 
     /// Comma-separated durations (`1m,5m,15m,1h`), `steps` of them, each in `range`.
-    static func durations(_ text: String, steps: ClosedRange<Int>, each range: ClosedRange<Int64>) throws(ValueProblem) -> [Int64] {
+    static func durations(_ text: String, steps: ClosedRange<Int>, each range: ClosedRange<Int64>) throws(ValueProblem)
+        -> [Int64]
+    {
         let items = text.split(separator: ",", omittingEmptySubsequences: false).map { trimmed($0) }
         if items.contains(where: \.isEmpty) {
             throw ValueProblem(reason: "has an empty step in '\(text)' (write steps like 1m,5m,15m,1h)")
         }
         guard steps.contains(items.count) else {
-            throw ValueProblem(reason: "must have between \(steps.lowerBound) and \(steps.upperBound) steps, got \(items.count)")
+            throw ValueProblem(
+                reason: "must have between \(steps.lowerBound) and \(steps.upperBound) steps, got \(items.count)")
         }
         var result: [Int64] = []
         for (i, item) in items.enumerated() {
@@ -75,7 +80,10 @@ enum ConfigValues {
                 || b == UInt8(ascii: "_") || b == UInt8(ascii: ".") || b == UInt8(ascii: "-")
         }
         guard allowed, (1...64).contains(text.utf8.count), text != ".", text != ".." else {
-            throw ValueProblem(reason: "must be a PAM service name (1 to 64 letters, digits, '_', '.' or '-'; not '.' or '..'), got '\(text)'")
+            throw ValueProblem(
+                reason:
+                    "must be a PAM service name (1 to 64 letters, digits, '_', '.' or '-'; not '.' or '..'), got '\(text)'"
+            )
         }
         return text
     }
@@ -84,7 +92,8 @@ enum ConfigValues {
     static func absolutePath(_ text: String) throws(ValueProblem) -> String {
         let parts = text.split(separator: "/", omittingEmptySubsequences: true)
         guard text.hasPrefix("/"), text.utf8.count <= 1024, !text.utf8.contains(0),
-              !parts.contains(where: { $0 == "." || $0 == ".." }) else {
+            !parts.contains(where: { $0 == "." || $0 == ".." })
+        else {
             throw ValueProblem(reason: "must be an absolute path without '.' or '..' components, got '\(text)'")
         }
         return text

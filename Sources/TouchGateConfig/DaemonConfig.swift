@@ -18,8 +18,10 @@ public struct DaemonConfig: Sendable, Equatable {
 
     public static let defaultPrintStore = "/var/lib/fprint"
 
-    public init(policy: PolicyConfig = .defaults, passwordService: String = "touchgate", allowRemote: Bool = false,
-                printStore: String = DaemonConfig.defaultPrintStore, fprintdAPI: Bool = true) {
+    public init(
+        policy: PolicyConfig = .defaults, passwordService: String = "touchgate", allowRemote: Bool = false,
+        printStore: String = DaemonConfig.defaultPrintStore, fprintdAPI: Bool = true
+    ) {
         self.policy = policy
         self.passwordService = passwordService
         self.allowRemote = allowRemote

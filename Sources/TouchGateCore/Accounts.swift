@@ -13,18 +13,22 @@ public struct SystemAccounts: AccountDirectory {
     public init() {}
 
     public func name(uid: UInt32) -> String? {
-        lookup({ getpwuid_r(uid, $0, $1, $2, $3) }) { String(cString: $0.pw_name) }
+        lookup({ getpwuid_r(uid, $0, $1, $2, $3) }, { String(cString: $0.pw_name) })
     }
 
     public func uid(name: String) -> UInt32? {
-        lookup({ getpwnam_r(name, $0, $1, $2, $3) }) { $0.pw_uid }
+        lookup({ getpwnam_r(name, $0, $1, $2, $3) }, { $0.pw_uid })
     }
 
     /// getpw*_r with a buffer that grows on ERANGE (large directory entries), up to 1 MiB; the
     /// wanted value is taken out while the buffer the entry points into still exists.
-    private func lookup<T>(_ call: (UnsafeMutablePointer<passwd>, UnsafeMutablePointer<CChar>, Int,
-                                    UnsafeMutablePointer<UnsafeMutablePointer<passwd>?>) -> Int32,
-                           _ extract: (passwd) -> T) -> T? {
+    private func lookup<T>(
+        _ call: (
+            UnsafeMutablePointer<passwd>, UnsafeMutablePointer<CChar>, Int,
+            UnsafeMutablePointer<UnsafeMutablePointer<passwd>?>
+        ) -> Int32,
+        _ extract: (passwd) -> T
+    ) -> T? {
         var size = 4096
         while size <= 1 << 20 {
             let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: size)

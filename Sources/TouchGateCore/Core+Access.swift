@@ -16,8 +16,10 @@ extension Core {
     /// nil when `caller` may act on `user` with `right`; otherwise the refusal to send. Rights
     /// come from the caller's uid only, never from what the request claims. A user who may not
     /// act on another account is told "not permitted" before anything about whether it exists.
-    func authorize(_ caller: Caller, _ user: String, _ right: Right, password: String? = nil,
-                   origin: Origin = Origin(), policy: EvaluationPolicy? = nil) async -> Refusal? {
+    func authorize(
+        _ caller: Caller, _ user: String, _ right: Right, password: String? = nil,
+        origin: Origin = Origin(), policy: EvaluationPolicy? = nil
+    ) async -> Refusal? {
         guard isValidAccountName(user) else { return Refusal(.userUnknown, reason: nil, text: .userUnknown(user)) }
         if !caller.isRoot && !(right != .rootOnly && caller.grants.contains(.actForOthers)) {
             guard await names.name(of: caller.uid) == user else {
@@ -29,8 +31,12 @@ extension Core {
                 return Refusal(.notPermitted, reason: nil, text: .notPermitted)
             }
         }
-        guard await names.exists(user) == true else { return Refusal(.userUnknown, reason: nil, text: .userUnknown(user)) }
-        guard right == .selfWithPasswordOrRoot, !caller.isRoot, !caller.grants.contains(.changePrints) else { return nil }
+        guard await names.exists(user) == true else {
+            return Refusal(.userUnknown, reason: nil, text: .userUnknown(user))
+        }
+        guard right == .selfWithPasswordOrRoot, !caller.isRoot, !caller.grants.contains(.changePrints) else {
+            return nil
+        }
         guard let password else { return Refusal(.notPermitted, reason: "passwordNeeded", text: .passwordNeeded) }
         let ctx = EventContext(user: user, origin: origin, policy: policy, byUID: caller.uid)
         switch await verifyPassword(ctx, password) {

@@ -46,8 +46,10 @@ extension Core {
         return await admin(user, "reset", origin, caller) { [policyEngine] in policyEngine.reset($0) }
     }
 
-    private func admin(_ user: String, _ action: String, _ origin: Origin, _ caller: Caller,
-                       _ change: @escaping (UserState) -> UserState) async -> Reply {
+    private func admin(
+        _ user: String, _ action: String, _ origin: Origin, _ caller: Caller,
+        _ change: @escaping (UserState) -> UserState
+    ) async -> Reply {
         let ctx = EventContext(user: user, origin: origin, policy: nil, byUID: caller.uid)
         do { try await adminChange(ctx, action: action, change) } catch {
             log.error("cannot change state: \(error)")
@@ -59,7 +61,8 @@ extension Core {
 
     /// An admin change, on disk before it is confirmed. It never turns an unreadable state into a
     /// clean one.
-    func adminChange(_ ctx: EventContext, action: String, _ change: (UserState) -> UserState) async throws(StorageError) {
+    func adminChange(_ ctx: EventContext, action: String, _ change: (UserState) -> UserState) async throws(StorageError)
+    {
         try await states.update(ctx.user, .beforeReply) { change($0.stateOrFailClosed) }
         events.publish(event("admin", ctx, method: "admin", outcome: .success, reason: action))
     }
@@ -69,14 +72,17 @@ extension Core {
         var reply = Reply.success()
         // Absent when there are no prints or no biometrics (docs/spec.md §4).
         if let info = await readerInfo() {
-            reply.domainState = domainKey.domainState(service: service, prints: await prints.list(user, device: info.deviceKey).prints)
+            reply.domainState = domainKey.domainState(
+                service: service, prints: await prints.list(user, device: info.deviceKey).prints)
         }
         return reply
     }
 
     /// Streams events to `deliver` until it returns false or `stop` is set: root may watch
     /// everyone (or one user), a user only themself.
-    public func monitor(user wanted: String?, caller: Caller, deliver: @escaping (String) -> Bool) async -> (Reply, UInt64?) {
+    public func monitor(user wanted: String?, caller: Caller, deliver: @escaping (String) -> Bool) async -> (
+        Reply, UInt64?
+    ) {
         let filter: String?
         if caller.isRoot {
             filter = wanted
@@ -120,8 +126,9 @@ extension Core {
             doc.lastFingerprintSuccess = s.lastFingerprintSuccess
         }
         let refusal = await preflight(user: user, rhost: nil)
-        doc.canEvaluate = .init(code: refusal?.outcome.rawValue ?? 0, name: refusal?.outcome.name ?? "success",
-                                reason: refusal?.reason ?? "")
+        doc.canEvaluate = .init(
+            code: refusal?.outcome.rawValue ?? 0, name: refusal?.outcome.name ?? "success",
+            reason: refusal?.reason ?? "")
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         var reply = Reply.success()

@@ -4,12 +4,16 @@ import TouchGateReader
 import TouchGateWire
 
 extension Core {
-    public func enroll(user: String, finger: Finger, password: String?, origin: Origin, caller: Caller,
-                       client: any PromptClient, input: PromptInput) async -> Reply {
+    public func enroll(
+        user: String, finger: Finger, password: String?, origin: Origin, caller: Caller,
+        client: any PromptClient, input: PromptInput
+    ) async -> Reply {
         if let refusal = await authorize(caller, user, .selfWithPasswordOrRoot, password: password, origin: origin) {
             return refusal
         }
-        guard let info = await readerInfo() else { return Refusal(.biometryNotAvailable, reason: "noReader", text: .noReader) }
+        guard let info = await readerInfo() else {
+            return Refusal(.biometryNotAvailable, reason: "noReader", text: .noReader)
+        }
         let ctx = EventContext(user: user, origin: origin, policy: nil, byUID: caller.uid)
         let scanned: Result<[UInt8], Reply>? = await runPrompt(input, acceptsPassword: false) { prompt in
             let ticket = queue.enqueue()
@@ -25,26 +29,29 @@ extension Core {
             // A reader that can identify spends the first scan on refusing a finger already
             // enrolled, for anyone (fprintd 1.94 does the same, and counts it as a stage).
             if info.supportsIdentify {
-                if let refused = await refuseDuplicate(user: user, caller: caller, info: info, client: client, prompt: prompt) {
+                if let refused = await refuseDuplicate(
+                    user: user, caller: caller, info: info, client: client, prompt: prompt)
+                {
                     return refused
                 }
                 client.show(ProgressEvent(.enrollStage, .enrollStage(1, scans), stage: 1, stages: scans))
             }
             let first = scans - info.enrollStages  // the driver's stages come after the identify scan
             let op = ReaderOperation<[UInt8]>()
-            reader.enroll(user: user, fingerIndex: finger.fpFinger, cancellation: op.cancellation,
-                          progress: { event in
-                              CoreLoop.shared.post {
-                                  switch event {
-                                  case .stage(let k, let n):
-                                      let k = k + first, n = n + first
-                                      client.show(ProgressEvent(.enrollStage, .enrollStage(k, n), stage: k, stages: n))
-                                  case .retry(let hint):
-                                      client.show(ProgressEvent(.retry, .retry(hint)))
-                                  }
-                              }
-                          },
-                          completion: op.completion())
+            reader.enroll(
+                user: user, fingerIndex: finger.fpFinger, cancellation: op.cancellation,
+                progress: { event in
+                    CoreLoop.shared.post {
+                        switch event {
+                        case .stage(let k, let n):
+                            let k = k + first, n = n + first
+                            client.show(ProgressEvent(.enrollStage, .enrollStage(k, n), stage: k, stages: n))
+                        case .retry(let hint):
+                            client.show(ProgressEvent(.retry, .retry(hint)))
+                        }
+                    }
+                },
+                completion: op.completion())
             switch await outcome(of: op, or: prompt) {
             case .second(let interrupt): return interrupted(interrupt)
             case .first(.success(let template)): return .success(template)
@@ -70,24 +77,28 @@ extension Core {
             log.error("cannot store template: \(error)")
             return Self.storageFailure
         }
-        events.publish(event("enrollmentChanged", ctx, method: nil, outcome: .success, reason: "enrolled:\(finger.rawValue)"))
+        events.publish(
+            event("enrollmentChanged", ctx, method: nil, outcome: .success, reason: "enrolled:\(finger.rawValue)"))
         log.notice("enrolled", metadata: ["user": "\(user)", "finger": "\(finger.rawValue)"])
         return .success(.enrolled(finger))
     }
 
     /// The identify scan before an enrollment: nil when the finger is not enrolled yet, else the
     /// answer (the duplicate, a reader failure, an interrupt; `.some(nil)`: the client went away).
-    private func refuseDuplicate(user: String, caller: Caller, info: ReaderInfo, client: PromptClient,
-                                 prompt: ActivePrompt) async -> Result<[UInt8], Reply>?? {
+    private func refuseDuplicate(
+        user: String, caller: Caller, info: ReaderInfo, client: PromptClient,
+        prompt: ActivePrompt
+    ) async -> Result<[UInt8], Reply>?? {
         let gallery: [GalleryPrint]
         do { gallery = try await prints.gallery(device: info.deviceKey) } catch {
             log.error("cannot read the enrolled prints: \(error)")
             return .some(.failure(Self.storageFailure))
         }
         let op = ReaderOperation<ScanResult>()
-        reader.identify(gallery: gallery.map(\.template), cancellation: op.cancellation,
-                        retry: { hint in CoreLoop.shared.post { client.show(ProgressEvent(.retry, .retry(hint))) } },
-                        completion: op.completion())
+        reader.identify(
+            gallery: gallery.map(\.template), cancellation: op.cancellation,
+            retry: { hint in CoreLoop.shared.post { client.show(ProgressEvent(.retry, .retry(hint))) } },
+            completion: op.completion())
         switch await outcome(of: op, or: prompt) {
         case .second(let interrupt): return .some(interrupted(interrupt))
         case .first(.failure(let failure)):
@@ -99,7 +110,9 @@ extension Core {
             log.notice("enroll refused: the finger is already enrolled", metadata: ["user": "\(user)"])
             // Whose print it is, only to root; a caller allowed to change `user`'s prints is told which
             // of them it is; of anyone else's, only that it exists.
-            let text: Text = caller.isRoot ? .alreadyEnrolledFor(found.finger, user: found.user)
+            let text: Text =
+                caller.isRoot
+                ? .alreadyEnrolledFor(found.finger, user: found.user)
                 : found.user == user ? .alreadyEnrolled(found.finger) : .enrolledForAnotherUser
             return .some(.failure(Refusal(.duplicate, reason: "duplicate", text: text)))
         }
@@ -115,7 +128,9 @@ extension Core {
     }
 
     /// Deletes the named fingers (or all), on every reader's directory of the user.
-    public func delete(user: String, fingers: [Finger], all: Bool, password: String?, origin: Origin, caller: Caller) async -> Reply {
+    public func delete(user: String, fingers: [Finger], all: Bool, password: String?, origin: Origin, caller: Caller)
+        async -> Reply
+    {
         if let refusal = await authorize(caller, user, .selfWithPasswordOrRoot, password: password, origin: origin) {
             return refusal
         }
@@ -134,15 +149,19 @@ extension Core {
         if !onChip.isEmpty {
             // Not awaited: the reader may be busy with a prompt; the files are what count.
             let log = self.log
-            reader.deleteFromDevice(onChip) { n in if n > 0 { log.info("deleted \(n) print(s) from the reader's storage") } }
+            reader.deleteFromDevice(onChip) { n in
+                if n > 0 { log.info("deleted \(n) print(s) from the reader's storage") }
+            }
         }
         if !all, let named = fingers.first, removed.isEmpty {
             return Refusal(.notFound, reason: nil, text: .fingerNotEnrolled(named))
         }
         if !removed.isEmpty {
             let ctx = EventContext(user: user, origin: origin, policy: nil, byUID: caller.uid)
-            events.publish(event("enrollmentChanged", ctx, method: nil, outcome: .success,
-                                 reason: "deleted:\(removed.map(\.rawValue).joined(separator: ","))"))
+            events.publish(
+                event(
+                    "enrollmentChanged", ctx, method: nil, outcome: .success,
+                    reason: "deleted:\(removed.map(\.rawValue).joined(separator: ","))"))
         }
         log.notice("deleted \(removed.map(\.rawValue))", metadata: ["user": "\(user)"])
         var reply = Reply.success(.deleted(removed.count))

@@ -13,7 +13,9 @@ extension Core {
 
     /// evaluatePolicy. Progress goes to `client`; `input` carries what the person does at the prompt;
     /// cancelling the calling task means the client went away (the reply is then only published).
-    public func evaluate(_ r: EvaluateRequest, caller: Caller, client: any PromptClient, input: PromptInput) async -> Reply {
+    public func evaluate(_ r: EvaluateRequest, caller: Caller, client: any PromptClient, input: PromptInput) async
+        -> Reply
+    {
         if let refusal = await authorize(caller, r.user, .selfOrRoot) { return refusal }
         let ctx = EventContext(user: r.user, origin: r.origin, policy: r.policy, byUID: caller.uid)
         let acceptsPassword = r.policy == .biometricsOrPassword
@@ -25,7 +27,8 @@ extension Core {
             return offersPassword ? offeringPassword(refusal, user: r.user) : refusal
         }
         if let refusal = await preflight(user: r.user, rhost: r.origin.rhost) {
-            log.debug("evaluate refused: \(refusal.outcome.name) \(refusal.reason ?? "")", metadata: ["user": "\(r.user)"])
+            log.debug(
+                "evaluate refused: \(refusal.outcome.name) \(refusal.reason ?? "")", metadata: ["user": "\(r.user)"])
             return finish(refusal, method: nil)
         }
         let scan = await runPrompt(input, acceptsPassword: acceptsPassword) { prompt in
@@ -52,8 +55,10 @@ extension Core {
 
     /// The part of a prompt that holds the reader: queue, templates, tries. The reader is free
     /// again when it returns (before any password is checked).
-    private func scanPhase(_ r: EvaluateRequest, _ ctx: EventContext, client: any PromptClient,
-                           prompt: ActivePrompt) async -> ScanOutcome {
+    private func scanPhase(
+        _ r: EvaluateRequest, _ ctx: EventContext, client: any PromptClient,
+        prompt: ActivePrompt
+    ) async -> ScanOutcome {
         let maxTries = min(config.maxTries, r.maxTries.map { max(1, $0) } ?? .max)
         let timeout = Int(min(config.timeout, r.timeoutSeconds.map { Int64(max(1, $0)) } ?? .max))
         let ticket = queue.enqueue()
@@ -66,19 +71,26 @@ extension Core {
         }
         // State may have changed while queued (another prompt, an unplug).
         if let refusal = await preflight(user: r.user, rhost: r.origin.rhost) { return .reply(refusal, method: nil) }
-        guard let info = await readerInfo() else { return .reply(refusal(for: .noReader, timeout: timeout), method: nil) }
+        guard let info = await readerInfo() else {
+            return .reply(refusal(for: .noReader, timeout: timeout), method: nil)
+        }
         let list = await prints.list(r.user, device: info.deviceKey).prints
         let wanted = list.filter { r.fingers?.contains($0.finger) ?? true }
         let usable = wanted.filter { !$0.damaged }
         guard !usable.isEmpty || list.allSatisfy(\.damaged) else {
             // Only damaged prints for the fingers asked for: say which, as when every print is.
-            guard !wanted.isEmpty else { return .reply(Refusal(.biometryNotEnrolled, reason: "noPrints", text: .notEnrolled), method: nil) }
-            var refusal = Refusal(.templateDamaged, reason: "templateDamaged", text: .templatesDamaged(wanted.map(\.finger)))
+            guard !wanted.isEmpty else {
+                return .reply(Refusal(.biometryNotEnrolled, reason: "noPrints", text: .notEnrolled), method: nil)
+            }
+            var refusal = Refusal(
+                .templateDamaged, reason: "templateDamaged", text: .templatesDamaged(wanted.map(\.finger)))
             refusal.fingers = wanted.map(\.finger)
             return .reply(refusal, method: nil)
         }
         let templates: [[UInt8]]
-        do { templates = try await prints.templates(r.user, device: info.deviceKey, fingers: usable.map(\.finger)) } catch {
+        do {
+            templates = try await prints.templates(r.user, device: info.deviceKey, fingers: usable.map(\.finger))
+        } catch {
             log.error("cannot read templates: \(error)", metadata: ["user": "\(r.user)"])
             return .reply(Self.storageFailure, method: nil)
         }
@@ -91,14 +103,19 @@ extension Core {
         var failures = 0
         while true {
             let op = ReaderOperation<ScanResult>()
-            reader.verify(templates: templates, timeoutSeconds: timeout, cancellation: op.cancellation,
-                          retry: { hint in CoreLoop.shared.post { client.show(ProgressEvent(.retry, .retry(hint))) } },
-                          completion: op.completion())
+            reader.verify(
+                templates: templates, timeoutSeconds: timeout, cancellation: op.cancellation,
+                retry: { hint in CoreLoop.shared.post { client.show(ProgressEvent(.retry, .retry(hint))) } },
+                completion: op.completion())
             switch await outcome(of: op, or: prompt) {
             case .second(let interrupt):
                 return ended(by: interrupt)
             case .first(.success(.match)):
-                do { try await states.update(r.user, .afterReply) { policyEngine.recordFingerprintSuccess($0.stateOrFailClosed, at: clock.now()) } } catch {
+                do {
+                    try await states.update(r.user, .afterReply) {
+                        policyEngine.recordFingerprintSuccess($0.stateOrFailClosed, at: clock.now())
+                    }
+                } catch {
                     // The match happened; a lost reset only leaves the counters higher (fail closed).
                     log.error("cannot record fingerprint success: \(error)")
                 }
@@ -116,8 +133,9 @@ extension Core {
                 log.info("no match (\(failures)/\(maxTries))", metadata: ["user": "\(r.user)"])
                 if let lockout { return .reply(lockout, method: "fingerprint") }
                 if failures >= maxTries {
-                    return .reply(Refusal(.authenticationFailed, reason: "maxTries", text: .notRecognised(tries: failures)),
-                                  method: "fingerprint")
+                    return .reply(
+                        Refusal(.authenticationFailed, reason: "maxTries", text: .notRecognised(tries: failures)),
+                        method: "fingerprint")
                 }
                 client.show(ProgressEvent(.noMatch, .noMatch(triesLeft: maxTries - failures), style: .error))
             case .first(.failure(let failure)):

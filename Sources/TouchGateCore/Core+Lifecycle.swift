@@ -27,7 +27,11 @@ extension Core {
     /// Every state change on disk within `shutdownStepMilliseconds`. A write that is still pending
     /// then is one that only relaxes the policy (`.afterReply`): losing it leaves the stricter state.
     func flushForShutdown() async {
-        if await !Self.finishes({ done in CoreLoop.shared.task { await self.states.flush(); done() } }) {
+        if await !Self.finishes({ done in
+            CoreLoop.shared.task {
+                await self.states.flush(); done()
+            }
+        }) {
             log.error("state writes still pending at exit (after-reply changes only)")
         }
     }

@@ -13,9 +13,12 @@ extension Core {
     /// answer is recorded before it is returned, and every refusal is published here.
     func verifyPassword(_ ctx: EventContext, _ password: String) async -> PasswordOutcome {
         let stored = await states.load(ctx.user)
-        if case .state(let s) = stored, case .refused(.backoff(let left)) = policyEngine.canAttemptPassword(s, at: clock.now()) {
+        if case .state(let s) = stored,
+            case .refused(.backoff(let left)) = policyEngine.canAttemptPassword(s, at: clock.now())
+        {
             publishOutcome(ctx, method: "password", outcome: .passwordBackoff, reason: "backoff")
-            return .refused(Refusal(.passwordBackoff, reason: "backoff", text: .backoff(seconds: Int(left)), seconds: Int(left)))
+            return .refused(
+                Refusal(.passwordBackoff, reason: "backoff", text: .backoff(seconds: Int(left)), seconds: Int(left)))
         }
         switch await checkWithDeadline(user: ctx.user, password: password) {
         case .correct:
@@ -42,8 +45,10 @@ extension Core {
             e.wrongPasswords = count
             events.publish(e)
             if let backoff {
-                return .refused(Refusal(.authenticationFailed, reason: "wrongPassword",
-                                        text: .wrongPasswordBackoff(seconds: Int(backoff)), seconds: Int(backoff)))
+                return .refused(
+                    Refusal(
+                        .authenticationFailed, reason: "wrongPassword",
+                        text: .wrongPasswordBackoff(seconds: Int(backoff)), seconds: Int(backoff)))
             }
             return .refused(Refusal(.authenticationFailed, reason: "wrongPassword", text: .wrongPassword))
         case .notSet:
@@ -59,11 +64,14 @@ extension Core {
     /// finishes whenever it does), and a full queue answers at once.
     private func checkWithDeadline(user: String, password: String) async -> PasswordCheck {
         let answer = OneShot<PasswordCheck>()
-        let timer = LoopTimer(after: passwordDeadline) { answer.set(.unavailable("no answer within \(self.passwordDeadline) ms")) }
+        let timer = LoopTimer(after: passwordDeadline) {
+            answer.set(.unavailable("no answer within \(self.passwordDeadline) ms"))
+        }
         defer { timer.cancel() }
         let passwords = self.passwords, pool = passwordPool
         CoreLoop.shared.task {
-            let check = (try? await pool.run { passwords.check(user: user, password: password) })
+            let check =
+                (try? await pool.run { passwords.check(user: user, password: password) })
                 ?? .unavailable("password checks queue full")
             answer.set(check)
         }
@@ -91,19 +99,23 @@ extension Core {
             if enable { s = policyEngine.enable(s) }
             return policyEngine.recordPasswordSuccess(s, in: env)
         }
-        if wasLocked { events.publish(event("unlock", ctx, method: "password", outcome: .success, reason: "passwordSuccess")) }
+        if wasLocked {
+            events.publish(event("unlock", ctx, method: "password", outcome: .success, reason: "passwordSuccess"))
+        }
     }
 
     /// deviceOwnerAuthentication: when the fingerprint is locked out, a password is required, or
     /// the tries are used up, the password comes next — unless password entry itself is in
     /// back-off, which the person is told at once instead of after typing.
     func offeringPassword(_ refusal: Refusal, user: String) -> Refusal {
-        let passwordNext = refusal.outcome == .biometryLockout || refusal.outcome == .passwordRequired
+        let passwordNext =
+            refusal.outcome == .biometryLockout || refusal.outcome == .passwordRequired
             || (refusal.outcome == .authenticationFailed && refusal.reason == "maxTries")
         guard passwordNext else { return refusal }
         var offer = refusal
         if case .state(let s)? = states.cached(user),
-           case .refused(.backoff(let left)) = policyEngine.canAttemptPassword(s, at: clock.now()) {
+            case .refused(.backoff(let left)) = policyEngine.canAttemptPassword(s, at: clock.now())
+        {
             offer.text = .lines([refusal.text, .backoff(seconds: Int(left))].compactMap { $0 })
         } else {
             offer.askPassword = true

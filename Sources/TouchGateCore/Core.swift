@@ -23,10 +23,12 @@ public struct CoreSetup: Sendable {
     /// Longest wait for the password service before the check is given up as failed.
     public var passwordCheckDeadlineMilliseconds = 30_000
 
-    public init(policy: PolicyConfig, allowRemote: Bool, bootID: String, stateDirectory: Directory,
-                printStore: Directory, reader: any FingerprintReader, passwords: any PasswordVerifying,
-                accounts: any AccountDirectory = SystemAccounts(), clock: any WallClock = SystemClock(),
-                log: Logger, audit: Logger) {
+    public init(
+        policy: PolicyConfig, allowRemote: Bool, bootID: String, stateDirectory: Directory,
+        printStore: Directory, reader: any FingerprintReader, passwords: any PasswordVerifying,
+        accounts: any AccountDirectory = SystemAccounts(), clock: any WallClock = SystemClock(),
+        log: Logger, audit: Logger
+    ) {
         self.policy = policy; self.allowRemote = allowRemote; self.bootID = bootID
         self.stateDirectory = stateDirectory; self.printStore = printStore; self.reader = reader
         self.passwords = passwords; self.accounts = accounts; self.clock = clock; self.log = log; self.audit = audit
@@ -79,10 +81,12 @@ public struct CoreSetup: Sendable {
             throw .unsafe("\(setup.stateDirectory.path)/users cannot be created")
         }
         let log = setup.log
-        states = UserStateStore(users: users, policy: policyEngine, clock: setup.clock, pool: storagePool,
-                                log: { log.error("\($0)") })
-        prints = PrintCache(files: PrintFiles(root: setup.printStore, reader: setup.reader), pool: storagePool,
-                            log: { log.notice("\($0)") })
+        states = UserStateStore(
+            users: users, policy: policyEngine, clock: setup.clock, pool: storagePool,
+            log: { log.error("\($0)") })
+        prints = PrintCache(
+            files: PrintFiles(root: setup.printStore, reader: setup.reader), pool: storagePool,
+            log: { log.notice("\($0)") })
         names = NameCache(accounts: setup.accounts, pool: accountPool)
         let settled = readerSettled
         setup.reader.whenOpened { CoreLoop.shared.post { settled.set(()) } }
@@ -139,8 +143,9 @@ public struct CoreSetup: Sendable {
     }
 
     func environment(prints: [EnrolledPrint], readerAvailable: Bool) -> Environment {
-        Environment(now: clock.now(), bootID: bootID, enrollmentSnapshot: Self.snapshot(prints),
-                    readerAvailable: readerAvailable)
+        Environment(
+            now: clock.now(), bootID: bootID, enrollmentSnapshot: Self.snapshot(prints),
+            readerAvailable: readerAvailable)
     }
 
     /// Order-independent identity of the set of prints (nil: none); damaged ones count too.

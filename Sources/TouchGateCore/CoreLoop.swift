@@ -36,10 +36,12 @@ public final class CoreLoop: @unchecked Sendable {
     /// Runs `body` on the loop thread, after what was posted before it; callable from any thread.
     public func post(_ body: @escaping @Sendable @CoreActor () -> Void) {
         let box = Unmanaged.passRetained(JobBox(body)).toOpaque()
-        tg_loop_post(handle, { raw in
-            let job = Unmanaged<JobBox>.fromOpaque(raw!).takeRetainedValue()
-            CoreActor.assumeIsolated(job.body)
-        }, box)
+        tg_loop_post(
+            handle,
+            { raw in
+                let job = Unmanaged<JobBox>.fromOpaque(raw!).takeRetainedValue()
+                CoreActor.assumeIsolated(job.body)
+            }, box)
     }
 
     /// Starts a task on the loop that prefers the loop as its task executor (see `LoopExecutor`).
@@ -59,11 +61,14 @@ public final class CoreLoop: @unchecked Sendable {
 public final class LoopExecutor: SerialExecutor, TaskExecutor, @unchecked Sendable {
     public func enqueue(_ job: consuming ExecutorJob) {
         let unowned = UnownedJob(job)
-        tg_loop_post(CoreLoop.shared.handle, { raw in
-            let job = unsafeBitCast(raw!, to: UnownedJob.self)
-            let executor = CoreLoop.shared.executor
-            job.runSynchronously(isolatedTo: executor.asUnownedSerialExecutor(), taskExecutor: executor.asUnownedTaskExecutor())
-        }, unsafeBitCast(unowned, to: UnsafeMutableRawPointer.self))
+        tg_loop_post(
+            CoreLoop.shared.handle,
+            { raw in
+                let job = unsafeBitCast(raw!, to: UnownedJob.self)
+                let executor = CoreLoop.shared.executor
+                job.runSynchronously(
+                    isolatedTo: executor.asUnownedSerialExecutor(), taskExecutor: executor.asUnownedTaskExecutor())
+            }, unsafeBitCast(unowned, to: UnsafeMutableRawPointer.self))
     }
 
     public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
@@ -103,4 +108,3 @@ private final class JobBox: @unchecked Sendable {
     let body: @Sendable @CoreActor () -> Void
     init(_ body: @escaping @Sendable @CoreActor () -> Void) { self.body = body }
 }
-

@@ -106,7 +106,9 @@ public final class Directory: Sendable {
         }
         guard fsync(file) == 0 else { let e = errno; close(file); unlinkat(fd, tmp, 0); throw .io("fsync \(full)", e) }
         close(file)
-        guard renameat(fd, tmp, fd, name) == 0 else { let e = errno; unlinkat(fd, tmp, 0); throw .io("rename \(full)", e) }
+        guard renameat(fd, tmp, fd, name) == 0 else {
+            let e = errno; unlinkat(fd, tmp, 0); throw .io("rename \(full)", e)
+        }
         try sync()
     }
 
@@ -143,7 +145,9 @@ public final class Directory: Sendable {
         rewinddir(d)
         var names: [String] = []
         while let e = readdir(d) {
-            let name = withUnsafeBytes(of: e.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            let name = withUnsafeBytes(of: e.pointee.d_name) {
+                String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
+            }
             if name != "." && name != ".." { names.append(name) }
         }
         return names
@@ -195,7 +199,9 @@ public final class Directory: Sendable {
     }
 
     private static func checkOwnership(_ st: stat, _ path: String) throws(StorageError) {
-        guard st.st_uid == geteuid() else { throw .unsafe("\(path) is owned by uid \(st.st_uid), not by the daemon's user") }
+        guard st.st_uid == geteuid() else {
+            throw .unsafe("\(path) is owned by uid \(st.st_uid), not by the daemon's user")
+        }
         guard st.st_mode & 0o022 == 0 else { throw .unsafe("\(path) is writable by group or others") }
     }
 

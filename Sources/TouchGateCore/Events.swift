@@ -8,13 +8,13 @@ import TouchGatePolicy
 /// One thing that happened. Never a template byte or a password.
 public struct AuthEvent: Codable, Sendable, Equatable {
     public var time: String
-    public var event: String          // outcome | lockout | unlock | enrollmentChanged | admin
+    public var event: String  // outcome | lockout | unlock | enrollmentChanged | admin
     public var user: String
     public var service: String?
     public var tty: String?
     public var rhost: String?
     public var policy: String?
-    public var method: String?        // fingerprint | password | admin
+    public var method: String?  // fingerprint | password | admin
     public var code: Int32?
     public var outcome: String?
     public var reason: String?
@@ -53,7 +53,8 @@ public struct AuthEvent: Codable, Sendable, Equatable {
     static func escaped(_ value: String) -> String {
         var out = ""
         for b in value.utf8 {
-            let plain = (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
+            let plain =
+                (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
                 || b == 0x2E || b == 0x5F || b == 0x2D || b == 0x3A || b == 0x2F || b == 0x40 || b == 0x2C || b == 0x2B
             out += plain ? String(UnicodeScalar(b)) : "\\x" + hex([b])
         }

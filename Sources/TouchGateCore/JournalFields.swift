@@ -17,8 +17,10 @@ public enum JournalFields {
     ]
 
     /// The event's details, in the order they are written; each becomes TOUCHGATE_<KEY upper-cased>.
-    static let eventKeys = ["event", "user", "outcome", "reason", "method", "service", "tty", "rhost", "code",
-                            "failed_matches", "wrong_passwords", "by_uid"]
+    static let eventKeys = [
+        "event", "user", "outcome", "reason", "method", "service", "tty", "rhost", "code",
+        "failed_matches", "wrong_passwords", "by_uid",
+    ]
 
     /// syslog's priorities (PRIORITY=).
     public static func priority(_ level: Logger.Level) -> Int {
@@ -37,8 +39,10 @@ public enum JournalFields {
     /// the facility, the MESSAGE_ID of its kind and one TOUCHGATE_ field per detail it has. Values
     /// are escaped as in the audit line (\xHH), so a client's service, tty or rhost stays one word
     /// and cannot forge a field.
-    public static func fields(message: String, level: Logger.Level, audit: Bool,
-                              metadata: Logger.Metadata?) -> [(name: String, value: String)] {
+    public static func fields(
+        message: String, level: Logger.Level, audit: Bool,
+        metadata: Logger.Metadata?
+    ) -> [(name: String, value: String)] {
         var out: [(name: String, value: String)] = [
             ("MESSAGE", message), ("PRIORITY", "\(priority(level))"), ("SYSLOG_IDENTIFIER", identifier),
         ]

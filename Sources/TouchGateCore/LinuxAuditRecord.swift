@@ -42,9 +42,12 @@ public struct LinuxAuditRecord: Equatable, Sendable {
             return []
         }
         let host = event.rhost.map(AuthEvent.escaped)
-        return [LinuxAuditRecord(kind: kind, operation: operation, account: event.user, host: host,
-                                 address: event.rhost.flatMap(numericAddress) ?? "?",
-                                 terminal: event.tty.map(AuthEvent.escaped), success: success)]
+        return [
+            LinuxAuditRecord(
+                kind: kind, operation: operation, account: event.user, host: host,
+                address: event.rhost.flatMap(numericAddress) ?? "?",
+                terminal: event.tty.map(AuthEvent.escaped), success: success)
+        ]
     }
 
     static func numericAddress(_ text: String) -> String? {

@@ -10,17 +10,21 @@ import CTouchGateLoop
     public init(milliseconds: Int, _ fire: @escaping @CoreActor () -> Bool) {
         let box = Unmanaged.passRetained(TimerBox(fire))
         self.box = box
-        id = tg_loop_timer(CoreLoop.shared.handle, UInt32(clamping: max(0, milliseconds)), { raw in
-            let timer = Unmanaged<TimerBox>.fromOpaque(raw!).takeUnretainedValue()
-            let again = CoreActor.assumeIsolated { timer.fire() }
-            if !again { timer.finished = true }
-            return again ? 1 : 0
-        }, box.toOpaque())
+        id = tg_loop_timer(
+            CoreLoop.shared.handle, UInt32(clamping: max(0, milliseconds)),
+            { raw in
+                let timer = Unmanaged<TimerBox>.fromOpaque(raw!).takeUnretainedValue()
+                let again = CoreActor.assumeIsolated { timer.fire() }
+                if !again { timer.finished = true }
+                return again ? 1 : 0
+            }, box.toOpaque())
     }
 
     /// Calls `fire` once after `milliseconds`.
     public convenience init(after milliseconds: Int, _ fire: @escaping @CoreActor () -> Void) {
-        self.init(milliseconds: milliseconds) { fire(); return false }
+        self.init(milliseconds: milliseconds) {
+            fire(); return false
+        }
     }
 
     public func cancel() {
@@ -57,12 +61,14 @@ private final class TimerBox {
     public init(fd: Int32, events: Events, _ ready: @escaping @CoreActor (Events) -> Bool) {
         let box = Unmanaged.passRetained(WatchBox(ready))
         self.box = box
-        id = tg_loop_watch(CoreLoop.shared.handle, fd, events.rawValue, { _, revents, raw in
-            let watch = Unmanaged<WatchBox>.fromOpaque(raw!).takeUnretainedValue()
-            let again = CoreActor.assumeIsolated { watch.ready(Events(rawValue: revents)) }
-            if !again { watch.finished = true }
-            return again ? 1 : 0
-        }, box.toOpaque())
+        id = tg_loop_watch(
+            CoreLoop.shared.handle, fd, events.rawValue,
+            { _, revents, raw in
+                let watch = Unmanaged<WatchBox>.fromOpaque(raw!).takeUnretainedValue()
+                let again = CoreActor.assumeIsolated { watch.ready(Events(rawValue: revents)) }
+                if !again { watch.finished = true }
+                return again ? 1 : 0
+            }, box.toOpaque())
     }
 
     /// Changes what is watched (e.g. adds `.writable` while output is queued).

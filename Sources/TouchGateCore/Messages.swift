@@ -63,10 +63,13 @@ public enum Text: Sendable, Equatable {
         switch self {
         case .lines(let texts): return texts.map { $0.render(language) }.joined(separator: "\n")
         case .placeFinger(let swipe):
-            return swipe ? L("Swipe your finger across the fingerprint reader", l)
+            return swipe
+                ? L("Swipe your finger across the fingerprint reader", l)
                 : L("Place your finger on the fingerprint reader", l)
         case .enrollPrompt(let f, let n):
-            return NL("Enrolling %s: scan your finger %d time", "Enrolling %s: scan your finger %d times", n, l, f.rawValue, n)
+            return NL(
+                "Enrolling %s: scan your finger %d time", "Enrolling %s: scan your finger %d times", n, l, f.rawValue, n
+            )
         case .retry(let hint):
             switch hint {
             case .general: return L("The scan did not work, try again", l)
@@ -75,15 +78,20 @@ public enum Text: Sendable, Equatable {
             case .removeFinger: return L("Remove your finger and try again", l)
             }
         case .noMatch(let left):
-            return NL("Fingerprint not recognised, try again (%d try left)", "Fingerprint not recognised, try again (%d tries left)", left, l, left)
+            return NL(
+                "Fingerprint not recognised, try again (%d try left)",
+                "Fingerprint not recognised, try again (%d tries left)", left, l, left)
         case .notRecognised(let n):
-            return NL("Fingerprint not recognised after %d try: use your password", "Fingerprint not recognised after %d tries: use your password", n, l, n)
+            return NL(
+                "Fingerprint not recognised after %d try: use your password",
+                "Fingerprint not recognised after %d tries: use your password", n, l, n)
         case .queued(let ahead): return L("Waiting for the fingerprint reader (%d ahead in the queue)", l, ahead)
         case .recognised: return L("Fingerprint recognised", l)
         case .enrolled(let f): return L("Enrolled %s", l, f.rawValue)
         case .enrollStage(let k, let n): return L("Scan %d of %d recorded", l, k, n)
         case .alreadyEnrolled(let f): return L("This finger is already enrolled as your %s", l, f.rawValue)
-        case .alreadyEnrolledFor(let f, let u): return L("This finger is already enrolled as the %s of %s", l, f.rawValue, u)
+        case .alreadyEnrolledFor(let f, let u):
+            return L("This finger is already enrolled as the %s of %s", l, f.rawValue, u)
         case .enrolledForAnotherUser: return L("This finger is already enrolled for another user", l)
         case .noReader: return L("No fingerprint reader available: use your password", l)
         case .readerRemoved: return L("The fingerprint reader was removed: use your password", l)
@@ -93,7 +101,10 @@ public enum Text: Sendable, Equatable {
         case .readerStorageFull: return L("The fingerprint reader's storage is full: delete a fingerprint first", l)
         case .readerFailed: return L("The fingerprint reader reported an error: use your password", l)
         case .enrolledOnReader: return L("This finger is already enrolled on the fingerprint reader", l)
-        case .timedOut(let s): return NL("No finger detected in %d second: use your password", "No finger detected in %d seconds: use your password", s, l, s)
+        case .timedOut(let s):
+            return NL(
+                "No finger detected in %d second: use your password",
+                "No finger detected in %d seconds: use your password", s, l, s)
         case .remoteSession: return L("Fingerprint is not offered in remote sessions", l)
         case .notEnrolled: return L("No fingerprints enrolled", l)
         case .notPermitted: return L("Not permitted", l)
@@ -111,10 +122,12 @@ public enum Text: Sendable, Equatable {
             return L("Fingerprint unavailable: its stored files are not safe to use (ask the administrator)", l)
         case .busy: return L("Fingerprint service busy: use your password", l)
         case .templateDamaged(let f):
-            return L("The enrolled %s is damaged: enroll it again (touchgate enroll --finger %s)", l, f.rawValue, f.rawValue)
+            return L(
+                "The enrolled %s is damaged: enroll it again (touchgate enroll --finger %s)", l, f.rawValue, f.rawValue)
         case .templatesDamaged(let fingers):
-            return L("The enrolled fingerprints are damaged (%s): enroll them again, then use your password", l,
-                     fingers.map(\.rawValue).joined(separator: ", "))
+            return L(
+                "The enrolled fingerprints are damaged (%s): enroll them again, then use your password", l,
+                fingers.map(\.rawValue).joined(separator: ", "))
         case .notEnabled: return L("Fingerprint authentication is not enabled for this account", l)
         case .lockout(let n): return L("Fingerprint locked after %d failed attempts: enter your password", l, n)
         case .passwordRequired(let reason):
@@ -127,7 +140,8 @@ public enum Text: Sendable, Equatable {
             }
         case .backoff(let s): return L("Too many wrong passwords: try again in %s", l, Self.duration(s, l))
         case .wrongPassword: return L("Wrong password", l)
-        case .wrongPasswordBackoff(let s): return L("Wrong password: password entry is locked for %s", l, Self.duration(s, l))
+        case .wrongPasswordBackoff(let s):
+            return L("Wrong password: password entry is locked for %s", l, Self.duration(s, l))
         case .passwordNotSet: return L("This account has no usable password", l)
         case .passwordNeeded: return L("Your password is needed for this", l)
         case .passwordAccepted: return L("Password accepted", l)

@@ -26,19 +26,22 @@ public struct PAMPasswordChecker: PasswordVerifying {
         // The conversation answers every prompt with the password; the copy is wiped afterwards.
         guard let secret = strdup(password) else { return .unavailable("out of memory") }
         defer { memset(secret, 0, strlen(secret)); free(secret) }
-        var conv = pam_conv(conv: { count, messages, responses, data in
-            guard count > 0, let messages, let responses, let data else { return PAM_CONV_ERR }
-            guard let replies = calloc(Int(count), MemoryLayout<pam_response>.size)?
-                .assumingMemoryBound(to: pam_response.self) else { return PAM_BUF_ERR }
-            for i in 0..<Int(count) {
-                let style = messages[i]!.pointee.msg_style
-                if style == PAM_PROMPT_ECHO_OFF || style == PAM_PROMPT_ECHO_ON {
-                    replies[i].resp = strdup(data.assumingMemoryBound(to: CChar.self))
+        var conv = pam_conv(
+            conv: { count, messages, responses, data in
+                guard count > 0, let messages, let responses, let data else { return PAM_CONV_ERR }
+                guard
+                    let replies = calloc(Int(count), MemoryLayout<pam_response>.size)?
+                        .assumingMemoryBound(to: pam_response.self)
+                else { return PAM_BUF_ERR }
+                for i in 0..<Int(count) {
+                    let style = messages[i]!.pointee.msg_style
+                    if style == PAM_PROMPT_ECHO_OFF || style == PAM_PROMPT_ECHO_ON {
+                        replies[i].resp = strdup(data.assumingMemoryBound(to: CChar.self))
+                    }
                 }
-            }
-            responses.pointee = replies
-            return PAM_SUCCESS
-        }, appdata_ptr: UnsafeMutableRawPointer(secret))
+                responses.pointee = replies
+                return PAM_SUCCESS
+            }, appdata_ptr: UnsafeMutableRawPointer(secret))
         var handle: OpaquePointer?
         let started = pam_start(service, user, &conv, &handle)
         guard started == PAM_SUCCESS, let handle else {
@@ -64,7 +67,8 @@ public struct PAMPasswordChecker: PasswordVerifying {
             var entry = spwd()
             var result: UnsafeMutablePointer<spwd>?
             guard getspnam_r(user, &entry, buf.baseAddress, buf.count, &result) == 0, result != nil,
-                  let hash = entry.sp_pwdp else { return false }
+                let hash = entry.sp_pwdp
+            else { return false }
             let first = hash.pointee
             return first == 0 || first == CChar(UInt8(ascii: "!")) || first == CChar(UInt8(ascii: "*"))
         }

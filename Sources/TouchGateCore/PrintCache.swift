@@ -27,7 +27,9 @@ import TouchGateWire
             return .unsafe("storage queue full")  // not cached: the next request reads again
         }
         cache[user] = (device, list)
-        for p in list.prints { if let why = p.problem { log("\(user)'s \(p.finger.rawValue) print is not used: \(why)") } }
+        for p in list.prints {
+            if let why = p.problem { log("\(user)'s \(p.finger.rawValue) print is not used: \(why)") }
+        }
         return list
     }
 
@@ -49,7 +51,8 @@ import TouchGateWire
 
     func save(_ bytes: [UInt8], user: String, device: DeviceKey, finger: Finger) async throws(StorageError) {
         defer { invalidate(user) }
-        try await run { files throws(StorageError) in try files.save(bytes, user: user, device: device, finger: finger) }
+        try await run { files throws(StorageError) in try files.save(bytes, user: user, device: device, finger: finger)
+        }
     }
 
     /// Deletes on `device`, or on every reader's directory when nil; returns the fingers removed.
@@ -58,7 +61,9 @@ import TouchGateWire
         return try await run { files throws(StorageError) in try files.delete(user, device: device, fingers: fingers) }
     }
 
-    private func run<T: Sendable>(_ body: @escaping @Sendable (PrintFiles) throws(StorageError) -> T) async throws(StorageError) -> T {
+    private func run<T: Sendable>(_ body: @escaping @Sendable (PrintFiles) throws(StorageError) -> T)
+        async throws(StorageError) -> T
+    {
         let files = self.files
         let result: Result<T, StorageError>
         do {

@@ -73,11 +73,15 @@ public struct PrintFiles: Sendable {
                 } catch {
                     // A file that cannot be read or trusted costs that finger only: it still counts
                     // as enrolled (the set changed) but is never used to match.
-                    found.append(EnrolledPrint(finger: finger, digest: "unreadable", damaged: true, problem: error.description))
+                    found.append(
+                        EnrolledPrint(finger: finger, digest: "unreadable", damaged: true, problem: error.description))
                     continue
                 }
-                let problem = judged ? Self.problem(reader.describe(bytes), user: user, device: device, finger: finger) : nil
-                found.append(EnrolledPrint(finger: finger, digest: Self.digest(bytes), damaged: problem != nil, problem: problem))
+                let problem =
+                    judged ? Self.problem(reader.describe(bytes), user: user, device: device, finger: finger) : nil
+                found.append(
+                    EnrolledPrint(finger: finger, digest: Self.digest(bytes), damaged: problem != nil, problem: problem)
+                )
             }
             return .prints(found.sorted { $0.finger < $1.finger })
         } catch {
@@ -90,7 +94,9 @@ public struct PrintFiles: Sendable {
     static func problem(_ d: PrintDescription?, user: String, device: DeviceKey, finger: Finger) -> String? {
         guard let d else { return "libfprint cannot read it" }
         if d.username != user { return "it is a print of \(d.username.map { "'\($0)'" } ?? "no user"), not of \(user)" }
-        if d.driver != device.driver || d.deviceID != device.deviceID { return "it was made on another reader (\(d.driver) \(d.deviceID))" }
+        if d.driver != device.driver || d.deviceID != device.deviceID {
+            return "it was made on another reader (\(d.driver) \(d.deviceID))"
+        }
         if d.finger != finger.fpFinger { return "it is a print of another finger (\(d.finger))" }
         // A match-on-chip reader that lost it (cleared by another system, say) cannot match it.
         if d.onDevice == false { return "the reader no longer holds it" }
@@ -102,7 +108,9 @@ public struct PrintFiles: Sendable {
     }
 
     public func save(_ bytes: [UInt8], user: String, device: DeviceKey, finger: Finger) throws(StorageError) {
-        guard let dir = try deviceDirectory(user, device, create: true) else { throw .unsafe("no directory for \(user)") }
+        guard let dir = try deviceDirectory(user, device, create: true) else {
+            throw .unsafe("no directory for \(user)")
+        }
         try dir.writeAtomically(Self.fileName(finger), bytes)
     }
 
@@ -112,7 +120,8 @@ public struct PrintFiles: Sendable {
         var removed = Set<Finger>()
         for key in try devices(user) where device == nil || key == device {
             guard let userDir = try root.subdirectory(user), let driverDir = try userDir.subdirectory(key.driver),
-                  let dir = try driverDir.subdirectory(key.deviceID) else { continue }
+                let dir = try driverDir.subdirectory(key.deviceID)
+            else { continue }
             var here = false
             for f in fingers {
                 if try dir.remove(Self.fileName(f)) { removed.insert(f); here = true }
@@ -132,7 +141,8 @@ public struct PrintFiles: Sendable {
             guard let dir = try? deviceDirectory(user, device, create: false) else { continue }
             for name in dir.entries() {
                 guard let finger = Self.finger(fileName: name), let bytes = try? dir.read(name),
-                      Self.problem(reader.describe(bytes), user: user, device: device, finger: finger) == nil else { continue }
+                    Self.problem(reader.describe(bytes), user: user, device: device, finger: finger) == nil
+                else { continue }
                 out.append(GalleryPrint(user: user, finger: finger, template: bytes))
             }
         }
@@ -169,7 +179,8 @@ public struct PrintFiles: Sendable {
     /// `<store>/<user>/<driver>/<device id>`, each level opened without following links.
     func deviceDirectory(_ user: String, _ device: DeviceKey, create: Bool) throws(StorageError) -> Directory? {
         guard let userDir = try root.subdirectory(user, create: create),
-              let driverDir = try userDir.subdirectory(device.driver, create: create) else { return nil }
+            let driverDir = try userDir.subdirectory(device.driver, create: create)
+        else { return nil }
         return try driverDir.subdirectory(device.deviceID, create: create)
     }
 

@@ -38,10 +38,10 @@ import TouchGateReader
 
 /// Why a prompt was interrupted before its operation ended.
 enum Interrupt: Sendable, Equatable {
-    case cancelled            // the client sent CANCEL (appCancel)
+    case cancelled  // the client sent CANCEL (appCancel)
     case typedPassword(String)
-    case clientGone           // the connection closed (the request's task was cancelled)
-    case systemCancel(Refusal) // the daemon ends it: shutdown, suspend
+    case clientGone  // the connection closed (the request's task was cancelled)
+    case systemCancel(Refusal)  // the daemon ends it: shutdown, suspend
 }
 
 /// A prompt in progress: anything that must end it sets `interrupt`.
@@ -87,7 +87,9 @@ extension Core {
 
     /// Waits for the operation, or for an interrupt; when interrupted the operation is cancelled
     /// and its end awaited too, so the reader is free when this returns.
-    func outcome<Value>(of op: ReaderOperation<Value>, or prompt: ActivePrompt) async -> FirstOf<Result<Value, ReaderFailure>, Interrupt> {
+    func outcome<Value>(of op: ReaderOperation<Value>, or prompt: ActivePrompt) async -> FirstOf<
+        Result<Value, ReaderFailure>, Interrupt
+    > {
         let first = await firstOf(op.done, prompt.interrupt)
         if case .second = first {
             op.cancellation.cancel()

@@ -11,7 +11,9 @@ public struct Caller: Sendable, Equatable {
     /// front-end asked it: only ever widens docs/spec.md §5's rules as polkit's own rules say.
     public var grants: Set<Grant> = []
     public var isRoot: Bool { uid == 0 }
-    public init(uid: UInt32, pid: Int32, grants: Set<Grant> = []) { self.uid = uid; self.pid = pid; self.grants = grants }
+    public init(uid: UInt32, pid: Int32, grants: Set<Grant> = []) {
+        self.uid = uid; self.pid = pid; self.grants = grants
+    }
 
     public enum Grant: Sendable, Hashable {
         /// polkit's setusername: may act on another user's prints.
@@ -42,8 +44,10 @@ public struct EvaluateRequest: Sendable {
     public var noInput: Bool
     /// Only these fingers (fprintd's VerifyStart with a finger name); nil: any enrolled finger.
     public var fingers: [Finger]?
-    public init(user: String, policy: EvaluationPolicy, origin: Origin = Origin(), maxTries: Int? = nil,
-                timeoutSeconds: Int? = nil, noInput: Bool = false, fingers: [Finger]? = nil) {
+    public init(
+        user: String, policy: EvaluationPolicy, origin: Origin = Origin(), maxTries: Int? = nil,
+        timeoutSeconds: Int? = nil, noInput: Bool = false, fingers: [Finger]? = nil
+    ) {
         self.user = user; self.policy = policy; self.origin = origin; self.maxTries = maxTries
         self.timeoutSeconds = timeoutSeconds; self.noInput = noInput; self.fingers = fingers
     }
@@ -71,7 +75,9 @@ public struct Reply: Error, Sendable, Equatable {
         self.init(outcome, reason: reason, text: text, seconds: seconds)
     }
 
-    public static func success(_ text: Text? = nil, reason: String? = nil) -> Reply { Reply(.success, reason: reason, text: text) }
+    public static func success(_ text: Text? = nil, reason: String? = nil) -> Reply {
+        Reply(.success, reason: reason, text: text)
+    }
 
     public var isSuccess: Bool { outcome == .success }
 }
@@ -86,7 +92,8 @@ public struct ProgressEvent: Sendable, Equatable {
     public var text: Text?
     public var stage: Int?
     public var stages: Int?
-    public init(_ kind: ProgressKind, _ text: Text?, style: MessageStyle = .info, stage: Int? = nil, stages: Int? = nil) {
+    public init(_ kind: ProgressKind, _ text: Text?, style: MessageStyle = .info, stage: Int? = nil, stages: Int? = nil)
+    {
         self.kind = kind; self.text = text; self.style = style; self.stage = stage; self.stages = stages
     }
 }

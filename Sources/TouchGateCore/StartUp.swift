@@ -42,7 +42,9 @@ public enum StartUp {
                     }
                     let device = DeviceKey(driver: d.driver, deviceID: d.deviceID)
                     if let existing = try files.template(user, device: device, finger: finger), existing != bytes {
-                        log("\(dir.path)/\(name): \(user)'s \(finger.rawValue) in the print store differs; left in place")
+                        log(
+                            "\(dir.path)/\(name): \(user)'s \(finger.rawValue) in the print store differs; left in place"
+                        )
                         continue
                     }
                     try files.save(bytes, user: user, device: device, finger: finger)

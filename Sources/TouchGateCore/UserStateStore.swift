@@ -60,8 +60,10 @@ public enum Durability: Sendable {
 
     nonisolated static let fileName = "state.json"
 
-    init(users: Directory, policy: Policy, clock: any WallClock, pool: WorkerPool,
-         deferral: Int = UserStateStore.deferralMilliseconds, log: @escaping (String) -> Void) {
+    init(
+        users: Directory, policy: Policy, clock: any WallClock, pool: WorkerPool,
+        deferral: Int = UserStateStore.deferralMilliseconds, log: @escaping (String) -> Void
+    ) {
         self.deferral = deferral
         self.users = users
         self.policy = policy
@@ -82,8 +84,10 @@ public enum Durability: Sendable {
     /// Throws when that write failed; the new state is kept in memory either way (it only adds
     /// what happened, so keeping it is never weaker than the disk).
     @discardableResult
-    func update(_ user: String, _ durability: Durability,
-                _ change: (StoredState) -> UserState) async throws(StorageError) -> UserState {
+    func update(
+        _ user: String, _ durability: Durability,
+        _ change: (StoredState) -> UserState
+    ) async throws(StorageError) -> UserState {
         let e = try await entry(user)
         let next = change(e.stored)
         let deferrable = durability == .afterReply && Self.onlyLaterFingerprintSuccess(e.stored, next)
@@ -142,13 +146,15 @@ public enum Durability: Sendable {
         return e
     }
 
-    private nonisolated static func read(_ user: String, users: Directory, policy: Policy, now: Instant) -> StoredState {
+    private nonisolated static func read(_ user: String, users: Directory, policy: Policy, now: Instant) -> StoredState
+    {
         do {
             // No state yet: nothing was ever disabled. Enrolling is what opts in, so prints found
             // without a state were enrolled elsewhere (fprintd) and count as opted in; the policy
             // still asks the password once for them (enrollmentChanged). No prints: not enrolled.
             guard let dir = try users.subdirectory(user),
-                  let bytes = try dir.read(fileName, limit: 64 * 1024) else { return .state(UserState(enabled: true)) }
+                let bytes = try dir.read(fileName, limit: 64 * 1024)
+            else { return .state(UserState(enabled: true)) }
             guard let state = try? JSONDecoder().decode(UserState.self, from: Data(bytes)) else {
                 return .corrupt("\(users.path)/\(user)/\(fileName) is not a valid state")
             }
@@ -175,7 +181,8 @@ public enum Durability: Sendable {
     /// A fingerprint match that changed nothing else: no counter to clear, no rule to lift.
     private nonisolated static func onlyLaterFingerprintSuccess(_ before: StoredState, _ after: UserState) -> Bool {
         guard case .state(var s) = before, let now = after.lastFingerprintSuccess,
-              now >= s.lastFingerprintSuccess ?? now else { return false }
+            now >= s.lastFingerprintSuccess ?? now
+        else { return false }
         s.lastFingerprintSuccess = now
         return s == after
     }
@@ -200,7 +207,9 @@ public enum Durability: Sendable {
         CoreLoop.shared.task { [self] in
             let outcome: StorageError?
             do {
-                outcome = try await pool.run { Self.write(state, user: user, users: users, moveAside: moveAside, stamp: stamp) }
+                outcome = try await pool.run {
+                    Self.write(state, user: user, users: users, moveAside: moveAside, stamp: stamp)
+                }
             } catch {
                 outcome = .unsafe("storage queue full")
             }
@@ -218,14 +227,18 @@ public enum Durability: Sendable {
         }
     }
 
-    private nonisolated static func write(_ state: UserState, user: String, users: Directory,
-                                          moveAside: Bool, stamp: Instant) -> StorageError? {
+    private nonisolated static func write(
+        _ state: UserState, user: String, users: Directory,
+        moveAside: Bool, stamp: Instant
+    ) -> StorageError? {
         do {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
             let data: Data
             do { data = try encoder.encode(state) } catch { return .unsafe("cannot encode state: \(error)") }
-            guard let dir = try users.subdirectory(user, create: true) else { return .unsafe("no directory for \(user)") }
+            guard let dir = try users.subdirectory(user, create: true) else {
+                return .unsafe("no directory for \(user)")
+            }
             if moveAside { try? dir.rename(fileName, to: "\(fileName).corrupt-\(stamp)") }
             try dir.writeAtomically(fileName, Array(data))
             return nil

@@ -27,7 +27,9 @@ public final class WorkerPool: Sendable {
 
     /// Runs `work` on one of the pool's threads and returns its result.
     /// Runs where the caller runs (nonsending): on the core loop, no hop through another executor.
-    public nonisolated(nonsending) func run<T: Sendable>(_ work: @escaping @Sendable () -> T) async throws(PoolBusy) -> T {
+    public nonisolated(nonsending) func run<T: Sendable>(_ work: @escaping @Sendable () -> T) async throws(PoolBusy)
+        -> T
+    {
         let accepted = Mutex(true)
         let result: T? = await withCheckedContinuation { (continuation: CheckedContinuation<T?, Never>) in
             let queued = submit { continuation.resume(returning: work()) }

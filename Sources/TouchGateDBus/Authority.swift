@@ -26,15 +26,18 @@ enum FprintAction: String {
     /// The caller's uid and pid, from the bus daemon (GetConnectionUnixUser / ProcessID).
     func caller(_ sender: String) async -> Result<Caller, BusError> {
         if let uid = uids[sender] { return .success(Caller(uid: uid, pid: 0)) }
-        let reply = await busCall(connection, destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                  interface: "org.freedesktop.DBus", method: "GetConnectionUnixUser",
-                                  V.tuple([V.string(sender)]), timeoutMilliseconds: 5000)
+        let reply = await busCall(
+            connection, destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+            interface: "org.freedesktop.DBus", method: "GetConnectionUnixUser",
+            V.tuple([V.string(sender)]), timeoutMilliseconds: 5000)
         switch reply {
         case .failure(let e):
             return .failure(.internalError("Could not get connection unix user ID: \(e.message)"))
         case .success(let v):
             defer { g_variant_unref(v) }
-            guard let uid = V.uint32Arg(v, 0) else { return .failure(.internalError("bad GetConnectionUnixUser reply")) }
+            guard let uid = V.uint32Arg(v, 0) else {
+                return .failure(.internalError("bad GetConnectionUnixUser reply"))
+            }
             if uids.count > 4096 { uids.removeAll() }
             uids[sender] = uid
             return .success(Caller(uid: uid, pid: 0))
@@ -55,20 +58,24 @@ enum FprintAction: String {
     func check(_ action: FprintAction, sender: String, caller: Caller) async -> Check {
         let subject = V.tuple([V.string("system-bus-name"), V.vardict([("name", V.string(sender))])])
         let parameters = V.tuple([subject, V.string(action.rawValue), V.array("{ss}", []), V.uint32(1), V.string("")])
-        let reply = await busCall(connection, destination: "org.freedesktop.PolicyKit1",
-                                  path: "/org/freedesktop/PolicyKit1/Authority",
-                                  interface: "org.freedesktop.PolicyKit1.Authority", method: "CheckAuthorization",
-                                  parameters, timeoutMilliseconds: Self.polkitDeadlineMilliseconds)
+        let reply = await busCall(
+            connection, destination: "org.freedesktop.PolicyKit1",
+            path: "/org/freedesktop/PolicyKit1/Authority",
+            interface: "org.freedesktop.PolicyKit1.Authority", method: "CheckAuthorization",
+            parameters, timeoutMilliseconds: Self.polkitDeadlineMilliseconds)
         switch reply {
-        case .failure(let e) where e.name == "org.freedesktop.DBus.Error.ServiceUnknown"
-                                || e.name == "org.freedesktop.DBus.Error.NameHasNoOwner":
+        case .failure(let e)
+        where e.name == "org.freedesktop.DBus.Error.ServiceUnknown"
+            || e.name == "org.freedesktop.DBus.Error.NameHasNoOwner":
             return .noAuthority
         case .failure(let e):
             log("polkit check of \(action.rawValue) failed: \(e.name): \(e.message)")
             return .denied("Not Authorized: \(e.message)")
         case .success(let v):
             defer { g_variant_unref(v) }
-            guard let result = g_variant_get_child_value(v, 0) else { return .denied("Not Authorized: bad polkit reply") }
+            guard let result = g_variant_get_child_value(v, 0) else {
+                return .denied("Not Authorized: bad polkit reply")
+            }
             defer { g_variant_unref(result) }
             return V.boolArg(result, 0) == true ? .allowed : .denied("Not Authorized: \(action.rawValue)")
         }

@@ -43,16 +43,21 @@ enum V {
     /// The string at `index` of a tuple, or nil when it is not one.
     static func stringArg(_ tuple: Variant?, _ index: Int) -> String? {
         guard let tuple, Int(g_variant_n_children(tuple)) > index,
-              let child = g_variant_get_child_value(tuple, gsize(index)) else { return nil }
+            let child = g_variant_get_child_value(tuple, gsize(index))
+        else { return nil }
         defer { g_variant_unref(child) }
-        guard g_variant_is_of_type(child, g_variant_type_checked_("s")) != 0 || g_variant_is_of_type(child, g_variant_type_checked_("o")) != 0,
-              let text = g_variant_get_string(child, nil) else { return nil }
+        guard
+            g_variant_is_of_type(child, g_variant_type_checked_("s")) != 0
+                || g_variant_is_of_type(child, g_variant_type_checked_("o")) != 0,
+            let text = g_variant_get_string(child, nil)
+        else { return nil }
         return String(cString: text)
     }
 
     static func boolArg(_ tuple: Variant?, _ index: Int) -> Bool? {
         guard let tuple, Int(g_variant_n_children(tuple)) > index,
-              let child = g_variant_get_child_value(tuple, gsize(index)) else { return nil }
+            let child = g_variant_get_child_value(tuple, gsize(index))
+        else { return nil }
         defer { g_variant_unref(child) }
         guard g_variant_is_of_type(child, g_variant_type_checked_("b")) != 0 else { return nil }
         return g_variant_get_boolean(child) != 0
@@ -60,7 +65,8 @@ enum V {
 
     static func uint32Arg(_ tuple: Variant?, _ index: Int) -> UInt32? {
         guard let tuple, Int(g_variant_n_children(tuple)) > index,
-              let child = g_variant_get_child_value(tuple, gsize(index)) else { return nil }
+            let child = g_variant_get_child_value(tuple, gsize(index))
+        else { return nil }
         defer { g_variant_unref(child) }
         guard g_variant_is_of_type(child, g_variant_type_checked_("u")) != 0 else { return nil }
         return g_variant_get_uint32(child)
@@ -73,7 +79,9 @@ struct BusError: Error, Sendable, Equatable {
     let message: String
 
     static let prefix = "net.reactivated.Fprint.Error."
-    static func fprint(_ suffix: String, _ message: String) -> BusError { BusError(name: prefix + suffix, message: message) }
+    static func fprint(_ suffix: String, _ message: String) -> BusError {
+        BusError(name: prefix + suffix, message: message)
+    }
     static func claimDevice(_ m: String = "Device was not claimed before use") -> BusError { fprint("ClaimDevice", m) }
     static func alreadyInUse(_ m: String) -> BusError { fprint("AlreadyInUse", m) }
     static func internalError(_ m: String) -> BusError { fprint("Internal", m) }
@@ -129,19 +137,24 @@ struct BusError: Error, Sendable, Equatable {
 }
 
 /// Calls a method on the bus without blocking the loop; the reply, or the error's name and message.
-@CoreActor func busCall(_ connection: OpaquePointer, destination: String, path: String, interface: String,
-                        method: String, _ parameters: Variant?, timeoutMilliseconds: Int32) async -> Result<Variant, BusError> {
+@CoreActor func busCall(
+    _ connection: OpaquePointer, destination: String, path: String, interface: String,
+    method: String, _ parameters: Variant?, timeoutMilliseconds: Int32
+) async -> Result<Variant, BusError> {
     let done = OneShot<Result<Handle, BusError>>()
     let box = Unmanaged.passRetained(CallBox(done))
-    tgg_dbus_connection_call(connection, destination, path, interface, method, parameters, nil,
-                           G_DBUS_CALL_FLAGS_NONE, timeoutMilliseconds, nil, { source, result, data in
-        let box = Unmanaged<CallBox>.fromOpaque(data!).takeRetainedValue()
-        var error: UnsafeMutablePointer<GError>?
-        let reply = tgg_dbus_connection_call_finish(OpaquePointer(source), result, &error)
-        let outcome: Result<Handle, BusError> = reply.map { .success(Handle(pointer: $0)) } ?? .failure(busError(error))
-        if error != nil { g_error_free(error) }
-        CoreActor.assumeIsolated { box.done.set(outcome) }
-    }, box.toOpaque())
+    tgg_dbus_connection_call(
+        connection, destination, path, interface, method, parameters, nil,
+        G_DBUS_CALL_FLAGS_NONE, timeoutMilliseconds, nil,
+        { source, result, data in
+            let box = Unmanaged<CallBox>.fromOpaque(data!).takeRetainedValue()
+            var error: UnsafeMutablePointer<GError>?
+            let reply = tgg_dbus_connection_call_finish(OpaquePointer(source), result, &error)
+            let outcome: Result<Handle, BusError> =
+                reply.map { .success(Handle(pointer: $0)) } ?? .failure(busError(error))
+            if error != nil { g_error_free(error) }
+            CoreActor.assumeIsolated { box.done.set(outcome) }
+        }, box.toOpaque())
     return await done.wait().map(\.pointer)
 }
 
@@ -171,14 +184,18 @@ func busError(_ error: UnsafeMutablePointer<GError>?) -> BusError {
         }
         let connected = OneShot<Handle?>()
         let box = Unmanaged.passRetained(ConnectBox(connected))
-        tgg_bus_get(G_BUS_TYPE_SYSTEM, nil, { _, result, data in
-            let box = Unmanaged<ConnectBox>.fromOpaque(data!).takeUnretainedValue()
-            var error: UnsafeMutablePointer<GError>?
-            let connection = tgg_bus_get_finish(result, &error)
-            let message = error.flatMap { $0.pointee.message.map { String(cString: $0) } }
-            if error != nil { g_error_free(error) }
-            CoreActor.assumeIsolated { box.failure = message; box.done.set(connection.map(Handle.init)) }
-        }, box.toOpaque())
+        tgg_bus_get(
+            G_BUS_TYPE_SYSTEM, nil,
+            { _, result, data in
+                let box = Unmanaged<ConnectBox>.fromOpaque(data!).takeUnretainedValue()
+                var error: UnsafeMutablePointer<GError>?
+                let connection = tgg_bus_get_finish(result, &error)
+                let message = error.flatMap { $0.pointee.message.map { String(cString: $0) } }
+                if error != nil { g_error_free(error) }
+                CoreActor.assumeIsolated {
+                    box.failure = message; box.done.set(connection.map(Handle.init))
+                }
+            }, box.toOpaque())
         let found = await connected.wait()?.pointer
         let failure = box.takeUnretainedValue().failure
         box.release()

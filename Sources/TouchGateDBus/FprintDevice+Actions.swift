@@ -72,7 +72,8 @@ enum FprintStatus {
         // A failed match (also the one that locked biometrics out: the next VerifyStart says so).
         case .authenticationFailed, .biometryLockout: return "verify-no-match"
         // fprintd: a removed reader or a protocol error is a disconnection.
-        case .biometryNotAvailable where ["removed", "tooHot", "protocol"].contains(r.reason): return "verify-disconnected"
+        case .biometryNotAvailable where ["removed", "tooHot", "protocol"].contains(r.reason):
+            return "verify-disconnected"
         case .appCancel: return nil
         // Suspend or shutdown ended it: not a failed match (fprintd says no-match), so clients such
         // as pam_fprintd go to the password at once instead of retrying on a closed reader.
@@ -83,7 +84,8 @@ enum FprintStatus {
     static func enrollResult(_ r: Reply) -> String? {
         switch r.outcome {
         case .success: return "enroll-completed"
-        case .biometryNotAvailable where ["removed", "tooHot", "protocol"].contains(r.reason): return "enroll-disconnected"
+        case .biometryNotAvailable where ["removed", "tooHot", "protocol"].contains(r.reason):
+            return "enroll-disconnected"
         case .duplicate: return "enroll-duplicate"
         case .internalError where r.reason == "storageFull": return "enroll-data-full"
         case .appCancel: return nil
@@ -97,7 +99,10 @@ enum FprintStatus {
 extension FprintDevice {
     func verifyStart(_ call: Invocation) async -> Result<[Variant], BusError> {
         if let e = checkClaimed(call) { return .failure(e) }
-        if let action { return .failure(.alreadyInUse(action.verify ? "Verification already in progress" : "Enrollment already in progress")) }
+        if let action {
+            return .failure(
+                .alreadyInUse(action.verify ? "Verification already in progress" : "Enrollment already in progress"))
+        }
         guard let claim else { return .failure(.claimDevice()) }
         var caller = claim.caller
         if let denied = await permit(call, &caller, [.verify]) { return .failure(denied) }
@@ -109,13 +114,16 @@ extension FprintDevice {
         if let finger, !enrolled.fingers.contains(finger) {
             return .failure(.noEnrolledPrints("No such print \(finger.fpFinger)"))
         }
-        if self.action != nil || self.claim?.sender != call.sender { return .failure(.alreadyInUse("Another operation is already in progress")) }
+        if self.action != nil || self.claim?.sender != call.sender {
+            return .failure(.alreadyInUse("Another operation is already in progress"))
+        }
 
         let action = DeviceAction(verify: true)
         self.action = action
         let selected = finger?.rawValue ?? (enrolled.fingers.count == 1 ? enrolled.fingers[0].rawValue : "any")
-        let request = EvaluateRequest(user: claim.username, policy: .biometrics, origin: Origin(service: FprintNames.bus),
-                                      maxTries: 1, noInput: true, fingers: finger.map { [$0] })
+        let request = EvaluateRequest(
+            user: claim.username, policy: .biometrics, origin: Origin(service: FprintNames.bus),
+            maxTries: 1, noInput: true, fingers: finger.map { [$0] })
         let signals = DeviceSignals(device: self, verify: true)
         // The core's own evaluation from the start, so a locked-out or password-required user is
         // refused by the same rules, with the reason, and audited as every refused evaluation is.
@@ -147,19 +155,25 @@ extension FprintDevice {
     func enrollStart(_ call: Invocation) async -> Result<[Variant], BusError> {
         if let e = checkClaimed(call) { return .failure(e) }
         guard let finger = call.string(0).flatMap(Finger.init(rawValue:)) else { return .failure(.invalidFingername()) }
-        if let action { return .failure(.alreadyInUse(action.verify ? "Verification already in progress" : "Enrollment already in progress")) }
+        if let action {
+            return .failure(
+                .alreadyInUse(action.verify ? "Verification already in progress" : "Enrollment already in progress"))
+        }
         guard let claim else { return .failure(.claimDevice()) }
         var caller = claim.caller
         if let denied = await permit(call, &caller, [.enroll]) { return .failure(denied) }
-        if self.action != nil || self.claim?.sender != call.sender { return .failure(.alreadyInUse("Another operation is already in progress")) }
+        if self.action != nil || self.claim?.sender != call.sender {
+            return .failure(.alreadyInUse("Another operation is already in progress"))
+        }
 
         let action = DeviceAction(verify: false)
         self.action = action
         let signals = DeviceSignals(device: self, verify: false)
         CoreLoop.shared.task { [self] in
-            let reply = await core.enroll(user: claim.username, finger: finger, password: nil,
-                                          origin: Origin(service: FprintNames.bus), caller: caller,
-                                          client: signals, input: action.input)
+            let reply = await core.enroll(
+                user: claim.username, finger: finger, password: nil,
+                origin: Origin(service: FprintNames.bus), caller: caller,
+                client: signals, input: action.input)
             setFingerNeeded(false)
             if let status = FprintStatus.enrollResult(reply), !action.input.isDelivered {
                 service.emit("EnrollStatus", [V.string(status), V.bool(true)])
@@ -175,7 +189,9 @@ extension FprintDevice {
         guard let running = action else {
             return .failure(.noActionInProgress(verify ? "No verification in progress" : "No enrollment in progress"))
         }
-        guard running.verify == verify else { return .failure(.alreadyInUse("Another operation is already in progress")) }
+        guard running.verify == verify else {
+            return .failure(.alreadyInUse("Another operation is already in progress"))
+        }
         await running.cancelAndWait()
         if action === running { action = nil }
         return .success([])

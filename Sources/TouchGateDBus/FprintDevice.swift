@@ -51,18 +51,23 @@ import TouchGateWire
         let old = info
         info = new
         guard new.enrollScans != old.enrollScans else { return }
-        service.emit("PropertiesChanged", interface: "org.freedesktop.DBus.Properties", [
-            V.string(FprintNames.deviceInterface), V.vardict([("num-enroll-stages", V.int32(Int32(new.enrollScans)))]),
-            V.array("s", []),
-        ])
+        service.emit(
+            "PropertiesChanged", interface: "org.freedesktop.DBus.Properties",
+            [
+                V.string(FprintNames.deviceInterface),
+                V.vardict([("num-enroll-stages", V.int32(Int32(new.enrollScans)))]),
+                V.array("s", []),
+            ])
     }
 
     func setFingerNeeded(_ needed: Bool) {
         guard needed != fingerNeeded else { return }
         fingerNeeded = needed
-        service.emit("PropertiesChanged", interface: "org.freedesktop.DBus.Properties", [
-            V.string(FprintNames.deviceInterface), V.vardict([("finger-needed", V.bool(needed))]), V.array("s", []),
-        ])
+        service.emit(
+            "PropertiesChanged", interface: "org.freedesktop.DBus.Properties",
+            [
+                V.string(FprintNames.deviceInterface), V.vardict([("finger-needed", V.bool(needed))]), V.array("s", []),
+            ])
     }
 
     // MARK: dispatch
@@ -78,13 +83,18 @@ import TouchGateWire
             case "DeleteEnrolledFinger":
                 // The claim first, then the name, as fprintd checks them.
                 if let e = checkClaimed(call) { return call.fail(e) }
-                guard let finger = call.string(0).flatMap(Finger.init(rawValue:)) else { return call.fail(.invalidFingername()) }
+                guard let finger = call.string(0).flatMap(Finger.init(rawValue:)) else {
+                    return call.fail(.invalidFingername())
+                }
                 call.answer(await delete(call, finger: finger, needsClaim: true))
             case "VerifyStart": call.answer(await verifyStart(call))
             case "VerifyStop": call.answer(await stop(call, verify: true))
             case "EnrollStart": call.answer(await enrollStart(call))
             case "EnrollStop": call.answer(await stop(call, verify: false))
-            default: call.fail(BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "No such method \(call.method)"))
+            default:
+                call.fail(
+                    BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "No such method \(call.method)")
+                )
             }
         }
     }
@@ -217,16 +227,21 @@ import TouchGateWire
             }
         }
         if let denied = await permit(call, &caller, [.enroll]) { return .failure(denied) }
-        let reply = await core.delete(user: user, fingers: finger.map { [$0] } ?? [], all: finger == nil, password: nil,
-                                      origin: Origin(service: FprintNames.bus), caller: caller)
+        let reply = await core.delete(
+            user: user, fingers: finger.map { [$0] } ?? [], all: finger == nil, password: nil,
+            origin: Origin(service: FprintNames.bus), caller: caller)
         if reply.outcome == .notFound || (reply.isSuccess && reply.fingers.isEmpty) {
-            return .failure(.noEnrolledPrints(finger.map { "Fingerprint for finger \($0.rawValue) is not enrolled" }
-                                              ?? "No fingerprint enrolled"))
+            return .failure(
+                .noEnrolledPrints(
+                    finger.map { "Fingerprint for finger \($0.rawValue) is not enrolled" }
+                        ?? "No fingerprint enrolled"))
         }
         guard reply.isSuccess else {
             // The store could not be changed: fprintd's name for prints left in place.
             if reply.outcome == .internalError {
-                return .failure(.printsNotDeleted("Failed to delete the prints: the print store cannot be changed (the daemon's log says why)"))
+                return .failure(
+                    .printsNotDeleted(
+                        "Failed to delete the prints: the print store cannot be changed (the daemon's log says why)"))
             }
             return .failure(Self.error(for: reply))
         }

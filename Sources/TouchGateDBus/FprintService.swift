@@ -39,23 +39,27 @@ import TouchGateReader
             device = FprintDevice(service: self, info: info)
             core.onReaderInfoChanged { [weak self] info in self?.device?.update(info) }
         }
-        ownerID = tgg_bus_own_name_on_connection(connection, FprintNames.bus, G_BUS_NAME_OWNER_FLAGS_DO_NOT_QUEUE, { _, _, data in
-            let service = Unmanaged<FprintService>.fromOpaque(data!).takeUnretainedValue()
-            CoreActor.assumeIsolated {
-                service.log.info("serving fprintd's D-Bus API as \(FprintNames.bus)")
-                service.ready.set(true)
-            }
-        }, { _, _, data in
-            let service = Unmanaged<FprintService>.fromOpaque(data!).takeUnretainedValue()
-            CoreActor.assumeIsolated {
-                if !service.ready.isSet {
-                    service.log.notice("\(FprintNames.bus) is owned by another service (fprintd?): its D-Bus API is not served")
-                } else {
-                    service.log.error("lost the name \(FprintNames.bus)")
+        ownerID = tgg_bus_own_name_on_connection(
+            connection, FprintNames.bus, G_BUS_NAME_OWNER_FLAGS_DO_NOT_QUEUE,
+            { _, _, data in
+                let service = Unmanaged<FprintService>.fromOpaque(data!).takeUnretainedValue()
+                CoreActor.assumeIsolated {
+                    service.log.info("serving fprintd's D-Bus API as \(FprintNames.bus)")
+                    service.ready.set(true)
                 }
-                service.ready.set(false)
-            }
-        }, Unmanaged.passUnretained(self).toOpaque(), nil)
+            },
+            { _, _, data in
+                let service = Unmanaged<FprintService>.fromOpaque(data!).takeUnretainedValue()
+                CoreActor.assumeIsolated {
+                    if !service.ready.isSet {
+                        service.log.notice(
+                            "\(FprintNames.bus) is owned by another service (fprintd?): its D-Bus API is not served")
+                    } else {
+                        service.log.error("lost the name \(FprintNames.bus)")
+                    }
+                    service.ready.set(false)
+                }
+            }, Unmanaged.passUnretained(self).toOpaque(), nil)
         return await ready.wait()
     }
 
@@ -85,8 +89,9 @@ import TouchGateReader
         ]
         for (path, interface) in objects {
             let info = tgg_dbus_node_info_lookup_interface(node, interface)
-            let id = tgg_dbus_connection_register_object(connection, path, info, &vtable,
-                                                       Unmanaged.passUnretained(self).toOpaque(), nil, &error)
+            let id = tgg_dbus_connection_register_object(
+                connection, path, info, &vtable,
+                Unmanaged.passUnretained(self).toOpaque(), nil, &error)
             guard id != 0 else {
                 log.error("cannot register \(path): \(busError(error).message)")
                 g_error_free(error)
@@ -106,7 +111,8 @@ import TouchGateReader
         case (FprintNames.root, _, "GetManagedObjects"):
             var objects: [Variant] = []
             if let device {
-                let interfaces = V.array("{sa{sv}}", [V.entry(V.string(FprintNames.deviceInterface), device.allProperties())])
+                let interfaces = V.array(
+                    "{sa{sv}}", [V.entry(V.string(FprintNames.deviceInterface), device.allProperties())])
                 objects.append(V.entry(V.objectPath(FprintNames.device0), interfaces))
             }
             call.reply([V.array("{oa{sa{sv}}}", objects)])
@@ -114,7 +120,8 @@ import TouchGateReader
             guard let device else { return call.fail(.noSuchDevice()) }
             device.handle(call)
         default:
-            call.fail(BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "No such method \(call.method)"))
+            call.fail(
+                BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "No such method \(call.method)"))
         }
     }
 
@@ -122,7 +129,9 @@ import TouchGateReader
     func emit(_ signal: String, interface: String = FprintNames.deviceInterface, _ arguments: [Variant]) {
         guard let connection else { return }
         var error: UnsafeMutablePointer<GError>?
-        if tgg_dbus_connection_emit_signal(connection, nil, FprintNames.device0, interface, signal, V.tuple(arguments), &error) == 0 {
+        if tgg_dbus_connection_emit_signal(
+            connection, nil, FprintNames.device0, interface, signal, V.tuple(arguments), &error) == 0
+        {
             log.notice("cannot emit \(signal): \(busError(error).message)")
             g_error_free(error)
         }
@@ -132,10 +141,12 @@ import TouchGateReader
     func watch(_ sender: String, vanished: @escaping @CoreActor () -> Void) -> UInt32 {
         guard let connection else { return 0 }
         let box = Unmanaged.passRetained(VanishBox(vanished))
-        return tgg_bus_watch_name_on_connection(connection, sender, G_BUS_NAME_WATCHER_FLAGS_NONE, nil, { _, _, data in
-            let box = Unmanaged<VanishBox>.fromOpaque(data!).takeUnretainedValue()
-            CoreActor.assumeIsolated { box.fire() }
-        }, box.toOpaque(), { data in Unmanaged<VanishBox>.fromOpaque(data!).release() })
+        return tgg_bus_watch_name_on_connection(
+            connection, sender, G_BUS_NAME_WATCHER_FLAGS_NONE, nil,
+            { _, _, data in
+                let box = Unmanaged<VanishBox>.fromOpaque(data!).takeUnretainedValue()
+                CoreActor.assumeIsolated { box.fire() }
+            }, box.toOpaque(), { data in Unmanaged<VanishBox>.fromOpaque(data!).release() })
     }
 
     func unwatch(_ id: UInt32) { if id != 0 { tgg_bus_unwatch_name(id) } }

@@ -32,7 +32,8 @@ import TouchGateCore
         self.connection = connection
         subscription = tgg_dbus_connection_signal_subscribe(
             connection, "org.freedesktop.login1", "org.freedesktop.login1.Manager", "PrepareForSleep",
-            "/org/freedesktop/login1", nil, G_DBUS_SIGNAL_FLAGS_NONE, { _, _, _, _, _, parameters, data in
+            "/org/freedesktop/login1", nil, G_DBUS_SIGNAL_FLAGS_NONE,
+            { _, _, _, _, _, parameters, data in
                 let me = Unmanaged<SleepWatcher>.fromOpaque(data!).takeUnretainedValue()
                 let sleeping = V.boolArg(parameters, 0)
                 CoreActor.assumeIsolated { if let sleeping { me.prepareForSleep(sleeping) } }
@@ -72,17 +73,24 @@ import TouchGateCore
         guard fd < 0, !stopped, let connection else { return }
         let done = OneShot<Int32>()
         let box = Unmanaged.passRetained(FDBox(done))
-        let parameters = V.tuple([V.string("sleep"), V.string("touchgated"),
-                                  V.string("End fingerprint prompts and close the reader"), V.string("delay")])
+        let parameters = V.tuple([
+            V.string("sleep"), V.string("touchgated"),
+            V.string("End fingerprint prompts and close the reader"), V.string("delay"),
+        ])
         tgg_dbus_connection_call_with_unix_fd_list(
             connection, "org.freedesktop.login1", "/org/freedesktop/login1", "org.freedesktop.login1.Manager",
-            "Inhibit", parameters, nil, G_DBUS_CALL_FLAGS_NONE, 5000, nil, nil, { source, result, data in
+            "Inhibit", parameters, nil, G_DBUS_CALL_FLAGS_NONE, 5000, nil, nil,
+            { source, result, data in
                 let box = Unmanaged<FDBox>.fromOpaque(data!).takeUnretainedValue()
                 var error: UnsafeMutablePointer<GError>?
                 var list: UnsafeMutablePointer<GUnixFDList>?
                 var fd: Int32 = -1
-                if let reply = tgg_dbus_connection_call_with_unix_fd_list_finish(OpaquePointer(source), &list, result, &error) {
-                    if let list { fd = tgg_unix_fd_list_get(list, 0, nil); g_object_unref(UnsafeMutableRawPointer(list)) }
+                if let reply = tgg_dbus_connection_call_with_unix_fd_list_finish(
+                    OpaquePointer(source), &list, result, &error)
+                {
+                    if let list {
+                        fd = tgg_unix_fd_list_get(list, 0, nil); g_object_unref(UnsafeMutableRawPointer(list))
+                    }
                     g_variant_unref(reply)
                 } else {
                     box.why = busError(error).message

@@ -35,6 +35,8 @@ public enum Catalogs {
 
 /// `msgid` in `language`, its placeholders filled with `arguments` in order (%s, %d; %N$s when
 /// a translation reorders them). xgettext extracts the first argument of every `L(`.
+// swift-format-ignore: AlwaysUseLowerCamelCase
+// (xgettext's keyword: the name is what the catalogs' extraction looks for)
 public func L(_ msgid: String, _ language: Language, _ arguments: CustomStringConvertible...) -> String {
     let text = lookup(language) { lang in
         msgid.withCString { m in tg_text(lang, m).map { String(cString: $0) } }  // inside: it may be m itself
@@ -43,8 +45,11 @@ public func L(_ msgid: String, _ language: Language, _ arguments: CustomStringCo
 }
 
 /// The singular or plural form for `n` (the language's own rule). xgettext: `NL(` arguments 1, 2.
-public func NL(_ singular: String, _ plural: String, _ n: Int, _ language: Language,
-               _ arguments: CustomStringConvertible...) -> String {
+// swift-format-ignore: AlwaysUseLowerCamelCase
+public func NL(
+    _ singular: String, _ plural: String, _ n: Int, _ language: Language,
+    _ arguments: CustomStringConvertible...
+) -> String {
     let text = lookup(language) { lang in
         singular.withCString { s in
             plural.withCString { p in tg_text_plural(lang, s, p, UInt(clamping: n)).map { String(cString: $0) } }

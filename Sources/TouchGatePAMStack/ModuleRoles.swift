@@ -31,18 +31,28 @@ public enum ModuleRole: Equatable, Sendable {
                 self = .fingerprint(eitherOr: entry.arguments.contains("policy=biometrics-or-password"))
             }
         case "pam_faillock":
-            if entry.arguments.contains("preauth") { self = .faillock(.preauth) }
-            else if entry.arguments.contains("authfail") { self = .faillock(.authfail) }
-            else if entry.arguments.contains("authsucc") { self = .faillock(.authsucc) }
-            else { self = .faillock(.other) }
+            if entry.arguments.contains("preauth") {
+                self = .faillock(.preauth)
+            } else if entry.arguments.contains("authfail") {
+                self = .faillock(.authfail)
+            } else if entry.arguments.contains("authsucc") {
+                self = .faillock(.authsucc)
+            } else {
+                self = .faillock(.other)
+            }
         case "pam_permit": self = .permit
         case "pam_deny": self = .deny
         case "pam_rootok": self = .rootOnly
         default:
-            if Self.passwordModules.contains(name) { self = .password }
-            else if Self.fingerprintModules.contains(name) { self = .otherFingerprint }
-            else if Self.conditionModules.contains(name) { self = .condition }
-            else { self = .unknown }
+            if Self.passwordModules.contains(name) {
+                self = .password
+            } else if Self.fingerprintModules.contains(name) {
+                self = .otherFingerprint
+            } else if Self.conditionModules.contains(name) {
+                self = .condition
+            } else {
+                self = .unknown
+            }
         }
     }
 

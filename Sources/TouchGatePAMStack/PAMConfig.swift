@@ -47,7 +47,8 @@ public enum PAMControl: Equatable, Sendable {
         case "requisite": return .actions([.success: .ok, .newAuthtokReqd: .ok, .ignore: .ignore], otherwise: .die)
         case "optional": return .actions([.success: .ok, .newAuthtokReqd: .ok], otherwise: .ignore)
         case "sufficient": return .actions([.success: .done, .newAuthtokReqd: .done], otherwise: .ignore)
-        case "definitive": return .actions([.success: .done, .newAuthtokReqd: .done, .ignore: .ignore], otherwise: .die)
+        case "definitive":
+            return .actions([.success: .done, .newAuthtokReqd: .done, .ignore: .ignore], otherwise: .die)
         default: return nil
         }
     }
@@ -98,7 +99,9 @@ public enum PAMConfigParser {
                 continue
             }
             guard words.count >= 3 else {
-                errors.append(PAMSyntaxError(file: file, line: number, reason: "expected 'type control module', got '\(logical)'"))
+                errors.append(
+                    PAMSyntaxError(file: file, line: number, reason: "expected 'type control module', got '\(logical)'")
+                )
                 continue
             }
             var type = first.lowercased()
@@ -121,9 +124,12 @@ public enum PAMConfigParser {
             }
             let isInclude: Bool
             if case .actions = control { isInclude = false } else { isInclude = true }
-            lines.append(PAMLine(kind: .module(type: type, control: control, path: isInclude ? "" : words[2],
-                                               arguments: Array(words.dropFirst(3)), quietIfMissing: quiet),
-                                 file: file, number: number))
+            lines.append(
+                PAMLine(
+                    kind: .module(
+                        type: type, control: control, path: isInclude ? "" : words[2],
+                        arguments: Array(words.dropFirst(3)), quietIfMissing: quiet),
+                    file: file, number: number))
         }
         return (lines, errors)
     }

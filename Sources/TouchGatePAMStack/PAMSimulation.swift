@@ -32,8 +32,10 @@ public enum PAMSimulator {
     private enum Impression { case undecided, positive, negative }
 
     /// One level of the stack; a substack is one more level whose result its line takes as a module's.
-    private static func dispatch(_ entries: [StackEntry], _ behaviour: (StackEntry) -> PAMResult,
-                                 _ calls: inout [ModuleCall]) -> (PAMResult, Impression) {
+    private static func dispatch(
+        _ entries: [StackEntry], _ behaviour: (StackEntry) -> PAMResult,
+        _ calls: inout [ModuleCall]
+    ) -> (PAMResult, Impression) {
         var impression = Impression.undecided
         var status = mustFail
         var i = 0

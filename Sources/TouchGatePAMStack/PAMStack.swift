@@ -60,7 +60,10 @@ public struct PAMDirectory: Sendable {
                 String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
             }
             if name.hasPrefix(".") || name.hasSuffix("~") || name.hasSuffix(".dpkg-old")
-                || name.hasSuffix(".dpkg-dist") || name.hasSuffix(".pam-old") || name.hasSuffix(".pam-new") { continue }
+                || name.hasSuffix(".dpkg-dist") || name.hasSuffix(".pam-old") || name.hasSuffix(".pam-new")
+            {
+                continue
+            }
             var st = stat()
             if stat(Self.join(directory, name), &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG { names.append(name) }
         }
@@ -91,11 +94,13 @@ public struct PAMDirectory: Sendable {
             let origin = "\(file):\(line.number)"
             func nested(_ target: String) -> [StackEntry]? {
                 guard depth + 1 < Self.maxDepth else {
-                    errors.append(PAMSyntaxError(file: file, line: line.number, reason: "includes nested too deep (a loop?)"))
+                    errors.append(
+                        PAMSyntaxError(file: file, line: line.number, reason: "includes nested too deep (a loop?)"))
                     return nil
                 }
                 guard text(of: target) != nil else {
-                    errors.append(PAMSyntaxError(file: file, line: line.number, reason: "cannot read included file '\(target)'"))
+                    errors.append(
+                        PAMSyntaxError(file: file, line: line.number, reason: "cannot read included file '\(target)'"))
                     return nil
                 }
                 return assemble(file: target, type: type, depth: depth + 1, errors: &errors)
@@ -110,11 +115,15 @@ public struct PAMDirectory: Sendable {
                     entries += nested(target) ?? []
                 case .substack(let target):
                     let inner = nested(target) ?? []
-                    entries.append(StackEntry(control: PAMControl.keyword("required")!, module: "", arguments: [],
-                                              quietIfMissing: quiet, substack: inner, origin: origin))
+                    entries.append(
+                        StackEntry(
+                            control: PAMControl.keyword("required")!, module: "", arguments: [],
+                            quietIfMissing: quiet, substack: inner, origin: origin))
                 case .actions:
-                    entries.append(StackEntry(control: control, module: path, arguments: arguments,
-                                              quietIfMissing: quiet, substack: nil, origin: origin))
+                    entries.append(
+                        StackEntry(
+                            control: control, module: path, arguments: arguments,
+                            quietIfMissing: quiet, substack: nil, origin: origin))
                 }
             }
         }

@@ -64,8 +64,10 @@ public struct PAMReview: Equatable, Sendable {
 
     /// Reviews every service in `root`/etc/pam.d and the password service `passwordService`.
     /// `modules` tells which module files exist; nil skips that check.
-    public static func review(root: String = "/", passwordService: String,
-                              modules: ModuleLocator? = nil) -> PAMReview {
+    public static func review(
+        root: String = "/", passwordService: String,
+        modules: ModuleLocator? = nil
+    ) -> PAMReview {
         let pam = PAMDirectory(root: root)
         let missing: (StackEntry) -> Bool = { entry in modules.map { !$0.exists(entry.module) } ?? false }
         var services: [ServiceReview] = []
@@ -86,8 +88,10 @@ public struct PAMReview: Equatable, Sendable {
     }
 
     /// nil when the service has no fingerprint line.
-    static func reviewService(_ name: String, _ stack: AssembledStack,
-                              _ missing: @escaping (StackEntry) -> Bool) -> ServiceReview? {
+    static func reviewService(
+        _ name: String, _ stack: AssembledStack,
+        _ missing: @escaping (StackEntry) -> Bool
+    ) -> ServiceReview? {
         let modules = stack.modules
         let fingerprints = modules.filter { ModuleRole($0).isFingerprint }
         guard !fingerprints.isEmpty else { return nil }
@@ -117,14 +121,16 @@ public struct PAMReview: Equatable, Sendable {
                     if outcome.succeeded && !outcome.reached(isReport) { reported = false }
                     // The password was right: pam_faillock's authfail can only be counting the finger.
                     if let line = outcome.calls.first(where: { isAuthfail($0.entry) }),
-                       !problems.contains(.faillockCountsFingerprint(line.entry.origin)) {
+                        !problems.contains(.faillockCountsFingerprint(line.entry.origin))
+                    {
                         problems.append(.faillockCountsFingerprint(line.entry.origin))
                     }
                 }
                 let wrong = run(Scenario(fingerprint: failure))
                 if wrong.succeeded, !problems.contains(.acceptsWrongPassword) { problems.append(.acceptsWrongPassword) }
                 if let line = wrong.calls.first(where: { isReport($0.entry) }),
-                   !problems.contains(.reportAfterWrongPassword(line.entry.origin)) {
+                    !problems.contains(.reportAfterWrongPassword(line.entry.origin))
+                {
                     problems.append(.reportAfterWrongPassword(line.entry.origin))
                 }
             }
@@ -132,13 +138,16 @@ public struct PAMReview: Equatable, Sendable {
             // With biometrics-or-password the daemon checks the password itself; no report needed.
             if !reported && blocked == nil && !eitherOr { problems.append(.noReportAfterPassword) }
         }
-        return ServiceReview(service: name, fingerprintLines: fingerprints.map(\.origin),
-                             fingerprintSuffices: byFinger.succeeded, hasPasswordModule: !passwords.isEmpty,
-                             problems: problems)
+        return ServiceReview(
+            service: name, fingerprintLines: fingerprints.map(\.origin),
+            fingerprintSuffices: byFinger.succeeded, hasPasswordModule: !passwords.isEmpty,
+            problems: problems)
     }
 
-    static func reviewPasswordService(_ name: String, _ pam: PAMDirectory,
-                                      _ missing: @escaping (StackEntry) -> Bool) -> PasswordServiceReview {
+    static func reviewPasswordService(
+        _ name: String, _ pam: PAMDirectory,
+        _ missing: @escaping (StackEntry) -> Bool
+    ) -> PasswordServiceReview {
         let stack = pam.stack(service: name, type: "auth")
         let modules = stack.modules
         var problems = stack.errors.map(StackProblem.syntax)
@@ -147,7 +156,9 @@ public struct PAMReview: Equatable, Sendable {
         let passwords = modules.filter { ModuleRole($0) == .password }
         // The daemon asks no finger of itself: its pam_touchgate lines, if any, answer "unavailable".
         func run(_ acceptedBy: String?) -> SimulationOutcome {
-            PAMSimulator.run(stack.entries) { Scenario(fingerprint: .authinfoUnavail, acceptedBy: acceptedBy).result(of: $0, missing: missing) }
+            PAMSimulator.run(stack.entries) {
+                Scenario(fingerprint: .authinfoUnavail, acceptedBy: acceptedBy).result(of: $0, missing: missing)
+            }
         }
         let accepts = passwords.contains { run($0.origin).succeeded }
         let refuses = !run(nil).succeeded
@@ -160,7 +171,9 @@ public struct PAMReview: Equatable, Sendable {
             for entry in pam.stack(service: reference, type: "auth").modules {
                 let role = ModuleRole(entry)
                 guard role == .password || role.isFaillock else { continue }
-                if !own.contains(entry.moduleName) && !lacking.contains(entry.moduleName) { lacking.append(entry.moduleName) }
+                if !own.contains(entry.moduleName) && !lacking.contains(entry.moduleName) {
+                    lacking.append(entry.moduleName)
+                }
             }
         }
         return PasswordServiceReview(

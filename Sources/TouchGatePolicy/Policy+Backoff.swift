@@ -17,7 +17,8 @@ extension Policy {
         }
         var next = s
         // A negative count cannot come from a transition; read it as "at the threshold" (fail closed).
-        let previous = s.consecutiveWrongPasswords < 0 ? max(config.passwordBackoffAfter - 1, 0) : s.consecutiveWrongPasswords
+        let previous =
+            s.consecutiveWrongPasswords < 0 ? max(config.passwordBackoffAfter - 1, 0) : s.consecutiveWrongPasswords
         next.consecutiveWrongPasswords = previous.incrementedSaturating()
         let steps = config.passwordBackoff
         guard next.consecutiveWrongPasswords >= config.passwordBackoffAfter, !steps.isEmpty else {

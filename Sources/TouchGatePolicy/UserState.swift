@@ -51,8 +51,8 @@ public struct UserState: Sendable, Equatable {
     /// The later of the two successes; derived so it can never disagree with them.
     public var lastAnySuccess: Instant? {
         switch (lastPasswordSuccess, lastFingerprintSuccess) {
-        case let (password?, fingerprint?): max(password, fingerprint)
-        case let (password, fingerprint): password ?? fingerprint
+        case (let password?, let fingerprint?): max(password, fingerprint)
+        case (let password, let fingerprint): password ?? fingerprint
         }
     }
 

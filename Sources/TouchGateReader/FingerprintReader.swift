@@ -13,7 +13,9 @@ public struct ReaderInfo: Sendable, Equatable {
     /// Scans an enrollment takes: the driver's stages, and on a reader that can identify one more
     /// first, which checks that the finger is not enrolled already (fprintd counts it the same way).
     public var enrollScans: Int { enrollStages + (supportsIdentify ? 1 : 0) }
-    public init(name: String, driver: String, deviceID: String, enrollStages: Int, supportsIdentify: Bool, isSwipe: Bool) {
+    public init(
+        name: String, driver: String, deviceID: String, enrollStages: Int, supportsIdentify: Bool, isSwipe: Bool
+    ) {
         self.name = name; self.driver = driver; self.deviceID = deviceID
         self.enrollStages = enrollStages; self.supportsIdentify = supportsIdentify; self.isSwipe = isSwipe
     }
@@ -104,9 +106,10 @@ public protocol FingerprintReader: AnyObject, Sendable {
     /// The reader, or nil when there is none (or it was removed).
     var info: ReaderInfo? { get }
 
-    func enroll(user: String, fingerIndex: Int, cancellation: Cancellation,
-                progress: @escaping @Sendable (EnrollEvent) -> Void,
-                completion: @escaping @Sendable (Result<[UInt8], ReaderFailure>) -> Void)
+    func enroll(
+        user: String, fingerIndex: Int, cancellation: Cancellation,
+        progress: @escaping @Sendable (EnrollEvent) -> Void,
+        completion: @escaping @Sendable (Result<[UInt8], ReaderFailure>) -> Void)
 
     /// Calls `completion` (from any thread) once the first attempt to open a reader has ended,
     /// successfully or not; until then `info` may still be nil for a reader that is there.
@@ -137,19 +140,23 @@ public protocol FingerprintReader: AnyObject, Sendable {
     /// One scan identified against every print of `gallery` (which may be empty), on a reader that
     /// can identify: the first scan of an enrollment. Retry hints restart the wait; no timeout.
     /// `.match(i)` is an index into `gallery`.
-    func identify(gallery: [[UInt8]], cancellation: Cancellation,
-                  retry: @escaping @Sendable (RetryHint) -> Void,
-                  completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void)
+    func identify(
+        gallery: [[UInt8]], cancellation: Cancellation,
+        retry: @escaping @Sendable (RetryHint) -> Void,
+        completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void)
 
     /// One attempt: waits up to `timeoutSeconds` for a usable scan (retry hints restart the wait)
     /// and reports whether it matched one of `templates`.
-    func verify(templates: [[UInt8]], timeoutSeconds: Int, cancellation: Cancellation,
-                retry: @escaping @Sendable (RetryHint) -> Void,
-                completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void)
+    func verify(
+        templates: [[UInt8]], timeoutSeconds: Int, cancellation: Cancellation,
+        retry: @escaping @Sendable (RetryHint) -> Void,
+        completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void)
 }
 
 extension FingerprintReader {
     public var describesPrints: Bool { true }
     public func onInfoChanged(_ handler: @escaping @Sendable (ReaderInfo) -> Void) {}
-    public func deleteFromDevice(_ templates: [[UInt8]], completion: @escaping @Sendable (Int) -> Void) { completion(0) }
+    public func deleteFromDevice(_ templates: [[UInt8]], completion: @escaping @Sendable (Int) -> Void) {
+        completion(0)
+    }
 }

@@ -9,7 +9,11 @@ extension LibfprintReader {
             var deleted = 0
             for t in templates {
                 var error: UnsafeMutablePointer<GError>?
-                guard let print = t.withUnsafeBufferPointer({ tgfp_print_deserialize($0.baseAddress, gsize($0.count), &error) }) else {
+                guard
+                    let print = t.withUnsafeBufferPointer({
+                        tgfp_print_deserialize($0.baseAddress, gsize($0.count), &error)
+                    })
+                else {
                     g_error_free(error)
                     continue
                 }
@@ -19,7 +23,8 @@ extension LibfprintReader {
                 } else {
                     // Already gone from the chip is what was wanted; anything else is said.
                     if !(error?.pointee.domain == cfp_device_error_quark()
-                         && error?.pointee.code == Int32(FP_DEVICE_ERROR_DATA_NOT_FOUND.rawValue)) {
+                        && error?.pointee.code == Int32(FP_DEVICE_ERROR_DATA_NOT_FOUND.rawValue))
+                    {
                         log("cannot delete a print from the reader's storage: \(Self.message(error))")
                     }
                     g_error_free(error)
@@ -46,7 +51,9 @@ extension LibfprintReader {
             var data: UnsafeMutablePointer<guchar>?
             var length: gsize = 0
             var serr: UnsafeMutablePointer<GError>?
-            guard tgfp_print_serialize(print, &data, &length, &serr) != 0, let data else { g_error_free(serr); continue }
+            guard tgfp_print_serialize(print, &data, &length, &serr) != 0, let data else {
+                g_error_free(serr); continue
+            }
             prints.append(Array(UnsafeBufferPointer(start: data, count: Int(length))))
             g_free(data)
         }
@@ -57,11 +64,16 @@ extension LibfprintReader {
     /// Whether the chip holds `print` (nil: not known, or not this chip's print).
     func isOnChip(_ print: OpaquePointer) -> Bool? {
         guard let chip = chipPrints.withLock({ $0 }),
-              String(cString: tgfp_print_get_driver(print)) == chip.driver,
-              String(cString: tgfp_print_get_device_id(print)) == chip.deviceID else { return nil }
+            String(cString: tgfp_print_get_driver(print)) == chip.driver,
+            String(cString: tgfp_print_get_device_id(print)) == chip.deviceID
+        else { return nil }
         for bytes in chip.prints {
             var error: UnsafeMutablePointer<GError>?
-            guard let other = bytes.withUnsafeBufferPointer({ tgfp_print_deserialize($0.baseAddress, gsize($0.count), &error) }) else {
+            guard
+                let other = bytes.withUnsafeBufferPointer({
+                    tgfp_print_deserialize($0.baseAddress, gsize($0.count), &error)
+                })
+            else {
                 g_error_free(error)
                 continue
             }

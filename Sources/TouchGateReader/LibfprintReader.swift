@@ -105,8 +105,9 @@ public final class LibfprintReader: FingerprintReader, Sendable {
             let reader = Unmanaged<LibfprintReader>.fromOpaque(data!).takeUnretainedValue()
             reader.enrollStagesChanged(object)
         }
-        _ = g_signal_connect_data(dev, "notify::nr-enroll-stages", unsafeBitCast(notify, to: GCallback.self),
-                                  Unmanaged.passUnretained(self).toOpaque(), nil, GConnectFlags(rawValue: 0))
+        _ = g_signal_connect_data(
+            dev, "notify::nr-enroll-stages", unsafeBitCast(notify, to: GCallback.self),
+            Unmanaged.passUnretained(self).toOpaque(), nil, GConnectFlags(rawValue: 0))
     }
 
     public func onInfoChanged(_ handler: @escaping @Sendable (ReaderInfo) -> Void) {
@@ -117,12 +118,14 @@ public final class LibfprintReader: FingerprintReader, Sendable {
     private func enrollStagesChanged(_ object: gpointer?) {
         guard let dev = device, UnsafeMutableRawPointer(dev) == object else { return }
         let stages = Int(tgfp_device_get_nr_enroll_stages(dev))
-        guard let info = current.withLock({ s -> ReaderInfo? in
-            guard var info = s, info.enrollStages != stages else { return nil }
-            info.enrollStages = stages
-            s = info
-            return info
-        }) else { return }
+        guard
+            let info = current.withLock({ s -> ReaderInfo? in
+                guard var info = s, info.enrollStages != stages else { return nil }
+                info.enrollStages = stages
+                s = info
+                return info
+            })
+        else { return }
         log("reader: now \(stages) enroll stages")
         for handler in infoHandlers.withLock({ $0 }) { handler(info) }
     }
@@ -133,19 +136,22 @@ public final class LibfprintReader: FingerprintReader, Sendable {
 
     public func describe(_ template: [UInt8]) -> PrintDescription? {
         var error: UnsafeMutablePointer<GError>?
-        guard !template.isEmpty, Self.loadLibfprint() == nil, let print = template.withUnsafeBufferPointer({
-            tgfp_print_deserialize($0.baseAddress, gsize($0.count), &error)
-        }) else {
+        guard !template.isEmpty, Self.loadLibfprint() == nil,
+            let print = template.withUnsafeBufferPointer({
+                tgfp_print_deserialize($0.baseAddress, gsize($0.count), &error)
+            })
+        else {
             if error != nil { g_error_free(error) }
             return nil
         }
         defer { cfp_object_unref(UnsafeMutableRawPointer(print)) }
         func text(_ p: UnsafePointer<CChar>?) -> String? { p.map { String(cString: $0) } }
-        return PrintDescription(driver: text(tgfp_print_get_driver(print)) ?? "",
-                                deviceID: text(tgfp_print_get_device_id(print)) ?? "",
-                                finger: Int(tgfp_print_get_finger(print).rawValue),
-                                username: text(tgfp_print_get_username(print)),
-                                onDevice: isOnChip(print))
+        return PrintDescription(
+            driver: text(tgfp_print_get_driver(print)) ?? "",
+            deviceID: text(tgfp_print_get_device_id(print)) ?? "",
+            finger: Int(tgfp_print_get_finger(print).rawValue),
+            username: text(tgfp_print_get_username(print)),
+            onDevice: isOnChip(print))
     }
 
     public func close(completion: @escaping @Sendable () -> Void) {
@@ -173,29 +179,49 @@ public final class LibfprintReader: FingerprintReader, Sendable {
 
     // MARK: operations
 
-    public func enroll(user: String, fingerIndex: Int, cancellation: Cancellation,
-                       progress: @escaping @Sendable (EnrollEvent) -> Void,
-                       completion: @escaping @Sendable (Result<[UInt8], ReaderFailure>) -> Void) {
-        submit { [self] in completion(runEnroll(user: user, fingerIndex: fingerIndex,
-                                                cancellation: cancellation, progress: progress)) }
+    public func enroll(
+        user: String, fingerIndex: Int, cancellation: Cancellation,
+        progress: @escaping @Sendable (EnrollEvent) -> Void,
+        completion: @escaping @Sendable (Result<[UInt8], ReaderFailure>) -> Void
+    ) {
+        submit { [self] in
+            completion(
+                runEnroll(
+                    user: user, fingerIndex: fingerIndex,
+                    cancellation: cancellation, progress: progress))
+        }
     }
 
-    public func verify(templates: [[UInt8]], timeoutSeconds: Int, cancellation: Cancellation,
-                       retry: @escaping @Sendable (RetryHint) -> Void,
-                       completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void) {
-        submit { [self] in completion(runVerify(templates: templates, timeoutSeconds: timeoutSeconds, identifyAlways: false,
-                                                cancellation: cancellation, retry: retry)) }
+    public func verify(
+        templates: [[UInt8]], timeoutSeconds: Int, cancellation: Cancellation,
+        retry: @escaping @Sendable (RetryHint) -> Void,
+        completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void
+    ) {
+        submit { [self] in
+            completion(
+                runVerify(
+                    templates: templates, timeoutSeconds: timeoutSeconds, identifyAlways: false,
+                    cancellation: cancellation, retry: retry))
+        }
     }
 
-    public func identify(gallery: [[UInt8]], cancellation: Cancellation,
-                         retry: @escaping @Sendable (RetryHint) -> Void,
-                         completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void) {
-        submit { [self] in completion(runVerify(templates: gallery, timeoutSeconds: nil, identifyAlways: true,
-                                                cancellation: cancellation, retry: retry)) }
+    public func identify(
+        gallery: [[UInt8]], cancellation: Cancellation,
+        retry: @escaping @Sendable (RetryHint) -> Void,
+        completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void
+    ) {
+        submit { [self] in
+            completion(
+                runVerify(
+                    templates: gallery, timeoutSeconds: nil, identifyAlways: true,
+                    cancellation: cancellation, retry: retry))
+        }
     }
 
-    private func runEnroll(user: String, fingerIndex: Int, cancellation: Cancellation,
-                           progress: @escaping @Sendable (EnrollEvent) -> Void) -> Result<[UInt8], ReaderFailure> {
+    private func runEnroll(
+        user: String, fingerIndex: Int, cancellation: Cancellation,
+        progress: @escaping @Sendable (EnrollEvent) -> Void
+    ) -> Result<[UInt8], ReaderFailure> {
         guard let dev = device else { return .failure(.noReader) }
         let stages = Int(tgfp_device_get_nr_enroll_stages(dev))
         // Floating reference: fp_device_enroll_sync sinks and releases it.
@@ -204,15 +230,18 @@ public final class LibfprintReader: FingerprintReader, Sendable {
         tgfp_print_set_username(template, user)
         let box = Unmanaged.passRetained(EnrollContext(stages: stages, progress: progress))
         defer { box.release() }
-        let attempt: Attempt<[UInt8]> = withOperation(cancellation: cancellation, timeoutSeconds: nil) { cancellable, error in
-            let print = tgfp_device_enroll_sync(dev, template, cancellable, { _, completed, _, data, error in
-                let ctx = Unmanaged<EnrollContext>.fromOpaque(data!).takeUnretainedValue()
-                if let error, let hint = LibfprintReader.retryHint(error) {
-                    ctx.progress(.retry(hint))
-                } else if error == nil {
-                    ctx.progress(.stage(completed: Int(completed), of: ctx.stages))
-                }
-            }, box.toOpaque(), &error)
+        let attempt: Attempt<[UInt8]> = withOperation(cancellation: cancellation, timeoutSeconds: nil) {
+            cancellable, error in
+            let print = tgfp_device_enroll_sync(
+                dev, template, cancellable,
+                { _, completed, _, data, error in
+                    let ctx = Unmanaged<EnrollContext>.fromOpaque(data!).takeUnretainedValue()
+                    if let error, let hint = LibfprintReader.retryHint(error) {
+                        ctx.progress(.retry(hint))
+                    } else if error == nil {
+                        ctx.progress(.stage(completed: Int(completed), of: ctx.stages))
+                    }
+                }, box.toOpaque(), &error)
             guard let print else { return nil }
             defer { cfp_object_unref(UnsafeMutableRawPointer(print)) }
             var data: UnsafeMutablePointer<guchar>?
@@ -233,14 +262,17 @@ public final class LibfprintReader: FingerprintReader, Sendable {
         }
     }
 
-    private func runVerify(templates: [[UInt8]], timeoutSeconds: Int?, identifyAlways: Bool, cancellation: Cancellation,
-                           retry: @escaping @Sendable (RetryHint) -> Void) -> Result<ScanResult, ReaderFailure> {
+    private func runVerify(
+        templates: [[UInt8]], timeoutSeconds: Int?, identifyAlways: Bool, cancellation: Cancellation,
+        retry: @escaping @Sendable (RetryHint) -> Void
+    ) -> Result<ScanResult, ReaderFailure> {
         guard let dev = device else { return .failure(.noReader) }
         var prints: [OpaquePointer] = []
-        defer { prints.forEach { cfp_object_unref(UnsafeMutableRawPointer($0)) } }
+        defer { for p in prints { cfp_object_unref(UnsafeMutableRawPointer(p)) } }
         for t in templates {
             var error: UnsafeMutablePointer<GError>?
-            guard let p = t.withUnsafeBufferPointer({ tgfp_print_deserialize($0.baseAddress, gsize($0.count), &error) }) else {
+            guard let p = t.withUnsafeBufferPointer({ tgfp_print_deserialize($0.baseAddress, gsize($0.count), &error) })
+            else {
                 g_error_free(error)
                 return .failure(.invalidTemplate)
             }
@@ -258,12 +290,15 @@ public final class LibfprintReader: FingerprintReader, Sendable {
                     defer { g_ptr_array_unref(array) }
                     for p in prints { g_ptr_array_add(array, UnsafeMutableRawPointer(p)) }
                     var match: OpaquePointer?
-                    guard tgfp_device_identify_sync(dev, array, cancellable, nil, nil, &match, nil, &error) != 0 else { return nil }
+                    guard tgfp_device_identify_sync(dev, array, cancellable, nil, nil, &match, nil, &error) != 0 else {
+                        return nil
+                    }
                     guard let match else { return .noMatch }
                     return prints.firstIndex(of: match).map { .match($0) } ?? .noMatch
                 } else {
                     var matched: gboolean = 0
-                    guard tgfp_device_verify_sync(dev, prints[0], cancellable, nil, nil, &matched, nil, &error) != 0 else { return nil }
+                    guard tgfp_device_verify_sync(dev, prints[0], cancellable, nil, nil, &matched, nil, &error) != 0
+                    else { return nil }
                     return matched != 0 ? .match(0) : .noMatch
                 }
             }
@@ -289,22 +324,26 @@ public final class LibfprintReader: FingerprintReader, Sendable {
         let opPointer = UInt(bitPattern: op.toOpaque())
         cancellation.setHook {
             let retained = Unmanaged<OperationState>.fromOpaque(UnsafeRawPointer(bitPattern: opPointer)!).retain()
-            g_main_context_invoke(nil, { data in
-                let state = Unmanaged<OperationState>.fromOpaque(data!).takeRetainedValue()
-                tgg_cancellable_cancel(state.cancellable)
-                return 0
-            }, retained.toOpaque())
+            g_main_context_invoke(
+                nil,
+                { data in
+                    let state = Unmanaged<OperationState>.fromOpaque(data!).takeRetainedValue()
+                    tgg_cancellable_cancel(state.cancellable)
+                    return 0
+                }, retained.toOpaque())
         }
         defer { cancellation.setHook(nil) }
         var timer: guint = 0
         if let timeoutSeconds {
-            timer = g_timeout_add_full(G_PRIORITY_DEFAULT, guint(max(1, timeoutSeconds) * 1000), { data in
-                let state = Unmanaged<OperationState>.fromOpaque(data!).takeUnretainedValue()
-                state.timedOut = true
-                state.timer = 0
-                tgg_cancellable_cancel(state.cancellable)
-                return 0
-            }, op.toOpaque(), nil)
+            timer = g_timeout_add_full(
+                G_PRIORITY_DEFAULT, guint(max(1, timeoutSeconds) * 1000),
+                { data in
+                    let state = Unmanaged<OperationState>.fromOpaque(data!).takeUnretainedValue()
+                    state.timedOut = true
+                    state.timer = 0
+                    tgg_cancellable_cancel(state.cancellable)
+                    return 0
+                }, op.toOpaque(), nil)
             op.takeUnretainedValue().timer = timer
         }
         defer { let t = op.takeUnretainedValue().timer; if t != 0 { g_source_remove(t) } }
@@ -369,7 +408,9 @@ private enum Attempt<T> {
 private final class EnrollContext: @unchecked Sendable {
     let stages: Int
     let progress: @Sendable (EnrollEvent) -> Void
-    init(stages: Int, progress: @escaping @Sendable (EnrollEvent) -> Void) { self.stages = stages; self.progress = progress }
+    init(stages: Int, progress: @escaping @Sendable (EnrollEvent) -> Void) {
+        self.stages = stages; self.progress = progress
+    }
 }
 
 /// Lives as long as its operation, plus any cancel still queued for the reader thread.

@@ -22,7 +22,8 @@ public enum ListeningSocket {
     /// The socket systemd passed (LISTEN_PID is us, LISTEN_FDS ≥ 1: fd 3), or nil.
     public static func fromActivation() -> Int32? {
         guard let pid = environment("LISTEN_PID").flatMap(Int32.init), pid == getpid(),
-              let n = environment("LISTEN_FDS").flatMap(Int.init), n >= 1 else { return nil }
+            let n = environment("LISTEN_FDS").flatMap(Int.init), n >= 1
+        else { return nil }
         let fd: Int32 = 3
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
@@ -40,10 +41,13 @@ public enum ListeningSocket {
             guard (st.st_mode & S_IFMT) == S_IFSOCK else { throw .unsafe("\(path) exists and is not a socket") }
             _ = unlink(path)
         }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        let fd = socket(
+            AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { throw .io("socket", errno) }
         let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard rc == 0 else { let e = errno; close(fd); throw .io("bind \(path)", e) }
         guard chmod(path, 0o666) == 0 else { let e = errno; close(fd); throw .io("chmod \(path)", e) }

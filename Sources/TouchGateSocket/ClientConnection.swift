@@ -37,10 +37,13 @@ import TouchGateWire
 
     /// A RESULT before any request was read (refused at accept): sent if it fits, never waited for.
     nonisolated static func refuse(_ fd: Int32, _ outcome: Outcome, text: Text) {
-        let frame = Frame(.result, requestID: WireLimits.unsolicitedRequestID,
-                          [Field(.code, outcome.rawValue), Field(.message, text.render(.english))])
+        let frame = Frame(
+            .result, requestID: WireLimits.unsolicitedRequestID,
+            [Field(.code, outcome.rawValue), Field(.message, text.render(.english))])
         guard let bytes = try? frame.encoded() else { return }
-        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
+        _ = bytes.withUnsafeBytes {
+            Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+        }
     }
 
     // MARK: input
@@ -216,7 +219,9 @@ import TouchGateWire
 
     private func flush() {
         while !output.isEmpty {
-            let n = output.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
+            let n = output.withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+            }
             if n > 0 { output.removeFirst(n); continue }
             if n < 0 && errno == EINTR { continue }
             if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }

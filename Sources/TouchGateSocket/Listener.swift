@@ -156,7 +156,8 @@ public struct ConnectionLimits: Sendable {
         }
         perPerson[person] = mine + 1
         if rootRun { rootCount += 1 } else { nonRootCount += 1 }
-        let connection = ClientConnection(fd: client, caller: Caller(uid: uid, pid: pid), person: person, listener: self)
+        let connection = ClientConnection(
+            fd: client, caller: Caller(uid: uid, pid: pid), person: person, listener: self)
         connections[ObjectIdentifier(connection)] = connection
         if sweeper == nil {
             sweeper = LoopTimer(milliseconds: 500) { [weak self] in self?.sweep() ?? false }

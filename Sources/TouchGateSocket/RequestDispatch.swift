@@ -4,13 +4,16 @@ import TouchGateWire
 
 @CoreActor enum RequestDispatch {
     /// Runs one request; nil when the request answered by itself (a monitor stream).
-    static func run(_ frame: Frame, core: Core, connection: ClientConnection, input: PromptInput) async throws(WireError) -> Reply? {
+    static func run(_ frame: Frame, core: Core, connection: ClientConnection, input: PromptInput)
+        async throws(WireError) -> Reply?
+    {
         let caller = connection.caller
         let origin = Origin(service: frame.string(.service), tty: frame.string(.tty), rhost: frame.string(.rhost))
         switch frame.kind {
         case .canEvaluate:
-            return await core.canEvaluate(user: try frame.requireString(.user), policy: try policy(frame),
-                                          rhost: origin.rhost, caller: caller)
+            return await core.canEvaluate(
+                user: try frame.requireString(.user), policy: try policy(frame),
+                rhost: origin.rhost, caller: caller)
         case .evaluate:
             let request = EvaluateRequest(
                 user: try frame.requireString(.user), policy: try policy(frame), origin: origin,
@@ -19,8 +22,9 @@ import TouchGateWire
             return await core.evaluate(request, caller: caller, client: connection, input: input)
         case .enroll:
             guard let finger = Finger(rawValue: try frame.requireString(.finger)) else { throw .wrongType(.finger) }
-            return await core.enroll(user: try frame.requireString(.user), finger: finger, password: frame.string(.password),
-                                     origin: origin, caller: caller, client: connection, input: input)
+            return await core.enroll(
+                user: try frame.requireString(.user), finger: finger, password: frame.string(.password),
+                origin: origin, caller: caller, client: connection, input: input)
         case .list:
             return await core.list(user: try frame.requireString(.user), caller: caller)
         case .delete:
@@ -30,8 +34,9 @@ import TouchGateWire
                 return f
             }
             guard all != (named != nil) else { throw .missingField(.finger) }
-            var reply = await core.delete(user: try frame.requireString(.user), fingers: named.map { [$0] } ?? [], all: all,
-                                          password: frame.string(.password), origin: origin, caller: caller)
+            var reply = await core.delete(
+                user: try frame.requireString(.user), fingers: named.map { [$0] } ?? [], all: all,
+                password: frame.string(.password), origin: origin, caller: caller)
             reply.fingers = []  // the count is in the message; the wire answer carries no list
             return reply
         case .devices:
@@ -39,8 +44,9 @@ import TouchGateWire
         case .status:
             return await core.status(user: try frame.requireString(.user), caller: caller)
         case .enable:
-            return await core.enable(user: try frame.requireString(.user), password: frame.string(.password),
-                                     origin: origin, caller: caller)
+            return await core.enable(
+                user: try frame.requireString(.user), password: frame.string(.password),
+                origin: origin, caller: caller)
         case .disable:
             return await core.disable(user: try frame.requireString(.user), origin: origin, caller: caller)
         case .lock:
@@ -48,10 +54,12 @@ import TouchGateWire
         case .reset:
             return await core.reset(user: try frame.requireString(.user), origin: origin, caller: caller)
         case .domainState:
-            return await core.domainState(user: try frame.requireString(.user), service: frame.string(.service) ?? "",
-                                          caller: caller)
+            return await core.domainState(
+                user: try frame.requireString(.user), service: frame.string(.service) ?? "",
+                caller: caller)
         case .monitor:
-            let (reply, subscription) = await core.monitor(user: frame.string(.user), caller: caller) { [weak connection] json in
+            let (reply, subscription) = await core.monitor(user: frame.string(.user), caller: caller) {
+                [weak connection] json in
                 connection?.deliverEvent(json) ?? false
             }
             guard let subscription else { return reply }
@@ -59,10 +67,12 @@ import TouchGateWire
             connection.becomeMonitor(subscription)
             return nil
         case .passwordSuccess:
-            return await core.passwordSuccessReport(user: try frame.requireString(.user), origin: origin, caller: caller)
+            return await core.passwordSuccessReport(
+                user: try frame.requireString(.user), origin: origin, caller: caller)
         case .verifyPassword:
-            return await core.verifyPasswordRequest(user: try frame.requireString(.user),
-                                                    password: try frame.requireString(.password), origin: origin, caller: caller)
+            return await core.verifyPasswordRequest(
+                user: try frame.requireString(.user),
+                password: try frame.requireString(.password), origin: origin, caller: caller)
         case .cancel, .password, .result, .progress, .event:
             return Reply(.badRequest, text: .badRequest)
         }

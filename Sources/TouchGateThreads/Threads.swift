@@ -52,12 +52,14 @@ public func startThread(name: String, stackSize: Int = 512 * 1024, _ body: @esca
     pthread_attr_setstacksize(&attributes, stackSize)
     pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
     var thread = pthread_t()
-    let rc = pthread_create(&thread, &attributes, { raw in
-        let start = Unmanaged<ThreadStart>.fromOpaque(raw!).takeRetainedValue()
-        tg_set_thread_name(start.name)
-        start.body()
-        return nil
-    }, start.toOpaque())
+    let rc = pthread_create(
+        &thread, &attributes,
+        { raw in
+            let start = Unmanaged<ThreadStart>.fromOpaque(raw!).takeRetainedValue()
+            tg_set_thread_name(start.name)
+            start.body()
+            return nil
+        }, start.toOpaque())
     if rc != 0 { start.release() }
     return rc == 0
 }

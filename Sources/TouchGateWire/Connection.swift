@@ -70,9 +70,12 @@ public final class Connection: @unchecked Sendable {
     }
 
     /// Connects to a Unix socket; the connect itself is bounded by `deadlineMilliseconds`.
-    public static func connect(path: String, deadlineMilliseconds: Int = Int(TG_CONNECT_DEADLINE_MS)) throws(ConnectionError) -> Connection {
+    public static func connect(path: String, deadlineMilliseconds: Int = Int(TG_CONNECT_DEADLINE_MS))
+        throws(ConnectionError) -> Connection
+    {
         guard var addr = makeUnixAddress(path) else { throw .socketPathTooLong }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        let fd = socket(
+            AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { throw .io(errno: errno) }
         let rc = withUnsafePointer(to: &addr) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
@@ -111,12 +114,15 @@ public final class Connection: @unchecked Sendable {
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { raw in
-                Glibc.send(fd, raw.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+                Glibc.send(
+                    fd, raw.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
             }
             if n > 0 { offset += n; continue }
             let e = errno
             if n < 0 && e == EINTR { continue }
-            guard n < 0, e == EAGAIN || e == EWOULDBLOCK else { throw e == EPIPE || e == ECONNRESET ? .closed : .io(errno: e) }
+            guard n < 0, e == EAGAIN || e == EWOULDBLOCK else {
+                throw e == EPIPE || e == ECONNRESET ? .closed : .io(errno: e)
+            }
             let left = deadline - monotonicMilliseconds()
             guard left > 0 else { throw .timedOut }
             var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)

@@ -40,7 +40,7 @@ public enum Tag: UInt16, Sendable, CaseIterable {
     public var valueType: ValueType {
         switch self {
         case .policy, .maxTries, .timeout, .all, .code, .style, .progress, .stage, .stages,
-             .seconds, .flags:
+            .seconds, .flags:
             return .int
         default:
             return .string

@@ -77,7 +77,8 @@ struct DaemonClient {
             default: throw unreachable(error.description)
             }
         }
-        let exchange = Exchange(connection: connection, requestID: UInt32.random(in: 1..<WireLimits.unsolicitedRequestID))
+        let exchange = Exchange(
+            connection: connection, requestID: UInt32.random(in: 1..<WireLimits.unsolicitedRequestID))
         // Every request carries the caller's language: the daemon's sentences come back in it.
         try exchange.send(kind, fields.contains { $0.tag == .locale } ? fields : fields + localeField())
         return exchange

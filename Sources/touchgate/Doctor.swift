@@ -18,8 +18,10 @@ struct Doctor: ParsableCommand {
     @ParentCommand var root: Touchgate
     @OptionGroup var user: UserOption
     @Flag(name: .long, help: "Print the findings as one JSON document.") var json = false
-    @Option(name: .customLong("root"), help: ArgumentHelp(
-        "Read /etc/pam.d, the config and the PAM modules under this directory instead of /.", valueName: "dir"))
+    @Option(
+        name: .customLong("root"),
+        help: ArgumentHelp(
+            "Read /etc/pam.d, the config and the PAM modules under this directory instead of /.", valueName: "dir"))
     var rootDirectory: String = "/"
 
     func validate() throws {
@@ -36,8 +38,9 @@ struct Doctor: ParsableCommand {
         let client = DaemonClient(socketPath: root.socketPath)
         let devices = DoctorChecks.daemon(client)
         checks += devices.checks
-        let review = PAMReview.review(root: rootDirectory, passwordService: passwordService,
-                                      modules: ModuleLocator(root: rootDirectory))
+        let review = PAMReview.review(
+            root: rootDirectory, passwordService: passwordService,
+            modules: ModuleLocator(root: rootDirectory))
         checks += DoctorChecks.pam(review)
         checks += DoctorChecks.passwordService(review.passwordService)
         checks.append(DoctorChecks.faillock(review))

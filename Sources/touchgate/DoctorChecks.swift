@@ -15,17 +15,25 @@ enum DoctorChecks {
         do {
             let config = try ConfigFile.load(path: path)
             if access(path, F_OK) != 0 {
-                return (DoctorCheck("config", .ok, L("%s: none, the defaults apply", cli, path)),
-                        config.passwordService)
+                return (
+                    DoctorCheck("config", .ok, L("%s: none, the defaults apply", cli, path)),
+                    config.passwordService
+                )
             }
             return (DoctorCheck("config", .ok, L("%s: valid", cli, path)), config.passwordService)
         } catch let error as ConfigError {
             let place = error.line > 0 ? "\(path):\(error.line)" : path
-            return (DoctorCheck("config", .problem,
-                                L("%s: %s (touchgated refuses to start)", cli, place, error.message), fix: restart),
-                    DaemonConfig.defaults.passwordService)
+            return (
+                DoctorCheck(
+                    "config", .problem,
+                    L("%s: %s (touchgated refuses to start)", cli, place, error.message), fix: restart),
+                DaemonConfig.defaults.passwordService
+            )
         } catch {
-            return (DoctorCheck("config", .problem, "\(path): \(error)", fix: restart), DaemonConfig.defaults.passwordService)
+            return (
+                DoctorCheck("config", .problem, "\(path): \(error)", fix: restart),
+                DaemonConfig.defaults.passwordService
+            )
         }
     }
 
@@ -35,14 +43,26 @@ enum DoctorChecks {
         do {
             devices = try client.call(.devices, []).strings(.device)
         } catch {
-            return ([DoctorCheck("daemon", .problem, error.reason,
-                                 fix: L("systemctl start touchgated.socket; if it does not stay up: journalctl -u touchgated", cli)),
-                     DoctorCheck.skipped("reader", L("fingerprint reader", cli))], false)
+            return (
+                [
+                    DoctorCheck(
+                        "daemon", .problem, error.reason,
+                        fix: L(
+                            "systemctl start touchgated.socket; if it does not stay up: journalctl -u touchgated", cli)),
+                    DoctorCheck.skipped("reader", L("fingerprint reader", cli)),
+                ], false
+            )
         }
         let daemon = DoctorCheck("daemon", .ok, L("touchgated answers at %s", cli, client.socketPath))
         guard !devices.isEmpty else {
-            return ([daemon, DoctorCheck("reader", .problem, L("no fingerprint reader found", cli),
-                                         fix: L("connect a reader libfprint supports, then: systemctl restart touchgated", cli))], true)
+            return (
+                [
+                    daemon,
+                    DoctorCheck(
+                        "reader", .problem, L("no fingerprint reader found", cli),
+                        fix: L("connect a reader libfprint supports, then: systemctl restart touchgated", cli)),
+                ], true
+            )
         }
         return ([daemon, DoctorCheck("reader", .ok, devices.joined(separator: "; "))], true)
     }
@@ -51,17 +71,21 @@ enum DoctorChecks {
     static func pam(_ review: PAMReview) -> [DoctorCheck] {
         var checks: [DoctorCheck] = []
         if review.services.isEmpty {
-            checks.append(DoctorCheck("pam", .problem, L("no PAM service offers the fingerprint", cli),
-                                      fix: "pam-auth-update --enable touchgate"))
+            checks.append(
+                DoctorCheck(
+                    "pam", .problem, L("no PAM service offers the fingerprint", cli),
+                    fix: "pam-auth-update --enable touchgate"))
         } else {
             let names = review.services.map(\.service).joined(separator: ", ")
             let source = review.commonAuthFingerprint ? L(" (through common-auth)", cli) : ""
             checks.append(DoctorCheck("pam", .ok, L("fingerprint offered by: %s%s", cli, names, source)))
         }
         if review.commonAuthFingerprint && !review.commonAuthReport {
-            checks.append(DoctorCheck("pam", .problem,
-                                      L("common-auth has no report line: a password cannot clear a fingerprint lockout", cli),
-                                      fix: "pam-auth-update --enable touchgate-report"))
+            checks.append(
+                DoctorCheck(
+                    "pam", .problem,
+                    L("common-auth has no report line: a password cannot clear a fingerprint lockout", cli),
+                    fix: "pam-auth-update --enable touchgate-report"))
         }
         for service in review.services {
             for problem in service.problems {
@@ -76,27 +100,43 @@ enum DoctorChecks {
         let name = "pam \(service)"
         switch problem {
         case .fingerprintBlocksPassword(let how):
-            return DoctorCheck(name, .problem,
-                               L("when the fingerprint fails (%s) the right password is refused too", cli, how),
-                               fix: L("give the pam_touchgate.so line default=ignore, as the touchgate profile does", cli))
+            return DoctorCheck(
+                name, .problem,
+                L("when the fingerprint fails (%s) the right password is refused too", cli, how),
+                fix: L("give the pam_touchgate.so line default=ignore, as the touchgate profile does", cli))
         case .noReportAfterPassword:
-            return DoctorCheck(name, .problem,
-                               L("a password success never reaches a report line: it cannot clear a lockout or the after-boot rule", cli),
-                               fix: L("after the password module: auth optional pam_touchgate.so report (pam-auth-update --enable touchgate-report)", cli))
+            return DoctorCheck(
+                name, .problem,
+                L(
+                    "a password success never reaches a report line: it cannot clear a lockout or the after-boot rule",
+                    cli),
+                fix: L(
+                    "after the password module: auth optional pam_touchgate.so report (pam-auth-update --enable touchgate-report)",
+                    cli))
         case .reportAfterWrongPassword(let origin):
-            return DoctorCheck(name, .problem,
-                               L("the report line at %s is reached after a wrong password: it would clear a lockout without the password", cli, origin),
-                               fix: L("place it where only a password success leads (after pam_unix's success jump)", cli))
+            return DoctorCheck(
+                name, .problem,
+                L(
+                    "the report line at %s is reached after a wrong password: it would clear a lockout without the password",
+                    cli, origin),
+                fix: L("place it where only a password success leads (after pam_unix's success jump)", cli))
         case .acceptsWrongPassword:
-            return DoctorCheck(name, .problem, L("the stack succeeds with a wrong password and no finger", cli),
-                               fix: L("end the password part with pam_deny.so, as common-auth does", cli))
+            return DoctorCheck(
+                name, .problem, L("the stack succeeds with a wrong password and no finger", cli),
+                fix: L("end the password part with pam_deny.so, as common-auth does", cli))
         case .faillockCountsFingerprint(let origin):
-            return DoctorCheck(name, .problem,
-                               L("pam_faillock authfail at %s runs although the password was right: a fingerprint failure counts against the password", cli, origin),
-                               fix: L("put the pam_touchgate.so line after pam_faillock preauth and let its failure go on to the password module (default=ignore)", cli))
+            return DoctorCheck(
+                name, .problem,
+                L(
+                    "pam_faillock authfail at %s runs although the password was right: a fingerprint failure counts against the password",
+                    cli, origin),
+                fix: L(
+                    "put the pam_touchgate.so line after pam_faillock preauth and let its failure go on to the password module (default=ignore)",
+                    cli))
         case .missingModule(let module, let origin):
-            return DoctorCheck(name, .problem, L("%s: %s is not installed", cli, origin, module),
-                               fix: L("install the package that provides %s, or remove the line", cli, module))
+            return DoctorCheck(
+                name, .problem, L("%s: %s is not installed", cli, origin, module),
+                fix: L("install the package that provides %s, or remove the line", cli, module))
         case .syntax(let error):
             return DoctorCheck(name, .problem, "\(error)", fix: L("correct the line", cli))
         }
@@ -107,33 +147,52 @@ enum DoctorChecks {
         let name = "password"
         guard r.exists else {
             let fallback = r.file.map { L(" (Linux-PAM would use '%s')", cli, $0) } ?? ""
-            return [DoctorCheck(name, .problem, L("no /etc/pam.d/%s%s", cli, r.service, fallback),
-                                fix: L("apt install --reinstall touchgate, or create it with: auth required pam_unix.so", cli))]
+            return [
+                DoctorCheck(
+                    name, .problem, L("no /etc/pam.d/%s%s", cli, r.service, fallback),
+                    fix: L("apt install --reinstall touchgate, or create it with: auth required pam_unix.so", cli))
+            ]
         }
         var checks: [DoctorCheck] = []
         if !r.touchgateLines.isEmpty {
-            checks.append(DoctorCheck(name, .problem,
-                                      L("service '%s' reaches pam_touchgate.so (%s): the daemon would ask itself for a finger", cli, r.service, r.touchgateLines.joined(separator: ", ")),
-                                      fix: L("list the password modules in /etc/pam.d/%s instead of including common-auth", cli, r.service)))
+            checks.append(
+                DoctorCheck(
+                    name, .problem,
+                    L(
+                        "service '%s' reaches pam_touchgate.so (%s): the daemon would ask itself for a finger", cli,
+                        r.service, r.touchgateLines.joined(separator: ", ")),
+                    fix: L(
+                        "list the password modules in /etc/pam.d/%s instead of including common-auth", cli, r.service)))
         }
         if !r.acceptsPassword {
-            checks.append(DoctorCheck(name, .problem, L("service '%s' accepts no password", cli, r.service),
-                                      fix: L("add: auth required pam_unix.so", cli)))
+            checks.append(
+                DoctorCheck(
+                    name, .problem, L("service '%s' accepts no password", cli, r.service),
+                    fix: L("add: auth required pam_unix.so", cli)))
         }
         if !r.refusesWrongPassword {
-            checks.append(DoctorCheck(name, .problem, L("service '%s' accepts a wrong password", cli, r.service),
-                                      fix: L("remove pam_permit.so lines that can decide it", cli)))
+            checks.append(
+                DoctorCheck(
+                    name, .problem, L("service '%s' accepts a wrong password", cli, r.service),
+                    fix: L("remove pam_permit.so lines that can decide it", cli)))
         }
         if !r.missingFromLogin.isEmpty, let reference = r.comparedWith {
             let lacking = r.missingFromLogin.joined(separator: ", ")
-            checks.append(DoctorCheck(name, .problem,
-                                      L("'%s' also uses %s, which service '%s' lacks: they accept different passwords", cli, reference, lacking, r.service),
-                                      fix: L("copy those lines from common-auth into /etc/pam.d/%s", cli, r.service)))
+            checks.append(
+                DoctorCheck(
+                    name, .problem,
+                    L(
+                        "'%s' also uses %s, which service '%s' lacks: they accept different passwords", cli, reference,
+                        lacking, r.service),
+                    fix: L("copy those lines from common-auth into /etc/pam.d/%s", cli, r.service)))
         }
         for problem in r.problems { checks.append(stackProblem(problem, in: r.service)) }
         if checks.isEmpty {
             let modules = r.passwordModules.joined(separator: ", ")
-            checks.append(DoctorCheck(name, .ok, L("service '%s' checks passwords with %s, without pam_touchgate.so", cli, r.service, modules)))
+            checks.append(
+                DoctorCheck(
+                    name, .ok,
+                    L("service '%s' checks passwords with %s, without pam_touchgate.so", cli, r.service, modules)))
         }
         return checks
     }
@@ -164,23 +223,39 @@ enum DoctorChecks {
         var fingers: [String] = []
         if case .array(let list)? = document["fingers"] { fingers = list.compactMap(\.scalarText) }
         if document["stateReadable"] == .bool(false) {
-            return [DoctorCheck(name, .problem, L("%s: the state file is damaged; fingerprints are refused until a password success", cli, user),
-                                fix: L("authenticate once with the password", cli))]
+            return [
+                DoctorCheck(
+                    name, .problem,
+                    L("%s: the state file is damaged; fingerprints are refused until a password success", cli, user),
+                    fix: L("authenticate once with the password", cli))
+            ]
         }
         if fingers.isEmpty {
-            return [DoctorCheck(name, .problem, L("%s has no enrolled fingerprint", cli, user),
-                                fix: L("touchgate enroll (as %s), or: touchgate enroll --user %s", cli, user, user))]
+            return [
+                DoctorCheck(
+                    name, .problem, L("%s has no enrolled fingerprint", cli, user),
+                    fix: L("touchgate enroll (as %s), or: touchgate enroll --user %s", cli, user, user))
+            ]
         }
         if document["enabled"] == .bool(false) {
-            return [DoctorCheck(name, .problem, L("%s turned fingerprint authentication off", cli, user),
-                                fix: "touchgate enable --user \(user)")]
+            return [
+                DoctorCheck(
+                    name, .problem, L("%s turned fingerprint authentication off", cli, user),
+                    fix: "touchgate enable --user \(user)")
+            ]
         }
-        var checks = [DoctorCheck(name, .ok, L("%s: enabled, enrolled: %s", cli, user, fingers.joined(separator: ", ")))]
+        var checks = [
+            DoctorCheck(name, .ok, L("%s: enabled, enrolled: %s", cli, user, fingers.joined(separator: ", ")))
+        ]
         if case .object(let can)? = document["canEvaluate"], case .int(let code)? = can["code"], code != 0 {
             let reason = can["reason"]?.scalarText.flatMap { $0.isEmpty ? nil : $0 }
-            checks.append(DoctorCheck(name, .note,
-                                      L("fingerprint refused for now: %s", cli, sentence(for: Int32(clamping: code), reason: reason, seconds: nil)),
-                                      fix: L("authenticate once with the password (e.g. sudo -v)", cli)))
+            checks.append(
+                DoctorCheck(
+                    name, .note,
+                    L(
+                        "fingerprint refused for now: %s", cli,
+                        sentence(for: Int32(clamping: code), reason: reason, seconds: nil)),
+                    fix: L("authenticate once with the password (e.g. sudo -v)", cli)))
         }
         return checks
     }

@@ -56,7 +56,8 @@ struct DoctorReport: Encodable {
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let data = (try? encoder.encode(Document(ok: problems == 0, problems: problems, checks: checks))) ?? Data("{}".utf8)
+        let data =
+            (try? encoder.encode(Document(ok: problems == 0, problems: problems, checks: checks))) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
     }
 

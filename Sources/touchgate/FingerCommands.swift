@@ -30,7 +30,8 @@ struct Enroll: ParsableCommand {
         let user = try user.resolved()
         let client = DaemonClient(socketPath: root.socketPath)
         if !Caller.isRoot { try client.checkReachable() }
-        let fields = [Field(.user, user), Field(.finger, finger)] + localeField() + (try PasswordPrompt.fieldIfNeeded())
+        let fields =
+            [Field(.user, user), Field(.finger, finger)] + localeField() + (try PasswordPrompt.fieldIfNeeded())
         _ = try client.prompt(.enroll, fields) { frame in
             if let line = progressLine(frame, enrolling: finger) { say(line) }
         }
@@ -48,9 +49,10 @@ struct Verify: ParsableCommand {
 
     func run() throws {
         let user = try user.resolved()
-        var fields = [
-            Field(.user, user), Field(.policy, EvaluationPolicy.biometrics.rawValue), Field(.service, "touchgate"),
-        ] + localeField()
+        var fields =
+            [
+                Field(.user, user), Field(.policy, EvaluationPolicy.biometrics.rawValue), Field(.service, "touchgate"),
+            ] + localeField()
         if let tty = Caller.tty { fields.append(Field(.tty, tty)) }
         _ = try DaemonClient(socketPath: root.socketPath).prompt(.evaluate, fields) { frame in
             if let line = progressLine(frame) { say(line) }

@@ -20,9 +20,11 @@ struct Touchgate: ParsableCommand {
             CheckConfig.self, Doctor.self,
         ])
 
-    @Option(name: .long, help: ArgumentHelp(
-        "touchgated's socket (default: $TOUCHGATE_SOCKET, else \(Caller.defaultSocket)).",
-        valueName: "path"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "touchgated's socket (default: $TOUCHGATE_SOCKET, else \(Caller.defaultSocket)).",
+            valueName: "path"))
     var socket: String?
 
     /// The socket to use: --socket, else $TOUCHGATE_SOCKET, else the packaged default.

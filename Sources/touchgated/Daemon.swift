@@ -24,7 +24,8 @@ struct DaemonOptions: Sendable {
     /// $CONFIGURATION_DIRECTORY/touchgate.conf under systemd (ConfigurationDirectory=), else
     /// /etc/touchgate/touchgate.conf.
     var configPath: String {
-        config ?? environment("CONFIGURATION_DIRECTORY").map { "\(firstPath($0))/touchgate.conf" } ?? ConfigFile.defaultPath
+        config ?? environment("CONFIGURATION_DIRECTORY").map { "\(firstPath($0))/touchgate.conf" }
+            ?? ConfigFile.defaultPath
     }
 }
 
@@ -42,7 +43,8 @@ func serve(_ options: DaemonOptions) -> Int32 {
         // An invalid file stops the daemon at start, with the line and the reason.
         return startFailure("\(configPath): \(error)")
     }
-    let socketPath = options.socket ?? environment("RUNTIME_DIRECTORY").map { "\(firstPath($0))/touchgated.sock" }
+    let socketPath =
+        options.socket ?? environment("RUNTIME_DIRECTORY").map { "\(firstPath($0))/touchgated.sock" }
         ?? "/run/touchgate/touchgated.sock"
     let stateDirectory = options.stateDir ?? environment("STATE_DIRECTORY").map(firstPath) ?? "/var/lib/touchgate"
     let printDirectory = options.printStore ?? settings.printStore
@@ -59,8 +61,12 @@ func serve(_ options: DaemonOptions) -> Int32 {
         return startFailure("cannot read the boot identity from \(options.bootIdFile)")
     }
     let state: Directory, prints: Directory
-    do { state = try Directory.openRoot(stateDirectory) } catch { return startFailure("state directory \(stateDirectory): \(error)") }
-    do { prints = try Directory.openRoot(printDirectory) } catch { return startFailure("print store \(printDirectory): \(error)") }
+    do { state = try Directory.openRoot(stateDirectory) } catch {
+        return startFailure("state directory \(stateDirectory): \(error)")
+    }
+    do { prints = try Directory.openRoot(printDirectory) } catch {
+        return startFailure("print store \(printDirectory): \(error)")
+    }
     let stale = StartUp.removeStaleTemporaries(state: state, printStore: prints)
     if stale > 0 { log.notice("removed \(stale) temporary files left by interrupted writes") }
 
@@ -73,12 +79,15 @@ func serve(_ options: DaemonOptions) -> Int32 {
         listenFD = passed
         boundPath = nil
     } else {
-        do { listenFD = try ListeningSocket.bind(socketPath) } catch { return startFailure("socket \(socketPath): \(error)") }
+        do { listenFD = try ListeningSocket.bind(socketPath) } catch {
+            return startFailure("socket \(socketPath): \(error)")
+        }
         boundPath = socketPath
     }
-    var wiring = CoreSetup(policy: settings.policy, allowRemote: settings.allowRemote, bootID: bootID,
-                          stateDirectory: state, printStore: prints, reader: reader,
-                          passwords: PAMPasswordChecker(service: settings.passwordService), log: log, audit: audit)
+    var wiring = CoreSetup(
+        policy: settings.policy, allowRemote: settings.allowRemote, bootID: bootID,
+        stateDirectory: state, printStore: prints, reader: reader,
+        passwords: PAMPasswordChecker(service: settings.passwordService), log: log, audit: audit)
     let linuxAudit = LinuxAudit(log: log)
     wiring.linuxAudit = { linuxAudit.record($0) }
     let setup = wiring
@@ -86,8 +95,10 @@ func serve(_ options: DaemonOptions) -> Int32 {
         do throws(StorageError) {
             let core = try Core(setup)
             let listener = Listener(core: core, fd: listenFD, log: log)
-            return .success(DaemonServices(reader: reader, core: core, listener: listener, socketPath: boundPath,
-                                           fprintdAPI: settings.fprintdAPI, log: log))
+            return .success(
+                DaemonServices(
+                    reader: reader, core: core, listener: listener, socketPath: boundPath,
+                    fprintdAPI: settings.fprintdAPI, log: log))
         } catch { return .failure(error) }
     }
     let daemon: DaemonServices
@@ -99,7 +110,11 @@ func serve(_ options: DaemonOptions) -> Int32 {
     let started = Semaphore()
     let outcome = StartOutcome()
     CoreLoop.shared.post {
-        CoreLoop.shared.task { await daemon.start { outcome.failure = $0; started.signal() } }
+        CoreLoop.shared.task {
+            await daemon.start {
+                outcome.failure = $0; started.signal()
+            }
+        }
     }
     started.wait()
     if let failure = outcome.failure { return startFailure(failure) }
@@ -123,7 +138,9 @@ func serve(_ options: DaemonOptions) -> Int32 {
 private func onCoreLoop<T: Sendable>(_ body: @escaping @Sendable @CoreActor () -> T) -> T {
     let done = Semaphore()
     let box = ResultBox<T>()
-    CoreLoop.shared.post { box.value = body(); done.signal() }
+    CoreLoop.shared.post {
+        box.value = body(); done.signal()
+    }
     done.wait()
     return box.value!
 }
@@ -170,7 +187,8 @@ extension String {
     var trimmingWhitespace: String {
         let bytes = Array(utf8)
         let blank: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x0A || $0 == 0x09 || $0 == 0x0D }
-        guard let first = bytes.firstIndex(where: { !blank($0) }), let last = bytes.lastIndex(where: { !blank($0) }) else { return "" }
+        guard let first = bytes.firstIndex(where: { !blank($0) }), let last = bytes.lastIndex(where: { !blank($0) })
+        else { return "" }
         return String(decoding: bytes[first...last], as: UTF8.self)
     }
 }

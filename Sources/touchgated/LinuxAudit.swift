@@ -63,12 +63,15 @@ final class LinuxAudit: Sendable {
             ready.wait()
             guard let r = state.withLock({ s in s.queue.isEmpty ? nil : s.queue.removeFirst() }) else { continue }
             let type = r.kind == .userAuth ? AUDIT_USER_AUTH : AUDIT_ANOM_LOGIN_FAILURES
-            let rc = audit_log_acct_message(fd, type, nil, r.operation, r.account, UInt32.max, r.host, r.address,
-                                            r.terminal, r.success ? 1 : 0)
+            let rc = audit_log_acct_message(
+                fd, type, nil, r.operation, r.account, UInt32.max, r.host, r.address,
+                r.terminal, r.success ? 1 : 0)
             // 0: libaudit hid ECONNREFUSED (audit off in the kernel) or a refusal; < 0: -errno.
             if rc <= 0 {
                 audit_close(fd)
-                stop(because: rc == 0 ? "the kernel's audit is off or refused the record" : String(cString: strerror(-rc)))
+                stop(
+                    because: rc == 0
+                        ? "the kernel's audit is off or refused the record" : String(cString: strerror(-rc)))
                 return
             }
         }

@@ -13,7 +13,10 @@ import TouchGateSocket
     private let fprintdAPI: Bool
     private let log: Logger
 
-    init(reader: any FingerprintReader, core: Core, listener: Listener, socketPath: String?, fprintdAPI: Bool, log: Logger) {
+    init(
+        reader: any FingerprintReader, core: Core, listener: Listener, socketPath: String?, fprintdAPI: Bool,
+        log: Logger
+    ) {
         self.core = core
         self.fprintdAPI = fprintdAPI
         self.log = log

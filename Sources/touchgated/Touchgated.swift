@@ -8,16 +8,25 @@ struct Touchgated: ParsableCommand {
         commandName: "touchgated",
         abstract: "The touchgate daemon: fingerprint readers, policy and counters for pam_touchgate.so.")
 
-    @Option(help: "Unix socket to listen on (default: $RUNTIME_DIRECTORY/touchgated.sock, else /run/touchgate/touchgated.sock; a socket passed by systemd is used instead).")
+    @Option(
+        help:
+            "Unix socket to listen on (default: $RUNTIME_DIRECTORY/touchgated.sock, else /run/touchgate/touchgated.sock; a socket passed by systemd is used instead)."
+    )
     var socket: String?
 
     @Option(help: "State directory for counters and the secret (default: $STATE_DIRECTORY, else /var/lib/touchgate).")
     var stateDir: String?
 
-    @Option(help: "Where enrolled prints are kept, in fprintd's layout (default: the config's print_store, else /var/lib/fprint).")
+    @Option(
+        help:
+            "Where enrolled prints are kept, in fprintd's layout (default: the config's print_store, else /var/lib/fprint)."
+    )
     var printStore: String?
 
-    @Option(help: "Configuration file; a missing file means defaults, an invalid one stops the daemon (default: $CONFIGURATION_DIRECTORY/touchgate.conf, else /etc/touchgate/touchgate.conf).")
+    @Option(
+        help:
+            "Configuration file; a missing file means defaults, an invalid one stops the daemon (default: $CONFIGURATION_DIRECTORY/touchgate.conf, else /etc/touchgate/touchgate.conf)."
+    )
     var config: String?
 
     @Option(help: "Where the boot identity is read.")
@@ -43,8 +52,9 @@ struct Touchgated: ParsableCommand {
     }
 
     func run() throws {
-        let options = DaemonOptions(socket: socket, stateDir: stateDir, printStore: printStore, config: config,
-                                    bootIdFile: bootIdFile, debug: debug)
+        let options = DaemonOptions(
+            socket: socket, stateDir: stateDir, printStore: printStore, config: config,
+            bootIdFile: bootIdFile, debug: debug)
         let status = serve(options)
         if status != EXIT_SUCCESS { throw ExitCode(status) }
     }

@@ -21,13 +21,15 @@ import TouchGateConfig
     }
 
     @Test func aKeyGivenTwiceNamesBothLines() {
-        #expect(error("timeout = 5\nmax_tries = 3\ntimeout = 6")
-            == ConfigError(line: 3, message: "timeout is given twice (first on line 1)"))
+        #expect(
+            error("timeout = 5\nmax_tries = 3\ntimeout = 6")
+                == ConfigError(line: 3, message: "timeout is given twice (first on line 1)"))
     }
 
     @Test func aLineWithoutEqualsIsAnError() {
-        #expect(error("# header\nmax_tries 3")
-            == ConfigError(line: 2, message: "expected 'key = value', got 'max_tries 3'"))
+        #expect(
+            error("# header\nmax_tries 3")
+                == ConfigError(line: 2, message: "expected 'key = value', got 'max_tries 3'"))
     }
 
     @Test func aMissingKeyIsAnError() {
@@ -43,57 +45,72 @@ import TouchGateConfig
         #expect(error("\n\nmax_tries = 0")?.description == "line 3: max_tries must be between 1 and 100, got 0")
         #expect(error("max_tries = 101")?.message == "max_tries must be between 1 and 100, got 101")
         #expect(error("lockout_threshold = 1001")?.message == "lockout_threshold must be between 1 and 1000, got 1001")
-        #expect(error("password_backoff_after = 0")?.message == "password_backoff_after must be between 1 and 1000, got 0")
+        #expect(
+            error("password_backoff_after = 0")?.message == "password_backoff_after must be between 1 and 1000, got 0")
     }
 
     @Test(arguments: ["abc", "-1", "+3", "3.0", "3 4", "0x10", "３"])
     func aBadNumberIsAnError(text: String) {
-        #expect(error("max_tries = \(text)")
-            == ConfigError(line: 1, message: "max_tries must be a whole number between 1 and 100, got '\(text)'"))
+        #expect(
+            error("max_tries = \(text)")
+                == ConfigError(line: 1, message: "max_tries must be a whole number between 1 and 100, got '\(text)'"))
     }
 
     @Test func anOverflowingNumberIsOutOfRangeNotACrash() {
-        #expect(error("max_tries = 99999999999999999999999")?.message
-            == "max_tries must be between 1 and 100, got 99999999999999999999999")
-        #expect(error("timeout = 9223372036854775807d")?.message
-            == "timeout must be between 1 second and 1 hour, got 9223372036854775807d")
+        #expect(
+            error("max_tries = 99999999999999999999999")?.message
+                == "max_tries must be between 1 and 100, got 99999999999999999999999")
+        #expect(
+            error("timeout = 9223372036854775807d")?.message
+                == "timeout must be between 1 second and 1 hour, got 9223372036854775807d")
         #expect(error("password_interval = 106751991167301d")?.line == 1)
     }
 
     @Test func anOutOfRangeDurationSaysTheBoundsInWords() {
         #expect(error("timeout = 0")?.message == "timeout must be between 1 second and 1 hour, got 0")
         #expect(error("timeout = 61m")?.message == "timeout must be between 1 second and 1 hour, got 61m")
-        #expect(error("unlock_idle_timeout = 3651d")?.message
-            == "unlock_idle_timeout must be between 1 second and 3650 days, got 3651d")
-        #expect(error("password_interval_grace = 0s")?.message
-            == "password_interval_grace must be between 1 second and 3650 days, got 0s")
+        #expect(
+            error("unlock_idle_timeout = 3651d")?.message
+                == "unlock_idle_timeout must be between 1 second and 3650 days, got 3651d")
+        #expect(
+            error("password_interval_grace = 0s")?.message
+                == "password_interval_grace must be between 1 second and 3650 days, got 0s")
     }
 
     @Test(arguments: ["5x", "h", "48 h", "48H", "1.5h", "-5s", "5ms", "s5"])
     func aBadDurationIsAnError(text: String) {
-        #expect(error("password_interval = \(text)")
-            == ConfigError(line: 1, message: "password_interval must be a duration such as 30, 45s, 90m, 48h or 7d, got '\(text)'"))
+        #expect(
+            error("password_interval = \(text)")
+                == ConfigError(
+                    line: 1,
+                    message: "password_interval must be a duration such as 30, 45s, 90m, 48h or 7d, got '\(text)'"))
     }
 
     @Test(arguments: ["Yes", "1", "on", "y", "maybe"])
     func aBadBooleanIsAnError(text: String) {
-        #expect(error("allow_remote = \(text)")
-            == ConfigError(line: 1, message: "allow_remote must be yes, no, true or false, got '\(text)'"))
+        #expect(
+            error("allow_remote = \(text)")
+                == ConfigError(line: 1, message: "allow_remote must be yes, no, true or false, got '\(text)'"))
     }
 
     @Test func aBadBackoffListNamesTheStep() {
-        #expect(error("password_backoff = 1m,,5m")?.message
-            == "password_backoff has an empty step in '1m,,5m' (write steps like 1m,5m,15m,1h)")
+        #expect(
+            error("password_backoff = 1m,,5m")?.message
+                == "password_backoff has an empty step in '1m,,5m' (write steps like 1m,5m,15m,1h)")
         #expect(error("password_backoff = 1m,5m,")?.line == 1)
-        #expect(error("password_backoff = 1m, 5x")?.message
-            == "password_backoff step 2 must be a duration such as 30, 45s, 90m, 48h or 7d, got '5x'")
-        #expect(error("password_backoff = 1m,31d")?.message
-            == "password_backoff step 2 must be between 1 second and 30 days, got 31d")
-        #expect(error("password_backoff = 0")?.message
-            == "password_backoff step 1 must be between 1 second and 30 days, got 0")
+        #expect(
+            error("password_backoff = 1m, 5x")?.message
+                == "password_backoff step 2 must be a duration such as 30, 45s, 90m, 48h or 7d, got '5x'")
+        #expect(
+            error("password_backoff = 1m,31d")?.message
+                == "password_backoff step 2 must be between 1 second and 30 days, got 31d")
+        #expect(
+            error("password_backoff = 0")?.message
+                == "password_backoff step 1 must be between 1 second and 30 days, got 0")
         let seventeen = Array(repeating: "1m", count: 17).joined(separator: ",")
-        #expect(error("password_backoff = \(seventeen)")?.message
-            == "password_backoff must have between 1 and 16 steps, got 17")
+        #expect(
+            error("password_backoff = \(seventeen)")?.message
+                == "password_backoff must have between 1 and 16 steps, got 17")
     }
 
     @Test(arguments: [".", "..", "a/b", "../etc", "sudo su", "tøuch", String(repeating: "x", count: 65)])

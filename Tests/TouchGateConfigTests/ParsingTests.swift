@@ -25,7 +25,8 @@ import TouchGatePolicy
     }
 
     @Test func everyKeyIsParsedIntoItsField() throws {
-        let c = try ConfigFile.parse("""
+        let c = try ConfigFile.parse(
+            """
             max_tries = 7
             timeout = 45
             lockout_threshold = 9
@@ -73,7 +74,8 @@ import TouchGatePolicy
     }
 
     @Test func commentsAndBlankLinesAreIgnored() throws {
-        let c = try ConfigFile.parse("""
+        let c = try ConfigFile.parse(
+            """
             # a whole-line comment
               # an indented one
             max_tries = 4   # after a value
@@ -100,7 +102,8 @@ import TouchGatePolicy
     }
 
     @Test func theBoundsOfEveryRangeAreAccepted() throws {
-        let low = try ConfigFile.parse("""
+        let low = try ConfigFile.parse(
+            """
             max_tries = 1
             timeout = 1
             lockout_threshold = 1
@@ -111,10 +114,13 @@ import TouchGatePolicy
             password_backoff = 1
             password_service = a
             """)
-        #expect(low.policy == PolicyConfig(
-            maxTries: 1, timeout: 1, lockoutThreshold: 1, unlockIdleTimeout: 1, passwordInterval: 1,
-            passwordIntervalGrace: 1, passwordBackoffAfter: 1, passwordBackoff: [1]))
-        let high = try ConfigFile.parse("""
+        #expect(
+            low.policy
+                == PolicyConfig(
+                    maxTries: 1, timeout: 1, lockoutThreshold: 1, unlockIdleTimeout: 1, passwordInterval: 1,
+                    passwordIntervalGrace: 1, passwordBackoffAfter: 1, passwordBackoff: [1]))
+        let high = try ConfigFile.parse(
+            """
             max_tries = 100
             timeout = 1h
             lockout_threshold = 1000

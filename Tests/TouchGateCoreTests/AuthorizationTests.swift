@@ -47,12 +47,16 @@ import TouchGateWire
             case .canEvaluate:
                 return await core.canEvaluate(user: "alice", policy: .biometrics, rhost: nil, caller: caller)
             case .evaluate:
-                return await core.evaluate(core.evaluateRequest(), caller: caller, client: CollectingClient(), input: PromptInput())
+                return await core.evaluate(
+                    core.evaluateRequest(), caller: caller, client: CollectingClient(), input: PromptInput())
             case .enroll:
-                return await core.enroll(user: "alice", finger: .leftThumb, password: password, origin: origin, caller: caller,
-                                         client: CollectingClient(), input: PromptInput())
+                return await core.enroll(
+                    user: "alice", finger: .leftThumb, password: password, origin: origin, caller: caller,
+                    client: CollectingClient(), input: PromptInput())
             case .delete:
-                return await core.delete(user: "alice", fingers: [.leftThumb], all: false, password: password, origin: origin, caller: caller)
+                return await core.delete(
+                    user: "alice", fingers: [.leftThumb], all: false, password: password, origin: origin, caller: caller
+                )
             case .enable: return await core.enable(user: "alice", password: password, origin: origin, caller: caller)
             case .disable: return await core.disable(user: "alice", origin: origin, caller: caller)
             case .list: return await core.list(user: "alice", caller: caller)
@@ -64,9 +68,11 @@ import TouchGateWire
                 let (reply, id) = await core.monitor(user: "alice", caller: caller) { _ in true }
                 if let id { core.stopMonitoring(id) }
                 return reply
-            case .passwordSuccess: return await core.passwordSuccessReport(user: "alice", origin: origin, caller: caller)
+            case .passwordSuccess:
+                return await core.passwordSuccessReport(user: "alice", origin: origin, caller: caller)
             case .verifyPassword:
-                return await core.verifyPasswordRequest(user: "alice", password: password ?? "", origin: origin, caller: caller)
+                return await core.verifyPasswordRequest(
+                    user: "alice", password: password ?? "", origin: origin, caller: caller)
             }
         }
     }
@@ -79,14 +85,17 @@ import TouchGateWire
             let notPermitted = Refusal(.notPermitted, reason: nil, text: .notPermitted)
             for request in Request.allCases {
                 let checksBefore = bed.passwords.calls
-                let withPassword = try #require(await perform(request, core, who.caller, password: bed.passwords.correctPassword))
+                let withPassword = try #require(
+                    await perform(request, core, who.caller, password: bed.passwords.correctPassword))
                 switch Self.right(who, request) {
                 case .yes:
                     #expect(withPassword.outcome != .notPermitted, "\(request): \(withPassword)")
                 case .withTheirPassword:
                     #expect(withPassword.outcome != .notPermitted, "\(request): \(withPassword)")
                     let without = try #require(await perform(request, core, who.caller, password: nil))
-                    #expect(without == Refusal(.notPermitted, reason: "passwordNeeded", text: .passwordNeeded), "\(request)")
+                    #expect(
+                        without == Refusal(.notPermitted, reason: "passwordNeeded", text: .passwordNeeded), "\(request)"
+                    )
                 case .no:
                     #expect(withPassword == notPermitted, "\(request): \(withPassword)")
                     // Refused before any password is looked at: no oracle for another's password.
@@ -100,9 +109,15 @@ import TouchGateWire
         try await withTestBed { bed in
             let core = try bed.makeCore()
             // Whether an account exists is not told to someone who may not ask about it.
-            #expect(await core.status(user: "mallory", caller: .root) == Refusal(.userUnknown, reason: nil, text: .userUnknown("mallory")))
-            #expect(await core.status(user: "mallory", caller: .bob) == Refusal(.notPermitted, reason: nil, text: .notPermitted))
-            #expect(await core.canEvaluate(user: "mallory", policy: .biometrics, rhost: nil, caller: .stranger).outcome == .notPermitted)
+            #expect(
+                await core.status(user: "mallory", caller: .root)
+                    == Refusal(.userUnknown, reason: nil, text: .userUnknown("mallory")))
+            #expect(
+                await core.status(user: "mallory", caller: .bob)
+                    == Refusal(.notPermitted, reason: nil, text: .notPermitted))
+            #expect(
+                await core.canEvaluate(user: "mallory", policy: .biometrics, rhost: nil, caller: .stranger).outcome
+                    == .notPermitted)
         }
     }
 
@@ -111,7 +126,9 @@ import TouchGateWire
         try await withTestBed { bed in
             let core = try bed.makeCore()
             for caller in [Caller.root, .alice] {
-                #expect(await core.status(user: name, caller: caller) == Refusal(.userUnknown, reason: nil, text: .userUnknown(name)))
+                #expect(
+                    await core.status(user: name, caller: caller)
+                        == Refusal(.userUnknown, reason: nil, text: .userUnknown(name)))
                 #expect(await core.lock(user: name, origin: Origin(), caller: caller).outcome == .userUnknown)
             }
             #expect(directoryEntries("\(bed.statePath)/users") == [])

@@ -70,7 +70,8 @@ import TouchGateWire
             try await bed.enroll(core)
             try await core.recordPasswordSuccess(context())
             #expect(await core.preflight() == nil)
-            #expect(await core.canEvaluate(user: "alice", policy: .biometrics, rhost: nil, caller: .alice) == .success())
+            #expect(
+                await core.canEvaluate(user: "alice", policy: .biometrics, rhost: nil, caller: .alice) == .success())
             // canEvaluate never touches the reader.
             #expect(bed.reader.verifications.isEmpty)
             #expect(bed.reader.enrollments.isEmpty)
@@ -91,10 +92,14 @@ import TouchGateWire
         try await withTestBed { bed in
             let core = try bed.makeCore()
             try await bed.readyUser(core)
-            try await core.prints.save(bed.reader.print(user: "alice", finger: 1, payload: "thumb"), user: "alice",
-                                       device: DeviceKey(driver: "stub", deviceID: "stub-0"), finger: .leftThumb)
-            #expect(await core.preflight() == Refusal(.passwordRequired, reason: "enrollmentChanged",
-                                                      text: .passwordRequired(.enrollmentChanged)))
+            try await core.prints.save(
+                bed.reader.print(user: "alice", finger: 1, payload: "thumb"), user: "alice",
+                device: DeviceKey(driver: "stub", deviceID: "stub-0"), finger: .leftThumb)
+            #expect(
+                await core.preflight()
+                    == Refusal(
+                        .passwordRequired, reason: "enrollmentChanged",
+                        text: .passwordRequired(.enrollmentChanged)))
             _ = try await core.prints.delete("alice", device: nil, fingers: [.leftThumb])
             #expect(await core.preflight() == nil)
         }

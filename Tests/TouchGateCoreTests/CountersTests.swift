@@ -15,7 +15,9 @@ import TouchGateWire
             let core = try bed.makeCore()
             try await bed.readyUser(core)
             let events = Collector<String>()
-            _ = core.events.subscribe(user: "alice") { events.append($0); return true }
+            _ = core.events.subscribe(user: "alice") {
+                events.append($0); return true
+            }
 
             var answers: [Refusal?] = []
             for _ in 1...5 { answers.append(try await core.recordFailedMatch(context())) }
@@ -43,7 +45,9 @@ import TouchGateWire
             let core = try bed.makeCore()
             try await bed.readyUser(core)
             for _ in 1...4 { _ = try await core.recordFailedMatch(context()) }
-            try await core.states.update("alice", .afterReply) { core.policyEngine.recordFingerprintSuccess($0.stateOrFailClosed, at: bed.clock.now()) }
+            try await core.states.update("alice", .afterReply) {
+                core.policyEngine.recordFingerprintSuccess($0.stateOrFailClosed, at: bed.clock.now())
+            }
             for _ in 1...4 { #expect(try await core.recordFailedMatch(context()) == nil) }
             #expect(await core.preflight() == nil)
         }
@@ -85,14 +89,20 @@ import TouchGateWire
             var answers: [PasswordOutcome] = []
             for i in 1...5 { answers.append(await core.verifyPassword(context(), "wrong-\(i)")) }
             #expect(Array(answers.prefix(4)) == Array(repeating: .refused(wrongPasswordRefusal), count: 4))
-            #expect(answers.last == .refused(Refusal(.authenticationFailed, reason: "wrongPassword",
-                                                     text: .wrongPasswordBackoff(seconds: 60), seconds: 60)))
+            #expect(
+                answers.last
+                    == .refused(
+                        Refusal(
+                            .authenticationFailed, reason: "wrongPassword",
+                            text: .wrongPasswordBackoff(seconds: 60), seconds: 60)))
             #expect(bed.passwords.calls == 5)
 
             // Even the right password is refused unchecked while the back-off runs: no oracle.
             bed.clock.advance(15)
             let refused = await core.verifyPassword(context(), bed.passwords.correctPassword)
-            #expect(refused == .refused(Refusal(.passwordBackoff, reason: "backoff", text: .backoff(seconds: 45), seconds: 45)))
+            #expect(
+                refused
+                    == .refused(Refusal(.passwordBackoff, reason: "backoff", text: .backoff(seconds: 45), seconds: 45)))
             #expect(bed.passwords.calls == 5)
 
             // Once it ran out, the password is checked again.
@@ -109,7 +119,8 @@ import TouchGateWire
             for i in 1...5 { _ = await before.verifyPassword(context(), "wrong-\(i)") }
 
             let after = try bed.makeCore()
-            guard case .refused(let refusal) = await after.verifyPassword(context(), bed.passwords.correctPassword) else {
+            guard case .refused(let refusal) = await after.verifyPassword(context(), bed.passwords.correctPassword)
+            else {
                 Issue.record("a restart ended the back-off")
                 return
             }

@@ -20,7 +20,8 @@ import TouchGateWire
     @Test func withOneOfTwoDamagedThePromptGoesOnWithTheOtherAndNamesTheDamagedFinger() async throws {
         try await withTestBed { bed in
             let core = try await aliceWithOneDamagedPrint(bed)
-            #expect(await core.canEvaluate(user: "alice", policy: .biometrics, rhost: nil, caller: .alice) == .success())
+            #expect(
+                await core.canEvaluate(user: "alice", policy: .biometrics, rhost: nil, caller: .alice) == .success())
             bed.reader.script(.match)
             let (running, client, _) = core.startEvaluate()
 
@@ -35,13 +36,18 @@ import TouchGateWire
     @Test func withEveryPrintDamagedTheRefusalComesBeforeAnyPromptAndNamesTheFingers() async throws {
         try await withTestBed { bed in
             try bed.plantPrint("alice", .rightIndex, Array("not a print".utf8))
-            try bed.plantPrint("alice", .leftThumb, StubPrint(driver: "stub", deviceID: "stub-0", finger: 1,
-                                                             user: "bob", payload: "someone else's").bytes)
+            try bed.plantPrint(
+                "alice", .leftThumb,
+                StubPrint(
+                    driver: "stub", deviceID: "stub-0", finger: 1,
+                    user: "bob", payload: "someone else's"
+                ).bytes)
             let core = try bed.makeCore()
             try await core.adminChange(context(), action: "enable") { core.policyEngine.enable($0) }
             try await core.recordPasswordSuccess(context())
 
-            var expected = Refusal(.templateDamaged, reason: "templateDamaged", text: .templatesDamaged([.leftThumb, .rightIndex]))
+            var expected = Refusal(
+                .templateDamaged, reason: "templateDamaged", text: .templatesDamaged([.leftThumb, .rightIndex]))
             expected.fingers = [.leftThumb, .rightIndex]
             #expect(await core.canEvaluate(user: "alice", policy: .biometrics, rhost: nil, caller: .alice) == expected)
             let (running, client, _) = core.startEvaluate()
@@ -52,7 +58,10 @@ import TouchGateWire
             let status = try #require(try await statusDocument(core, "alice"))
             #expect(status.fingers == ["left-thumb", "right-index-finger"])
             #expect(status.damagedFingers == ["left-thumb", "right-index-finger"])
-            #expect(status.canEvaluate == .init(code: Outcome.templateDamaged.rawValue, name: "templateDamaged", reason: "templateDamaged"))
+            #expect(
+                status.canEvaluate
+                    == .init(code: Outcome.templateDamaged.rawValue, name: "templateDamaged", reason: "templateDamaged")
+            )
         }
     }
 
@@ -70,8 +79,9 @@ import TouchGateWire
         try await withTestBed { bed in
             let core = try await aliceWithOneDamagedPrint(bed)
             let reply = await within {
-                await core.enroll(user: "alice", finger: .leftThumb, password: bed.passwords.correctPassword, origin: Origin(),
-                                  caller: .alice, client: CollectingClient(), input: PromptInput())
+                await core.enroll(
+                    user: "alice", finger: .leftThumb, password: bed.passwords.correctPassword, origin: Origin(),
+                    caller: .alice, client: CollectingClient(), input: PromptInput())
             }
             #expect(reply == .success(.enrolled(.leftThumb)))
             #expect(try await statusDocument(core, "alice")?.damagedFingers == [])

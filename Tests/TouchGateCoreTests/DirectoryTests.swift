@@ -39,7 +39,8 @@ struct DirectoryTests {
             #expect(contents(victim) == Array("do not touch".utf8))
             #expect(fileType("\(dir)/state.json") == S_IFREG)
             #expect(contents("\(dir)/state.json") == Array("written".utf8))
-            #expect(directoryEntries(dir) == [".state.json.tmp-1", "state.json", "state.json.tmp.\(getpid())", "victim"])
+            #expect(
+                directoryEntries(dir) == [".state.json.tmp-1", "state.json", "state.json.tmp.\(getpid())", "victim"])
         }
     }
 
@@ -167,8 +168,10 @@ struct AccountNameTests {
         #expect(isValidAccountName(name))
     }
 
-    @Test(arguments: ["", ".", "..", "a/b", "/", "-x", "--help", String(repeating: "x", count: 65),
-                      "a\0b", "\0", "a b", " alice", "alice\n", "al\tice", "ali:ce", "élise", "a\\b"])
+    @Test(arguments: [
+        "", ".", "..", "a/b", "/", "-x", "--help", String(repeating: "x", count: 65),
+        "a\0b", "\0", "a b", " alice", "alice\n", "al\tice", "ali:ce", "élise", "a\\b",
+    ])
     func rejectsNamesThatCouldEscapeOrConfuseTheStateDirectory(_ name: String) {
         #expect(!isValidAccountName(name))
     }

@@ -27,7 +27,8 @@ struct DomainStateTests {
             let first = try DomainStateKey(stateDirectory: try Directory.openRoot(dir))
             let second = try DomainStateKey(stateDirectory: try Directory.openRoot(dir))
             #expect(second.key == first.key)
-            #expect(second.domainState(service: "sudo", prints: [rightIndex])
+            #expect(
+                second.domainState(service: "sudo", prints: [rightIndex])
                     == first.domainState(service: "sudo", prints: [rightIndex]))
         }
     }
@@ -70,7 +71,9 @@ struct DomainStateTests {
 
     @Test func isSixtyFourLowercaseHexCharacters() async throws {
         try await withTemporaryDirectory { dir in
-            let value = try #require(try DomainStateKey(stateDirectory: try Directory.openRoot(dir)).domainState(service: "login", prints: [rightIndex]))
+            let value = try #require(
+                try DomainStateKey(stateDirectory: try Directory.openRoot(dir)).domainState(
+                    service: "login", prints: [rightIndex]))
             #expect(value.count == 64)
             #expect(value.allSatisfy { "0123456789abcdef".contains($0) })
         }
@@ -89,9 +92,11 @@ struct DomainStateTests {
     @Test func differsBetweenServices() async throws {
         try await withTemporaryDirectory { dir in
             let key = try DomainStateKey(stateDirectory: try Directory.openRoot(dir))
-            #expect(key.domainState(service: "sudo", prints: [rightIndex])
+            #expect(
+                key.domainState(service: "sudo", prints: [rightIndex])
                     != key.domainState(service: "login", prints: [rightIndex]))
-            #expect(key.domainState(service: "", prints: [rightIndex])
+            #expect(
+                key.domainState(service: "", prints: [rightIndex])
                     != key.domainState(service: "sudo", prints: [rightIndex]))
         }
     }
@@ -102,7 +107,8 @@ struct DomainStateTests {
                 let a = try DomainStateKey(stateDirectory: try Directory.openRoot(one))
                 let b = try DomainStateKey(stateDirectory: try Directory.openRoot(two))
                 #expect(a.key != b.key)
-                #expect(a.domainState(service: "sudo", prints: [rightIndex])
+                #expect(
+                    a.domainState(service: "sudo", prints: [rightIndex])
                         != b.domainState(service: "sudo", prints: [rightIndex]))
             }
         }
@@ -121,10 +127,13 @@ struct DomainStateTests {
             let store = PrintFiles(root: try Directory.openRoot("\(dir)/prints"), reader: reader)
             let device = DeviceKey(driver: "stub", deviceID: "stub-0")
             let key = try DomainStateKey(stateDirectory: try Directory.openRoot(dir))
-            func current() -> String? { key.domainState(service: "sudo", prints: store.list("alice", device: device).prints) }
+            func current() -> String? {
+                key.domainState(service: "sudo", prints: store.list("alice", device: device).prints)
+            }
             func save(_ finger: Finger, _ payload: String) throws {
-                try store.save(reader.print(user: "alice", finger: finger.fpFinger, payload: payload),
-                               user: "alice", device: device, finger: finger)
+                try store.save(
+                    reader.print(user: "alice", finger: finger.fpFinger, payload: payload),
+                    user: "alice", device: device, finger: finger)
             }
 
             #expect(current() == nil)
@@ -152,7 +161,8 @@ struct DomainStateTests {
         try await withTemporaryDirectory { dir in
             let key = try DomainStateKey(stateDirectory: try Directory.openRoot(dir))
             let moved = EnrolledPrint(finger: .leftIndex, digest: rightIndex.digest)
-            #expect(key.domainState(service: "sudo", prints: [rightIndex])
+            #expect(
+                key.domainState(service: "sudo", prints: [rightIndex])
                     != key.domainState(service: "sudo", prints: [moved]))
         }
     }

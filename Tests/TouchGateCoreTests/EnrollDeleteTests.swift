@@ -6,12 +6,15 @@ import TouchGateWire
 
 @Suite("Core: enroll and delete")
 @CoreActor struct EnrollDeleteTests {
-    func enroll(_ core: Core, _ finger: Finger = .rightIndex, user: String = "alice", password: String? = nil,
-                caller: Caller = .root, client: CollectingClient = CollectingClient(),
-                input: PromptInput = PromptInput()) async -> Reply? {
+    func enroll(
+        _ core: Core, _ finger: Finger = .rightIndex, user: String = "alice", password: String? = nil,
+        caller: Caller = .root, client: CollectingClient = CollectingClient(),
+        input: PromptInput = PromptInput()
+    ) async -> Reply? {
         await within {
-            await core.enroll(user: user, finger: finger, password: password, origin: Origin(service: "touchgate"),
-                              caller: caller, client: client, input: input)
+            await core.enroll(
+                user: user, finger: finger, password: password, origin: Origin(service: "touchgate"),
+                caller: caller, client: client, input: input)
         }
     }
 
@@ -21,12 +24,13 @@ import TouchGateWire
             let client = CollectingClient()
             #expect(await enroll(core, client: client) == .success(.enrolled(.rightIndex)))
 
-            #expect(client.shown == [
-                ProgressEvent(.prompt, .enrollPrompt(finger: .rightIndex, stages: 3)),
-                ProgressEvent(.enrollStage, .enrollStage(1, 3), stage: 1, stages: 3),
-                ProgressEvent(.enrollStage, .enrollStage(2, 3), stage: 2, stages: 3),
-                ProgressEvent(.enrollStage, .enrollStage(3, 3), stage: 3, stages: 3),
-            ])
+            #expect(
+                client.shown == [
+                    ProgressEvent(.prompt, .enrollPrompt(finger: .rightIndex, stages: 3)),
+                    ProgressEvent(.enrollStage, .enrollStage(1, 3), stage: 1, stages: 3),
+                    ProgressEvent(.enrollStage, .enrollStage(2, 3), stage: 2, stages: 3),
+                    ProgressEvent(.enrollStage, .enrollStage(3, 3), stage: 3, stages: 3),
+                ])
             #expect(bed.reader.enrollments.map(\.user) == ["alice"])
             #expect(bed.reader.enrollments.map(\.finger) == [7])
             let path = bed.printPath("alice", .rightIndex)
@@ -51,29 +55,38 @@ import TouchGateWire
             #expect(TouchGateCoreTests.events(events.all, "enrollmentChanged").count == 1)
             #expect(events.all.contains { $0.contains(#""reason":"enrolled:left-thumb""#) })
             // Root enrolled for her: alice's password is asked once before her fingers work again.
-            #expect(await core.preflight() == Refusal(.passwordRequired, reason: "enrollmentChanged",
-                                                      text: .passwordRequired(.enrollmentChanged)))
+            #expect(
+                await core.preflight()
+                    == Refusal(
+                        .passwordRequired, reason: "enrollmentChanged",
+                        text: .passwordRequired(.enrollmentChanged)))
         }
     }
 
     @Test func aUserEnrollingThemselfNeedsTheirPasswordAndHasJustGivenIt() async throws {
         try await withTestBed { bed in
             let core = try bed.makeCore()
-            #expect(await enroll(core, caller: .alice) == Refusal(.notPermitted, reason: "passwordNeeded", text: .passwordNeeded))
+            #expect(
+                await enroll(core, caller: .alice)
+                    == Refusal(.notPermitted, reason: "passwordNeeded", text: .passwordNeeded))
             #expect(await enroll(core, password: "hunter2", caller: .alice) == wrongPasswordRefusal)
             #expect(bed.reader.enrollments.isEmpty)
             #expect(!exists(bed.printPath("alice", .rightIndex)))
 
-            #expect(await enroll(core, password: bed.passwords.correctPassword, caller: .alice) == .success(.enrolled(.rightIndex)))
+            #expect(
+                await enroll(core, password: bed.passwords.correctPassword, caller: .alice)
+                    == .success(.enrolled(.rightIndex)))
             // The password proved now covers the new print: the fingerprint works at once.
-            #expect(await core.canEvaluate(user: "alice", policy: .biometrics, rhost: nil, caller: .alice) == .success())
+            #expect(
+                await core.canEvaluate(user: "alice", policy: .biometrics, rhost: nil, caller: .alice) == .success())
         }
     }
 
     @Test func anotherUserCannotEnrollEvenWithAPassword() async throws {
         try await withTestBed { bed in
             let core = try bed.makeCore()
-            #expect(await enroll(core, password: bed.passwords.correctPassword, caller: .bob)
+            #expect(
+                await enroll(core, password: bed.passwords.correctPassword, caller: .bob)
                     == Refusal(.notPermitted, reason: nil, text: .notPermitted))
             #expect(bed.reader.enrollments.isEmpty)
             #expect(bed.passwords.calls == 0)
@@ -95,8 +108,11 @@ import TouchGateWire
             let core = try bed.makeCore()
             bed.reader.scriptEnrollment(.hold)
             let client = CollectingClient(), input = PromptInput()
-            let running = Running { await core.enroll(user: "alice", finger: .rightIndex, password: nil, origin: Origin(),
-                                                      caller: .root, client: client, input: input) }
+            let running = Running {
+                await core.enroll(
+                    user: "alice", finger: .rightIndex, password: nil, origin: Origin(),
+                    caller: .root, client: client, input: input)
+            }
             #expect(await client.waitFor(.prompt))
             input.deliver(.cancel)
             #expect(await running.value() == Refusal(.appCancel, reason: "cancelled", text: .cancelled))
@@ -115,9 +131,12 @@ import TouchGateWire
 
     // MARK: delete
 
-    func delete(_ core: Core, _ fingers: [Finger], all: Bool = false, password: String? = nil, caller: Caller = .root) async -> Reply? {
+    func delete(_ core: Core, _ fingers: [Finger], all: Bool = false, password: String? = nil, caller: Caller = .root)
+        async -> Reply?
+    {
         await within {
-            await core.delete(user: "alice", fingers: fingers, all: all, password: password, origin: Origin(), caller: caller)
+            await core.delete(
+                user: "alice", fingers: fingers, all: all, password: password, origin: Origin(), caller: caller)
         }
     }
 
@@ -144,7 +163,9 @@ import TouchGateWire
             let core = try bed.makeCore()
             try await bed.readyUser(core)
             let events = await core.collectEvents()
-            #expect(await delete(core, [.leftThumb]) == Refusal(.notFound, reason: nil, text: .fingerNotEnrolled(.leftThumb)))
+            #expect(
+                await delete(core, [.leftThumb])
+                    == Refusal(.notFound, reason: nil, text: .fingerNotEnrolled(.leftThumb)))
             #expect(events.all.isEmpty)
             #expect(await core.preflight() == nil)
         }
@@ -165,9 +186,14 @@ import TouchGateWire
         try await withTestBed { bed in
             let core = try bed.makeCore()
             try await bed.readyUser(core)
-            #expect(await delete(core, [.rightIndex], caller: .alice) == Refusal(.notPermitted, reason: "passwordNeeded", text: .passwordNeeded))
+            #expect(
+                await delete(core, [.rightIndex], caller: .alice)
+                    == Refusal(.notPermitted, reason: "passwordNeeded", text: .passwordNeeded))
             #expect(exists(bed.printPath("alice", .rightIndex)))
-            #expect(await delete(core, [.rightIndex], password: bed.passwords.correctPassword, caller: .alice)?.fingers == [.rightIndex])
+            #expect(
+                await delete(core, [.rightIndex], password: bed.passwords.correctPassword, caller: .alice)?.fingers == [
+                    .rightIndex
+                ])
             #expect(!exists(bed.printPath("alice", .rightIndex)))
         }
     }

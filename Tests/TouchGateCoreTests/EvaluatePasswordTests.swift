@@ -7,7 +7,9 @@ import TouchGateWire
 @Suite("Core: biometrics or password")
 @CoreActor struct EvaluatePasswordTests {
     /// A prompt of policy biometrics-or-password that is listening; the test types at it.
-    func listeningPrompt(_ core: Core, _ bed: TestBed, policy: EvaluationPolicy = .biometricsOrPassword) async -> (Running<Reply>, PromptInput) {
+    func listeningPrompt(_ core: Core, _ bed: TestBed, policy: EvaluationPolicy = .biometricsOrPassword) async -> (
+        Running<Reply>, PromptInput
+    ) {
         bed.reader.script(.hold)
         let (running, client, input) = core.startEvaluate(policy: policy)
         #expect(await client.waitFor(.prompt))
@@ -24,8 +26,10 @@ import TouchGateWire
             #expect(await refused.value()?.outcome == .biometryLockout)
             #expect(!client.kinds().contains(.prompt))
 
-            #expect(await core.verifyPasswordRequest(user: "alice", password: bed.passwords.correctPassword,
-                                                     origin: Origin(), caller: .alice) == .success(.passwordAccepted, reason: "password"))
+            #expect(
+                await core.verifyPasswordRequest(
+                    user: "alice", password: bed.passwords.correctPassword,
+                    origin: Origin(), caller: .alice) == .success(.passwordAccepted, reason: "password"))
             let (listening, typed) = await listeningPrompt(core, bed)
             typed.deliver(.password(bed.passwords.correctPassword))
             #expect(await listening.value() == .success(.passwordAccepted, reason: "password"))
@@ -60,7 +64,9 @@ import TouchGateWire
 
             let (running, input) = await listeningPrompt(core, bed)
             input.deliver(.password(bed.passwords.correctPassword))
-            #expect(await running.value() == Refusal(.passwordBackoff, reason: "backoff", text: .backoff(seconds: 40), seconds: 40))
+            #expect(
+                await running.value()
+                    == Refusal(.passwordBackoff, reason: "backoff", text: .backoff(seconds: 40), seconds: 40))
             #expect(bed.passwords.calls == 5)
         }
     }
@@ -81,8 +87,10 @@ import TouchGateWire
     enum Situation: String, CaseIterable, Sendable { case lockout, passwordRequired, maxTries, notEnrolled }
 
     /// Brings alice into `situation` and evaluates; returns the reply.
-    func evaluate(in situation: Situation, _ bed: TestBed, policy: EvaluationPolicy = .biometricsOrPassword,
-                  noInput: Bool = false, backoff: Bool = false) async throws -> Reply? {
+    func evaluate(
+        in situation: Situation, _ bed: TestBed, policy: EvaluationPolicy = .biometricsOrPassword,
+        noInput: Bool = false, backoff: Bool = false
+    ) async throws -> Reply? {
         let core = try bed.makeCore()
         switch situation {
         case .lockout:

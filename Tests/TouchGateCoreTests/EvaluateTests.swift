@@ -40,7 +40,9 @@ import TouchGateWire
             bed.reader.script(.noMatch, .noMatch, .noMatch, .match)
             let (running, client, _) = core.startEvaluate()
 
-            #expect(await running.value() == Refusal(.authenticationFailed, reason: "maxTries", text: .notRecognised(tries: 3)))
+            #expect(
+                await running.value()
+                    == Refusal(.authenticationFailed, reason: "maxTries", text: .notRecognised(tries: 3)))
             #expect(client.texts(.noMatch) == [.noMatch(triesLeft: 2), .noMatch(triesLeft: 1)])
             #expect(bed.reader.verifications.count == 3)
             #expect(await core.state()?.consecutiveFailedMatches == 3)
@@ -51,7 +53,8 @@ import TouchGateWire
         try await withTestBed { bed in
             let core = try bed.makeCore()
             try await bed.readyUser(core)
-            bed.reader.script(.retry(.tooShort), .noMatch, .retry(.centerFinger), .retry(.removeFinger), .noMatch, .noMatch)
+            bed.reader.script(
+                .retry(.tooShort), .noMatch, .retry(.centerFinger), .retry(.removeFinger), .noMatch, .noMatch)
             let (running, client, _) = core.startEvaluate()
 
             #expect(await running.value()?.reason == "maxTries")
@@ -95,7 +98,9 @@ import TouchGateWire
             try plantFile("\(users)/alice", "in the way")
             bed.reader.script(.noMatch)
 
-            #expect(await core.startEvaluate().0.value() == Refusal(.internalError, reason: "storage", text: .internalError))
+            #expect(
+                await core.startEvaluate().0.value() == Refusal(.internalError, reason: "storage", text: .internalError)
+            )
         }
     }
 
@@ -220,18 +225,24 @@ import TouchGateWire
             bed.reader.script(.noMatch, .noMatch, .noMatch, .noMatch, .fail(.timedOut))
             var tight = core.evaluateRequest()
             tight.maxTries = 1
-            let one = await within { await core.evaluate(tight, caller: .root, client: CollectingClient(), input: PromptInput()) }
+            let one = await within {
+                await core.evaluate(tight, caller: .root, client: CollectingClient(), input: PromptInput())
+            }
             #expect(one == Refusal(.authenticationFailed, reason: "maxTries", text: .notRecognised(tries: 1)))
 
             var loose = core.evaluateRequest()
             loose.maxTries = 50
             loose.timeoutSeconds = 3600
-            let three = await within { await core.evaluate(loose, caller: .root, client: CollectingClient(), input: PromptInput()) }
+            let three = await within {
+                await core.evaluate(loose, caller: .root, client: CollectingClient(), input: PromptInput())
+            }
             #expect(three?.text == .notRecognised(tries: 3))
 
             var quick = core.evaluateRequest()
             quick.timeoutSeconds = 5
-            let timedOut = await within { await core.evaluate(quick, caller: .root, client: CollectingClient(), input: PromptInput()) }
+            let timedOut = await within {
+                await core.evaluate(quick, caller: .root, client: CollectingClient(), input: PromptInput())
+            }
             #expect(timedOut == Refusal(.timeout, reason: "timeout", text: .timedOut(seconds: 5)))
         }
     }

@@ -28,7 +28,9 @@ import TouchGateWire
     @Test func aUsersSubscriberGetsOnlyThatUsersEvents() throws {
         let bus = EventBus(audit: quietLogger)
         let alice = Collector<String>()
-        _ = bus.subscribe(user: "alice") { alice.append($0); return true }
+        _ = bus.subscribe(user: "alice") {
+            alice.append($0); return true
+        }
         bus.publish(outcome(for: "alice"))
         bus.publish(outcome(for: "bob"))
         bus.publish(outcome(for: "alice"))
@@ -38,7 +40,9 @@ import TouchGateWire
     @Test func anAllUsersSubscriberGetsEveryonesEventsInOrder() throws {
         let bus = EventBus(audit: quietLogger)
         let everyone = Collector<String>()
-        _ = bus.subscribe(user: nil) { everyone.append($0); return true }
+        _ = bus.subscribe(user: nil) {
+            everyone.append($0); return true
+        }
         bus.publish(outcome(for: "alice"))
         bus.publish(outcome(for: "bob"))
         #expect(try users(everyone.all) == ["alice", "bob"])
@@ -47,8 +51,12 @@ import TouchGateWire
     @Test func nothingIsDeliveredAfterUnsubscribing() throws {
         let bus = EventBus(audit: quietLogger)
         let gone = Collector<String>(), staying = Collector<String>()
-        let id = bus.subscribe(user: "alice") { gone.append($0); return true }
-        let other = bus.subscribe(user: "alice") { staying.append($0); return true }
+        let id = bus.subscribe(user: "alice") {
+            gone.append($0); return true
+        }
+        let other = bus.subscribe(user: "alice") {
+            staying.append($0); return true
+        }
         #expect(id != other)
         bus.publish(outcome(for: "alice"))
         bus.unsubscribe(id)
@@ -72,8 +80,11 @@ import TouchGateWire
         e.failedMatches = 5; e.wrongPasswords = 0; e.byUID = 1000
 
         let object = try #require(try JSONSerialization.jsonObject(with: Data(e.json.utf8)) as? [String: Any])
-        #expect(Set(object.keys) == ["time", "event", "user", "service", "tty", "rhost", "policy", "method",
-                                     "code", "outcome", "reason", "failedMatches", "wrongPasswords", "byUID"])
+        #expect(
+            Set(object.keys) == [
+                "time", "event", "user", "service", "tty", "rhost", "policy", "method",
+                "code", "outcome", "reason", "failedMatches", "wrongPasswords", "byUID",
+            ])
         #expect(object["event"] as? String == "lockout")
         #expect(object["user"] as? String == "alice")
         #expect(object["outcome"] as? String == "biometryLockout")
@@ -86,8 +97,9 @@ import TouchGateWire
     }
 
     @Test func theJSONOfAMinimalEventHasOnlyWhatWasSet() throws {
-        let object = try #require(try JSONSerialization.jsonObject(
-            with: Data(AuthEvent(event: "admin", user: "bob", at: t).json.utf8)) as? [String: Any])
+        let object = try #require(
+            try JSONSerialization.jsonObject(
+                with: Data(AuthEvent(event: "admin", user: "bob", at: t).json.utf8)) as? [String: Any])
         #expect(Set(object.keys) == ["time", "event", "user"])
     }
 
@@ -97,7 +109,8 @@ import TouchGateWire
         e.method = "fingerprint"; e.code = -8; e.outcome = "biometryLockout"; e.reason = "lockout"
         e.failedMatches = 5; e.wrongPasswords = 1; e.byUID = 0
 
-        #expect(e.auditLine == "event=lockout user=alice service=sudo tty=pts/3 rhost=10.0.0.7 method=fingerprint "
+        #expect(
+            e.auditLine == "event=lockout user=alice service=sudo tty=pts/3 rhost=10.0.0.7 method=fingerprint "
                 + "outcome=biometryLockout reason=lockout failed_matches=5 wrong_passwords=1 by_uid=0")
         for word in e.auditLine.split(separator: " ") {
             let parts = word.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
@@ -122,8 +135,12 @@ import TouchGateWire
     @Test func aSubscriberThatCannotKeepUpIsDroppedAndTheOthersGoOn() throws {
         let bus = EventBus(audit: quietLogger)
         let stalled = Collector<String>(), reading = Collector<String>()
-        _ = bus.subscribe(user: nil) { stalled.append($0); return stalled.all.count < 2 }
-        _ = bus.subscribe(user: nil) { reading.append($0); return true }
+        _ = bus.subscribe(user: nil) {
+            stalled.append($0); return stalled.all.count < 2
+        }
+        _ = bus.subscribe(user: nil) {
+            reading.append($0); return true
+        }
         for user in ["alice", "bob", "carol", "alice"] { bus.publish(outcome(for: user)) }
         #expect(try users(stalled.all) == ["alice", "bob"])
         #expect(try users(reading.all) == ["alice", "bob", "carol", "alice"])

@@ -21,23 +21,25 @@ struct JournalFieldsTests {
         e.method = "fingerprint"; e.code = -1; e.outcome = "authenticationFailed"; e.reason = "noMatch"
         e.failedMatches = 2; e.wrongPasswords = 0; e.byUID = 0
 
-        #expect(fields(e) == [
-            "MESSAGE=" + e.auditLine, "PRIORITY=5", "SYSLOG_IDENTIFIER=touchgated", "SYSLOG_FACILITY=10",
-            "MESSAGE_ID=4c180263b0b74e438ba1fb758ceb605b", "TOUCHGATE_EVENT=outcome", "TOUCHGATE_USER=alice",
-            "TOUCHGATE_OUTCOME=authenticationFailed", "TOUCHGATE_REASON=noMatch", "TOUCHGATE_METHOD=fingerprint",
-            "TOUCHGATE_SERVICE=sudo", "TOUCHGATE_TTY=pts/3", "TOUCHGATE_RHOST=10.0.0.7", "TOUCHGATE_CODE=-1",
-            "TOUCHGATE_FAILED_MATCHES=2", "TOUCHGATE_WRONG_PASSWORDS=0", "TOUCHGATE_BY_UID=0",
-        ])
+        #expect(
+            fields(e) == [
+                "MESSAGE=" + e.auditLine, "PRIORITY=5", "SYSLOG_IDENTIFIER=touchgated", "SYSLOG_FACILITY=10",
+                "MESSAGE_ID=4c180263b0b74e438ba1fb758ceb605b", "TOUCHGATE_EVENT=outcome", "TOUCHGATE_USER=alice",
+                "TOUCHGATE_OUTCOME=authenticationFailed", "TOUCHGATE_REASON=noMatch", "TOUCHGATE_METHOD=fingerprint",
+                "TOUCHGATE_SERVICE=sudo", "TOUCHGATE_TTY=pts/3", "TOUCHGATE_RHOST=10.0.0.7", "TOUCHGATE_CODE=-1",
+                "TOUCHGATE_FAILED_MATCHES=2", "TOUCHGATE_WRONG_PASSWORDS=0", "TOUCHGATE_BY_UID=0",
+            ])
     }
 
     @Test func fieldsTheEventLacksAreAbsent() {
         var e = AuthEvent(event: "admin", user: "bob", at: t)
         e.reason = "reset"
-        #expect(fields(e) == [
-            "MESSAGE=event=admin user=bob reason=reset", "PRIORITY=5", "SYSLOG_IDENTIFIER=touchgated",
-            "SYSLOG_FACILITY=10", "MESSAGE_ID=e2d4602f8fb44870b2f1a5c70c8e1fe4", "TOUCHGATE_EVENT=admin",
-            "TOUCHGATE_USER=bob", "TOUCHGATE_REASON=reset",
-        ])
+        #expect(
+            fields(e) == [
+                "MESSAGE=event=admin user=bob reason=reset", "PRIORITY=5", "SYSLOG_IDENTIFIER=touchgated",
+                "SYSLOG_FACILITY=10", "MESSAGE_ID=e2d4602f8fb44870b2f1a5c70c8e1fe4", "TOUCHGATE_EVENT=admin",
+                "TOUCHGATE_USER=bob", "TOUCHGATE_REASON=reset",
+            ])
     }
 
     @Test func clientValuesAreEscapedSoTheyCannotForgeAFieldOrALine() {
@@ -55,13 +57,14 @@ struct JournalFieldsTests {
     }
 
     @Test func eachKindOfEventHasItsOwnFixedMessageID() {
-        #expect(JournalFields.messageIDs == [
-            "outcome": "4c180263b0b74e438ba1fb758ceb605b",
-            "lockout": "46d53d2c9c55440fbba212ffaf516201",
-            "unlock": "47336640d0cd4df094d6b681fe654f71",
-            "enrollmentChanged": "220ec1066cf94048898e793aad447720",
-            "admin": "e2d4602f8fb44870b2f1a5c70c8e1fe4",
-        ])
+        #expect(
+            JournalFields.messageIDs == [
+                "outcome": "4c180263b0b74e438ba1fb758ceb605b",
+                "lockout": "46d53d2c9c55440fbba212ffaf516201",
+                "unlock": "47336640d0cd4df094d6b681fe654f71",
+                "enrollmentChanged": "220ec1066cf94048898e793aad447720",
+                "admin": "e2d4602f8fb44870b2f1a5c70c8e1fe4",
+            ])
         for kind in JournalFields.messageIDs.keys {
             let f = fields(AuthEvent(event: kind, user: "alice", at: t))
             #expect(f.contains("MESSAGE_ID=\(JournalFields.messageIDs[kind]!)"))
@@ -70,11 +73,13 @@ struct JournalFieldsTests {
     }
 
     @Test func anOrdinaryLineHasOnlyTheMessageItsPriorityAndTheIdentifier() {
-        let f = JournalFields.fields(message: "listening on /run/touchgate/touchgated.sock", level: .info, audit: false,
-                                     metadata: ["event": "outcome", "user": "alice"])
+        let f = JournalFields.fields(
+            message: "listening on /run/touchgate/touchgated.sock", level: .info, audit: false,
+            metadata: ["event": "outcome", "user": "alice"])
         #expect(f.map(\.name) == ["MESSAGE", "PRIORITY", "SYSLOG_IDENTIFIER"])
         #expect(f[1].value == "6")
-        #expect([Logger.Level.trace, .debug, .info, .notice, .warning, .error, .critical].map(JournalFields.priority)
+        #expect(
+            [Logger.Level.trace, .debug, .info, .notice, .warning, .error, .critical].map(JournalFields.priority)
                 == [7, 7, 6, 5, 4, 3, 2])
     }
 
@@ -97,21 +102,28 @@ struct JournalFieldsTests {
     @Test func fingerprintAndPasswordOutcomesAreUserAuthRecords() {
         var ok = AuthEvent(event: "outcome", user: "alice", at: t)
         ok.method = "fingerprint"; ok.outcome = "success"; ok.tty = "pts/3"
-        #expect(LinuxAuditRecord.records(for: ok) == [LinuxAuditRecord(
-            kind: .userAuth, operation: "touchgate:fingerprint", account: "alice", host: nil, address: "?",
-            terminal: "pts/3", success: true)])
+        #expect(
+            LinuxAuditRecord.records(for: ok) == [
+                LinuxAuditRecord(
+                    kind: .userAuth, operation: "touchgate:fingerprint", account: "alice", host: nil, address: "?",
+                    terminal: "pts/3", success: true)
+            ])
 
         var wrong = AuthEvent(event: "outcome", user: "bob", at: t)
         wrong.method = "password"; wrong.outcome = "authenticationFailed"; wrong.rhost = "192.0.2.1"
-        #expect(LinuxAuditRecord.records(for: wrong) == [LinuxAuditRecord(
-            kind: .userAuth, operation: "touchgate:password", account: "bob", host: "192.0.2.1",
-            address: "192.0.2.1", terminal: nil, success: false)])
+        #expect(
+            LinuxAuditRecord.records(for: wrong) == [
+                LinuxAuditRecord(
+                    kind: .userAuth, operation: "touchgate:password", account: "bob", host: "192.0.2.1",
+                    address: "192.0.2.1", terminal: nil, success: false)
+            ])
     }
 
     @Test func aLockoutIsALoginFailuresRecord() {
         var e = AuthEvent(event: "lockout", user: "alice", at: t)
         e.method = "fingerprint"; e.outcome = "biometryLockout"
-        #expect(LinuxAuditRecord.records(for: e).map { [$0.kind == .loginFailures, $0.operation == "touchgate:lockout"] }
+        #expect(
+            LinuxAuditRecord.records(for: e).map { [$0.kind == .loginFailures, $0.operation == "touchgate:lockout"] }
                 == [[true, true]])
     }
 

@@ -37,7 +37,9 @@ import TouchGateWire
             try await bed.readyUser(core)
             let events = await core.collectEvents()
             #expect(await core.lock(user: "alice", origin: Origin(), caller: .root) == .success())
-            #expect(await core.preflight() == Refusal(.passwordRequired, reason: "adminLock", text: .passwordRequired(.adminLock)))
+            #expect(
+                await core.preflight()
+                    == Refusal(.passwordRequired, reason: "adminLock", text: .passwordRequired(.adminLock)))
             // On disk before it is confirmed.
             #expect(try bed.stateOnDisk("alice")?.adminLocked == true)
 
@@ -95,9 +97,15 @@ import TouchGateWire
         try await withTestBed { bed in
             let core = try bed.makeCore()
             let mine = Collector<String>(), everyone = Collector<String>(), bobs = Collector<String>()
-            let (own, ownID) = await core.monitor(user: nil, caller: .alice) { mine.append($0); return true }
-            let (all, _) = await core.monitor(user: nil, caller: .root) { everyone.append($0); return true }
-            let (one, _) = await core.monitor(user: "bob", caller: .root) { bobs.append($0); return true }
+            let (own, ownID) = await core.monitor(user: nil, caller: .alice) {
+                mine.append($0); return true
+            }
+            let (all, _) = await core.monitor(user: nil, caller: .root) {
+                everyone.append($0); return true
+            }
+            let (one, _) = await core.monitor(user: "bob", caller: .root) {
+                bobs.append($0); return true
+            }
             #expect(own == .success() && all == .success() && one == .success())
 
             _ = await core.lock(user: "alice", origin: Origin(), caller: .root)

@@ -47,12 +47,13 @@ struct MessagesTests {
     static func coverage(_ text: Text) -> Bool {
         switch text {
         case .placeFinger, .enrollPrompt, .retry, .noMatch, .notRecognised, .queued, .recognised, .enrolled,
-             .enrollStage, .noReader, .readerRemoved, .readerTooHot, .readerBusy, .timedOut, .remoteSession,
-             .notEnrolled, .notPermitted, .userUnknown, .fingerNotEnrolled, .deleted, .internalError, .badRequest,
-             .cancelled, .shuttingDown, .suspending, .stateUnreadable, .notEnabled, .lockout, .passwordRequired, .backoff,
-             .wrongPassword, .wrongPasswordBackoff, .passwordNotSet, .passwordNeeded, .passwordAccepted,
-             .printsUnsafe, .busy, .templateDamaged, .templatesDamaged, .readerProtocolError, .readerStorageFull,
-             .readerFailed, .enrolledOnReader, .alreadyEnrolled, .alreadyEnrolledFor, .enrolledForAnotherUser:
+            .enrollStage, .noReader, .readerRemoved, .readerTooHot, .readerBusy, .timedOut, .remoteSession,
+            .notEnrolled, .notPermitted, .userUnknown, .fingerNotEnrolled, .deleted, .internalError, .badRequest,
+            .cancelled, .shuttingDown, .suspending, .stateUnreadable, .notEnabled, .lockout, .passwordRequired,
+            .backoff,
+            .wrongPassword, .wrongPasswordBackoff, .passwordNotSet, .passwordNeeded, .passwordAccepted,
+            .printsUnsafe, .busy, .templateDamaged, .templatesDamaged, .readerProtocolError, .readerStorageFull,
+            .readerFailed, .enrolledOnReader, .alreadyEnrolled, .alreadyEnrolledFor, .enrolledForAnotherUser:
             return true
         case .done:
             return false  // the caller's own sentence, passed through unchanged
@@ -80,18 +81,26 @@ struct MessagesTests {
     }
 
     @Test func theCallersOwnSentenceIsPassedThroughInBothLanguages() {
-        #expect(Text.done("sudo: touch the reader to run as root").render(.english) == "sudo: touch the reader to run as root")
-        #expect(Text.done("sudo: touch the reader to run as root").render(.chinese) == "sudo: touch the reader to run as root")
+        #expect(
+            Text.done("sudo: touch the reader to run as root").render(.english)
+                == "sudo: touch the reader to run as root")
+        #expect(
+            Text.done("sudo: touch the reader to run as root").render(.chinese)
+                == "sudo: touch the reader to run as root")
     }
 
     @Test func sentencesCarryTheirNumbers() {
-        #expect(Text.lockout(attempts: 5).render(.english) == "Fingerprint locked after 5 failed attempts: enter your password")
+        #expect(
+            Text.lockout(attempts: 5).render(.english)
+                == "Fingerprint locked after 5 failed attempts: enter your password")
         #expect(Text.lockout(attempts: 5).render(.chinese) == "指纹连续 5 次验证失败已锁定：请输入密码")
         #expect(Text.noMatch(triesLeft: 1).render(.english) == "Fingerprint not recognised, try again (1 try left)")
         #expect(Text.noMatch(triesLeft: 2).render(.english) == "Fingerprint not recognised, try again (2 tries left)")
         #expect(Text.queued(ahead: 2).render(.english) == "Waiting for the fingerprint reader (2 ahead in the queue)")
         #expect(Text.retry(.tooShort).render(.english) == "Swipe was too short, try again")
-        #expect(Text.passwordRequired(.boot).render(.english) == "Enter your password: it is required once after the computer starts")
+        #expect(
+            Text.passwordRequired(.boot).render(.english)
+                == "Enter your password: it is required once after the computer starts")
     }
 
     @Test(arguments: [
@@ -111,19 +120,25 @@ struct MessagesTests {
     @Test func backoffSentencesUseTheRoundedDuration() {
         #expect(Text.backoff(seconds: 61).render(.english) == "Too many wrong passwords: try again in 2 minutes")
         #expect(Text.backoff(seconds: 61).render(.chinese) == "密码错误次数过多：请在 2 分钟后重试")
-        #expect(Text.wrongPasswordBackoff(seconds: 60).render(.english) == "Wrong password: password entry is locked for 1 minute")
+        #expect(
+            Text.wrongPasswordBackoff(seconds: 60).render(.english)
+                == "Wrong password: password entry is locked for 1 minute")
     }
 
     @Test func aDamagedPrintNamesTheFingerToEnrollAgainInBothLanguages() {
-        #expect(Text.templateDamaged(.leftThumb).render(.english)
+        #expect(
+            Text.templateDamaged(.leftThumb).render(.english)
                 == "The enrolled left-thumb is damaged: enroll it again (touchgate enroll --finger left-thumb)")
         #expect(Text.templateDamaged(.leftThumb).render(.chinese).contains("left-thumb"))
-        #expect(Text.templatesDamaged([.leftThumb, .rightIndex]).render(.english).contains("left-thumb, right-index-finger"))
+        #expect(
+            Text.templatesDamaged([.leftThumb, .rightIndex]).render(.english).contains("left-thumb, right-index-finger")
+        )
     }
 
     @Test func severalSentencesAreRenderedOnePerLine() {
         let text = Text.lines([.lockout(attempts: 5), .backoff(seconds: 60)])
-        #expect(text.render(.english) == "Fingerprint locked after 5 failed attempts: enter your password\n"
+        #expect(
+            text.render(.english) == "Fingerprint locked after 5 failed attempts: enter your password\n"
                 + "Too many wrong passwords: try again in 1 minute")
         #expect(text.render(.chinese) == "指纹连续 5 次验证失败已锁定：请输入密码\n密码错误次数过多：请在 1 分钟后重试")
     }

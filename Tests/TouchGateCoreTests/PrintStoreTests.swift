@@ -14,7 +14,9 @@ struct PrintStoreTests {
         PrintFiles(root: try Directory.openRoot("\(dir)/prints"), reader: reader)
     }
 
-    func save(_ files: PrintFiles, _ finger: Finger, _ payload: String = "ridges", user: String = "alice") throws -> [UInt8] {
+    func save(_ files: PrintFiles, _ finger: Finger, _ payload: String = "ridges", user: String = "alice") throws
+        -> [UInt8]
+    {
         let bytes = reader.print(user: user, finger: finger.fpFinger, payload: payload)
         try files.save(bytes, user: user, device: device, finger: finger)
         return bytes
@@ -65,7 +67,9 @@ struct PrintStoreTests {
         try await withTemporaryDirectory { dir in
             let store = try files(dir)
             let bytes = try save(store, .leftThumb)
-            #expect(store.list("alice", device: device) == .prints([EnrolledPrint(finger: .leftThumb, digest: sha256Hex(bytes))]))
+            #expect(
+                store.list("alice", device: device)
+                    == .prints([EnrolledPrint(finger: .leftThumb, digest: sha256Hex(bytes))]))
         }
     }
 
@@ -107,7 +111,10 @@ struct PrintStoreTests {
             let store = try files(dir)
             for finger in [Finger.rightRing, .leftMiddle, .rightThumb] { _ = try save(store, finger) }
 
-            #expect(try store.delete("alice", device: nil, fingers: Finger.allCases) == [.leftMiddle, .rightThumb, .rightRing])
+            #expect(
+                try store.delete("alice", device: nil, fingers: Finger.allCases) == [
+                    .leftMiddle, .rightThumb, .rightRing,
+                ])
             #expect(fingers(store) == [])
             // As fprintd leaves it: no empty directories behind.
             #expect(directoryEntries("\(dir)/prints") == [])
@@ -135,10 +142,14 @@ struct PrintStoreTests {
             // Bytes libfprint cannot deserialize: enrolled (it changes the set), but damaged.
             try plantFile("\(dir)/prints/alice/stub/stub-0/1", [0xDE, 0xAD])
 
-            #expect(store.list("alice", device: device) == .prints([
-                EnrolledPrint(finger: .leftThumb, digest: sha256Hex([0xDE, 0xAD]), damaged: true, problem: "libfprint cannot read it"),
-                EnrolledPrint(finger: .rightIndex, digest: sha256Hex(good)),
-            ]))
+            #expect(
+                store.list("alice", device: device)
+                    == .prints([
+                        EnrolledPrint(
+                            finger: .leftThumb, digest: sha256Hex([0xDE, 0xAD]), damaged: true,
+                            problem: "libfprint cannot read it"),
+                        EnrolledPrint(finger: .rightIndex, digest: sha256Hex(good)),
+                    ]))
         }
     }
 
@@ -148,10 +159,17 @@ struct PrintStoreTests {
             let path = "\(dir)/prints/alice/stub/stub-0"
             _ = try save(store, .rightIndex)
             // Each says, inside, that it belongs elsewhere than where it lies.
-            try plantFile("\(path)/1", StubPrint(driver: "stub", deviceID: "stub-0", finger: 2, user: "alice", payload: "x").bytes)
-            try plantFile("\(path)/2", StubPrint(driver: "stub", deviceID: "stub-0", finger: 2, user: "bob", payload: "x").bytes)
-            try plantFile("\(path)/3", StubPrint(driver: "stub", deviceID: "stub-9", finger: 3, user: "alice", payload: "x").bytes)
-            try plantFile("\(path)/4", StubPrint(driver: "other", deviceID: "stub-0", finger: 4, user: "alice", payload: "x").bytes)
+            try plantFile(
+                "\(path)/1", StubPrint(driver: "stub", deviceID: "stub-0", finger: 2, user: "alice", payload: "x").bytes
+            )
+            try plantFile(
+                "\(path)/2", StubPrint(driver: "stub", deviceID: "stub-0", finger: 2, user: "bob", payload: "x").bytes)
+            try plantFile(
+                "\(path)/3", StubPrint(driver: "stub", deviceID: "stub-9", finger: 3, user: "alice", payload: "x").bytes
+            )
+            try plantFile(
+                "\(path)/4",
+                StubPrint(driver: "other", deviceID: "stub-0", finger: 4, user: "alice", payload: "x").bytes)
 
             let prints = store.list("alice", device: device).prints
             #expect(prints.map(\.finger) == [.leftThumb, .leftIndex, .leftMiddle, .leftRing, .rightIndex])
@@ -167,22 +185,29 @@ struct PrintStoreTests {
             try plantFile("\(dir)/elsewhere", reader.print(user: "alice", finger: 1))
             try plantSymlink(at: "\(dir)/prints/alice/stub/stub-0/1", to: "\(dir)/elsewhere")
 
-            #expect(store.list("alice", device: device) == .prints([
-                EnrolledPrint(finger: .leftThumb, digest: "unreadable", damaged: true,
-                              problem: "\(dir)/prints/alice/stub/stub-0/1 is a symbolic link"),
-                EnrolledPrint(finger: .rightIndex, digest: sha256Hex(good)),
-            ]))
+            #expect(
+                store.list("alice", device: device)
+                    == .prints([
+                        EnrolledPrint(
+                            finger: .leftThumb, digest: "unreadable", damaged: true,
+                            problem: "\(dir)/prints/alice/stub/stub-0/1 is a symbolic link"),
+                        EnrolledPrint(finger: .rightIndex, digest: sha256Hex(good)),
+                    ]))
         }
     }
 
     @Test func anOversizedTemplateIsDamagedNotRead() async throws {
         try await withTemporaryDirectory { dir in
             let store = try files(dir)
-            try store.save([UInt8](repeating: 0xAB, count: (1 << 20) + 1), user: "alice", device: device, finger: .rightIndex)
-            #expect(store.list("alice", device: device) == .prints([
-                EnrolledPrint(finger: .rightIndex, digest: "unreadable", damaged: true,
-                              problem: "\(dir)/prints/alice/stub/stub-0/7 is larger than \(1 << 20) bytes"),
-            ]))
+            try store.save(
+                [UInt8](repeating: 0xAB, count: (1 << 20) + 1), user: "alice", device: device, finger: .rightIndex)
+            #expect(
+                store.list("alice", device: device)
+                    == .prints([
+                        EnrolledPrint(
+                            finger: .rightIndex, digest: "unreadable", damaged: true,
+                            problem: "\(dir)/prints/alice/stub/stub-0/7 is larger than \(1 << 20) bytes")
+                    ]))
         }
     }
 
@@ -193,7 +218,9 @@ struct PrintStoreTests {
             for name in ["notes.txt", "0", "b", "10", "right-thumb.print"] {
                 try plantFile("\(dir)/prints/alice/stub/stub-0/\(name)", "not a print")
             }
-            #expect(store.list("alice", device: device) == .prints([EnrolledPrint(finger: .rightThumb, digest: sha256Hex(bytes))]))
+            #expect(
+                store.list("alice", device: device)
+                    == .prints([EnrolledPrint(finger: .rightThumb, digest: sha256Hex(bytes))]))
         }
     }
 
@@ -217,10 +244,12 @@ struct PrintStoreTests {
         try await withTemporaryDirectory { dir in
             let cache = PrintCache(files: try files(dir), pool: WorkerPool(name: "test", threads: 1, queueLimit: 16))
             func cached() async -> [Finger] { await cache.list("alice", device: device).prints.map(\.finger) }
-            #expect(await cached() == [])   // cached as "none"
-            try await cache.save(reader.print(user: "alice", finger: 7), user: "alice", device: device, finger: .rightIndex)
+            #expect(await cached() == [])  // cached as "none"
+            try await cache.save(
+                reader.print(user: "alice", finger: 7), user: "alice", device: device, finger: .rightIndex)
             #expect(await cached() == [.rightIndex])
-            try await cache.save(reader.print(user: "alice", finger: 1), user: "alice", device: device, finger: .leftThumb)
+            try await cache.save(
+                reader.print(user: "alice", finger: 1), user: "alice", device: device, finger: .leftThumb)
             #expect(await cached() == [.leftThumb, .rightIndex])
             #expect(try await cache.delete("alice", device: device, fingers: [.leftThumb]) == [.leftThumb])
             #expect(await cached() == [.rightIndex])
@@ -230,7 +259,8 @@ struct PrintStoreTests {
     @Test @CoreActor func theCacheAnswersWithoutTouchingTheDisk() async throws {
         try await withTemporaryDirectory { dir in
             let cache = PrintCache(files: try files(dir), pool: WorkerPool(name: "test", threads: 1, queueLimit: 16))
-            try await cache.save(reader.print(user: "alice", finger: 7), user: "alice", device: device, finger: .rightIndex)
+            try await cache.save(
+                reader.print(user: "alice", finger: 7), user: "alice", device: device, finger: .rightIndex)
             #expect(await cache.list("alice", device: device).prints.map(\.finger) == [.rightIndex])
             // The daemon is the only writer; canEvaluate answers from memory.
             try plantFile("\(dir)/prints/alice/stub/stub-0/1", reader.print(user: "alice", finger: 1))

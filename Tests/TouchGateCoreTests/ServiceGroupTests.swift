@@ -47,13 +47,14 @@ import TouchGateTestSupport
         #expect(await group.start() == nil)
         #expect(group.runningServices == ["reader", "core", "listener", "bus"])
         await group.shutdown()  // the listener's stop ends on a later turn: the core must wait for it
-        #expect(journal.all == [
-            "start reader", "start core", "start listener", "start bus",
-            "stopping bus", "stopped bus",
-            "stopping listener", "stopped listener",
-            "stopping core", "stopped core",
-            "stopping reader", "stopped reader",
-        ])
+        #expect(
+            journal.all == [
+                "start reader", "start core", "start listener", "start bus",
+                "stopping bus", "stopped bus",
+                "stopping listener", "stopped listener",
+                "stopping core", "stopped core",
+                "stopping reader", "stopped reader",
+            ])
         #expect(group.runningServices.isEmpty)
     }
 
@@ -65,10 +66,11 @@ import TouchGateTestSupport
         group.add(FakeService("listener", journal, outcome: .failed("address in use")), required: true)
         group.add(FakeService("bus", journal), required: false)
         #expect(await group.start() == "listener: address in use")
-        #expect(journal.all == [
-            "start reader", "start core", "start listener",
-            "stopping core", "stopped core", "stopping reader", "stopped reader",
-        ])
+        #expect(
+            journal.all == [
+                "start reader", "start core", "start listener",
+                "stopping core", "stopped core", "stopping reader", "stopped reader",
+            ])
         #expect(group.runningServices.isEmpty)
     }
 
@@ -81,10 +83,11 @@ import TouchGateTestSupport
         #expect(await group.start() == nil)
         #expect(group.runningServices == ["core", "listener"])
         await group.shutdown()
-        #expect(journal.all == [
-            "start core", "start sleep watcher", "start listener",
-            "stopping listener", "stopped listener", "stopping core", "stopped core",
-        ])
+        #expect(
+            journal.all == [
+                "start core", "start sleep watcher", "start listener",
+                "stopping listener", "stopped listener", "stopping core", "stopped core",
+            ])
     }
 
     @Test func servicesAddedAfterTheFirstStartStartWithTheNextCallAndStopFirst() async {
@@ -95,7 +98,8 @@ import TouchGateTestSupport
         group.add(FakeService("bus", journal), required: false)
         #expect(await group.start() == nil)
         await group.shutdown()
-        #expect(journal.all == ["start core", "start bus", "stopping bus", "stopped bus", "stopping core", "stopped core"])
+        #expect(
+            journal.all == ["start core", "start bus", "stopping bus", "stopped bus", "stopping core", "stopped core"])
     }
 
     @Test func aServiceWhoseStartEndsAfterShutdownBeganIsStoppedAtOnce() async {
@@ -109,7 +113,8 @@ import TouchGateTestSupport
         await group.shutdown()  // stops the core; the bus is still starting
         gate.set(())
         #expect(await starting.value == nil)
-        #expect(journal.all == ["start core", "start bus", "stopping core", "stopped core", "stopping bus", "stopped bus"])
+        #expect(
+            journal.all == ["start core", "start bus", "stopping core", "stopped core", "stopping bus", "stopped bus"])
         #expect(group.runningServices.isEmpty)
     }
 }

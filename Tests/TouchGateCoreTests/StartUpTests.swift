@@ -19,13 +19,16 @@ struct StartUpTests {
                 "\(device)/.7.tmp-deadbeef",
             ]
             let kept = [
-                "\(state)/secret", "\(state)/users/alice/state.json", "\(state)/users/alice/state.json.corrupt-1700000000",
-                "\(state)/users/alice/notes.tmp", "\(state)/users/alice/state.json.tmp.", "\(state)/users/alice/a.tmp.12x",
+                "\(state)/secret", "\(state)/users/alice/state.json",
+                "\(state)/users/alice/state.json.corrupt-1700000000",
+                "\(state)/users/alice/notes.tmp", "\(state)/users/alice/state.json.tmp.",
+                "\(state)/users/alice/a.tmp.12x",
                 "\(device)/7", "\(device)/.hidden",
             ]
             for path in stale + kept { try plantFile(path, "x") }
 
-            let removed = StartUp.removeStaleTemporaries(state: try Directory.openRoot(state), printStore: try Directory.openRoot(store))
+            let removed = StartUp.removeStaleTemporaries(
+                state: try Directory.openRoot(state), printStore: try Directory.openRoot(store))
 
             #expect(removed == stale.count)
             #expect(stale.filter(exists) == [])
@@ -40,8 +43,9 @@ struct StartUpTests {
             await core.states.flush()
             // What kill -9 between the temporary file and the rename leaves.
             try plantFile("\(bed.statePath)/users/alice/.state.json.tmp-5eed", "{\"half\":")
-            let removed = StartUp.removeStaleTemporaries(state: try Directory.openRoot(bed.statePath),
-                                                         printStore: try Directory.openRoot(bed.storePath))
+            let removed = StartUp.removeStaleTemporaries(
+                state: try Directory.openRoot(bed.statePath),
+                printStore: try Directory.openRoot(bed.storePath))
             #expect(removed == 1)
             #expect(directoryEntries("\(bed.statePath)/users/alice") == ["state.json"])
             #expect(await (try bed.makeCore()).preflight() == nil)
@@ -97,14 +101,18 @@ struct StartUpTests {
             #expect(contents(legacy(dir, "alice", .rightIndex)) == [0xDE, 0xAD])
             #expect(!exists(legacy(dir, "alice", .leftThumb)))
             #expect(directoryEntries("\(dir)/prints/alice/stub/stub-0") == ["1"])
-            #expect(log.contains { $0.hasSuffix("right-index-finger.print: libfprint cannot read this print; left in place") })
+            #expect(
+                log.contains {
+                    $0.hasSuffix("right-index-finger.print: libfprint cannot read this print; left in place")
+                })
         }
     }
 
     @Test func aPrintWhosePlaceIsTakenByADifferentOneIsLeftInPlace() async throws {
         try await withTemporaryDirectory { dir in
             try plantDirectory("\(dir)/state/users/alice")
-            let old = reader.print(user: "alice", finger: 7, payload: "older"), newer = reader.print(user: "alice", finger: 7, payload: "newer")
+            let old = reader.print(user: "alice", finger: 7, payload: "older"),
+                newer = reader.print(user: "alice", finger: 7, payload: "newer")
             try plantFile(legacy(dir, "alice", .rightIndex), old)
             try plantDirectory("\(dir)/prints/alice/stub/stub-0")
             try plantFile("\(dir)/prints/alice/stub/stub-0/7", newer)
@@ -113,7 +121,8 @@ struct StartUpTests {
 
             #expect(contents(legacy(dir, "alice", .rightIndex)) == old)
             #expect(contents("\(dir)/prints/alice/stub/stub-0/7") == newer)
-            #expect(log.contains { $0.hasSuffix("alice's right-index-finger in the print store differs; left in place") })
+            #expect(
+                log.contains { $0.hasSuffix("alice's right-index-finger in the print store differs; left in place") })
         }
     }
 

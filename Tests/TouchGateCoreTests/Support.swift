@@ -12,10 +12,13 @@ func context(_ user: String = "alice", byUID: UInt32 = 0) -> EventContext {
 
 extension TestBed {
     /// What `touchgate enroll` leaves once the reader produced a print: the file, and the user opted in.
-    func enroll(_ core: Core, _ user: String = "alice", finger: Finger = .rightIndex, payload: String = "ridges") async throws {
+    func enroll(_ core: Core, _ user: String = "alice", finger: Finger = .rightIndex, payload: String = "ridges")
+        async throws
+    {
         let device = DeviceKey(driver: StubReader.defaultInfo.driver, deviceID: StubReader.defaultInfo.deviceID)
-        try await core.prints.save(reader.print(user: user, finger: finger.fpFinger, payload: payload),
-                                   user: user, device: device, finger: finger)
+        try await core.prints.save(
+            reader.print(user: user, finger: finger.fpFinger, payload: payload),
+            user: user, device: device, finger: finger)
         try await core.adminChange(context(user), action: "enroll:\(finger.rawValue)") { core.policyEngine.enable($0) }
     }
 
@@ -47,13 +50,17 @@ extension Core {
         return s
     }
 
-    func evaluateRequest(_ user: String = "alice", policy: EvaluationPolicy = .biometrics, noInput: Bool = false) -> EvaluateRequest {
+    func evaluateRequest(_ user: String = "alice", policy: EvaluationPolicy = .biometrics, noInput: Bool = false)
+        -> EvaluateRequest
+    {
         EvaluateRequest(user: user, policy: policy, origin: Origin(service: "sudo", tty: "pts/3"), noInput: noInput)
     }
 
     /// An evaluation started as a front-end starts it; the test talks to its prompt meanwhile.
-    func startEvaluate(_ user: String = "alice", policy: EvaluationPolicy = .biometrics, caller: Caller = .root,
-                       noInput: Bool = false) -> (Running<Reply>, CollectingClient, PromptInput) {
+    func startEvaluate(
+        _ user: String = "alice", policy: EvaluationPolicy = .biometrics, caller: Caller = .root,
+        noInput: Bool = false
+    ) -> (Running<Reply>, CollectingClient, PromptInput) {
         let client = CollectingClient(), input = PromptInput()
         let request = evaluateRequest(user, policy: policy, noInput: noInput)
         let running = Running { await self.evaluate(request, caller: caller, client: client, input: input) }
@@ -63,7 +70,9 @@ extension Core {
     /// Subscribes to every event as root's monitor does; returns what arrives.
     func collectEvents(user: String? = nil) async -> Collector<String> {
         let events = Collector<String>()
-        _ = await monitor(user: user, caller: .root) { events.append($0); return true }
+        _ = await monitor(user: user, caller: .root) {
+            events.append($0); return true
+        }
         return events
     }
 }
@@ -76,7 +85,9 @@ let wrongPasswordRefusal = Refusal(.authenticationFailed, reason: "wrongPassword
 
 /// Plain SHA-256 in lowercase hex, from swift-crypto (the reference, not the code under test).
 func sha256Hex(_ bytes: [UInt8]) -> String {
-    SHA256.hash(data: bytes).map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+    SHA256.hash(data: bytes).map {
+        String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16)
+    }.joined()
 }
 
 /// The JSON lines whose `"event"` is `kind`.

@@ -43,10 +43,13 @@ import TouchGateWire
             }
             // Alice must not verify with bob's finger: her prints are refused, the reader untouched.
             bed.reader.script(.match)
-            #expect(await core.canEvaluate(user: "alice", policy: .biometrics, rhost: nil, caller: .alice) == printsUnsafeRefusal)
+            #expect(
+                await core.canEvaluate(user: "alice", policy: .biometrics, rhost: nil, caller: .alice)
+                    == printsUnsafeRefusal)
             #expect(await core.startEvaluate().0.value() == printsUnsafeRefusal)
             #expect(bed.reader.verifications.isEmpty)
-            #expect(try await statusDocument(core, "alice")?.printsProblem == "\(bed.storePath)/alice is a symbolic link")
+            #expect(
+                try await statusDocument(core, "alice")?.printsProblem == "\(bed.storePath)/alice is a symbolic link")
             #expect(await core.preflight("bob") == nil)
         }
     }
@@ -124,7 +127,9 @@ import TouchGateWire
         try await withTestBed { bed in
             _ = try bed.makeCore()
             try changeOwner("\(bed.statePath)/secret", uid: 1001)
-            #expect(throws: StorageError.unsafe("\(bed.statePath)/secret is owned by uid 1001, not by the daemon's user")) {
+            #expect(
+                throws: StorageError.unsafe("\(bed.statePath)/secret is owned by uid 1001, not by the daemon's user")
+            ) {
                 try bed.makeCore()
             }
         }

@@ -12,11 +12,14 @@ import TouchGateTestSupport
     let clock = TestClock()
 
     /// A store as the daemon makes it at start, on `<dir>/users` (a new one: a restart after kill -9).
-    func store(_ dir: String, deferral: Int = UserStateStore.deferralMilliseconds,
-               log: @escaping (String) -> Void = { _ in }) throws -> UserStateStore {
+    func store(
+        _ dir: String, deferral: Int = UserStateStore.deferralMilliseconds,
+        log: @escaping (String) -> Void = { _ in }
+    ) throws -> UserStateStore {
         let users = try #require(try Directory.openRoot(dir).subdirectory("users", create: true))
-        return UserStateStore(users: users, policy: Policy(), clock: clock,
-                              pool: WorkerPool(name: "test", threads: 1, queueLimit: 16), deferral: deferral, log: log)
+        return UserStateStore(
+            users: users, policy: Policy(), clock: clock,
+            pool: WorkerPool(name: "test", threads: 1, queueLimit: 16), deferral: deferral, log: log)
     }
 
     let remembered = UserState(
@@ -67,7 +70,8 @@ import TouchGateTestSupport
                     return s
                 }
             }
-            #expect(await (try store(dir)).load("alice") == .state(UserState(enabled: true, consecutiveFailedMatches: 4)))
+            #expect(
+                await (try store(dir)).load("alice") == .state(UserState(enabled: true, consecutiveFailedMatches: 4)))
         }
     }
 
@@ -81,7 +85,8 @@ import TouchGateTestSupport
     @Test func aMatchThatOnlyMovesTheSuccessTimeIsDeferredUntilTheFlush() async throws {
         try await withTemporaryDirectory { dir in
             let states = try store(dir)
-            try await states.update("alice", .beforeReply) { _ in UserState(enabled: true, lastFingerprintSuccess: 100) }
+            try await states.update("alice", .beforeReply) { _ in UserState(enabled: true, lastFingerprintSuccess: 100)
+            }
             try await states.update("alice", .afterReply, matched(at: 200))
             #expect(states.hasDeferredChange("alice"))
             #expect(await states.load("alice") == .state(UserState(enabled: true, lastFingerprintSuccess: 200)))
@@ -101,7 +106,9 @@ import TouchGateTestSupport
                 Policy().recordFailedMatch(stored.stateOrFailClosed, at: 300).state
             }
             #expect(!states.hasDeferredChange("alice"))
-            #expect(try await onDisk(dir) == .state(UserState(enabled: true, consecutiveFailedMatches: 1, lastFingerprintSuccess: 200)))
+            #expect(
+                try await onDisk(dir)
+                    == .state(UserState(enabled: true, consecutiveFailedMatches: 1, lastFingerprintSuccess: 200)))
         }
     }
 
@@ -147,15 +154,27 @@ import TouchGateTestSupport
     @Test(arguments: [
         ("garbage bytes", Array("\u{1}\u{2}not json at all".utf8)),
         ("an empty file", []),
-        ("another version", Array(#"{"version":2,"enabled":true,"consecutiveFailedMatches":0,"biometryLockedOut":false,"adminLocked":false,"consecutiveWrongPasswords":0,"backoffStep":0}"#.utf8)),
-        ("a missing counter", Array(#"{"version":1,"enabled":true,"biometryLockedOut":false,"adminLocked":false,"consecutiveWrongPasswords":0,"backoffStep":0}"#.utf8)),
+        (
+            "another version",
+            Array(
+                #"{"version":2,"enabled":true,"consecutiveFailedMatches":0,"biometryLockedOut":false,"adminLocked":false,"consecutiveWrongPasswords":0,"backoffStep":0}"#
+                    .utf8)
+        ),
+        (
+            "a missing counter",
+            Array(
+                #"{"version":1,"enabled":true,"biometryLockedOut":false,"adminLocked":false,"consecutiveWrongPasswords":0,"backoffStep":0}"#
+                    .utf8)
+        ),
         ("a JSON array", Array("[]".utf8)),
     ])
     func aFileThatIsNotAStateIsCorrupt(_ what: String, _ bytes: [UInt8]) async throws {
         try await withTemporaryDirectory { dir in
             try plantDirectory("\(dir)/users/alice", mode: 0o700)
             try plantFile("\(dir)/users/alice/state.json", bytes)
-            #expect(await (try store(dir)).load("alice") == .corrupt("\(dir)/users/alice/state.json is not a valid state"), "\(what)")
+            #expect(
+                await (try store(dir)).load("alice") == .corrupt("\(dir)/users/alice/state.json is not a valid state"),
+                "\(what)")
         }
     }
 
@@ -165,7 +184,8 @@ import TouchGateTestSupport
             let elsewhere = "\(dir)/elsewhere.json"
             try plantFile(elsewhere, Array(try JSONEncoder().encode(UserState(enabled: true))))
             try plantSymlink(at: "\(dir)/users/alice/state.json", to: elsewhere)
-            #expect(await (try store(dir)).load("alice") == .corrupt("\(dir)/users/alice/state.json is a symbolic link"))
+            #expect(
+                await (try store(dir)).load("alice") == .corrupt("\(dir)/users/alice/state.json is a symbolic link"))
         }
     }
 

@@ -10,7 +10,9 @@ import TouchGateThreads
 @CoreActor struct WorkerPoolTests {
     /// A job that holds its thread until `gate` is signalled; `started` is set once it runs.
     func blockingJob(_ gate: TouchGateThreads.Semaphore, _ started: OneShot<Void>) -> @Sendable () -> Int {
-        { CoreLoop.shared.post { started.set(()) }; gate.wait(); return 1 }
+        {
+            CoreLoop.shared.post { started.set(()) }; gate.wait(); return 1
+        }
     }
 
     @Test func workPastTheQueueLimitIsRefusedAndTheQueuedWorkStillRuns() async throws {
@@ -50,7 +52,11 @@ import TouchGateThreads
         let pool = WorkerPool(name: "test", threads: 2, queueLimit: 64)
         let threads = Mutex<Set<pthread_t>>([])
         let jobs = (0..<32).map { _ in
-            Running { try? await pool.run { threads.withLock { _ = $0.insert(pthread_self()) }; return true } }
+            Running {
+                try? await pool.run {
+                    threads.withLock { _ = $0.insert(pthread_self()) }; return true
+                }
+            }
         }
         for job in jobs { #expect(await job.value() == .some(true)) }
         #expect((1...2).contains(threads.withLock { $0.count }))

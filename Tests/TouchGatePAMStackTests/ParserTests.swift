@@ -26,7 +26,8 @@ import Testing
     }
 
     @Test func linesKeepTheirNumbersThroughCommentsAndContinuations() {
-        let text = "# comment\nauth [success=1 \\\n default=ignore] pam_unix.so nullok # trailing\n\n-auth optional pam_x.so a b\n"
+        let text =
+            "# comment\nauth [success=1 \\\n default=ignore] pam_unix.so nullok # trailing\n\n-auth optional pam_x.so a b\n"
         let (lines, errors) = PAMConfigParser.parse(text, file: "svc")
         #expect(errors.isEmpty)
         #expect(lines.count == 2)
@@ -36,12 +37,15 @@ import Testing
         #expect(lines[0].number == 2)
         #expect(type == "auth" && path == "pam_unix.so" && args == ["nullok"] && !quiet)
         #expect(control.action(for: .success) == .jump(1))
-        guard case .module(_, _, _, let args2, let quiet2) = lines[1].kind else { Issue.record("not a module line"); return }
+        guard case .module(_, _, _, let args2, let quiet2) = lines[1].kind else {
+            Issue.record("not a module line"); return
+        }
         #expect(lines[1].number == 5 && quiet2 && args2 == ["a", "b"])
     }
 
     @Test func badLinesAreErrorsNamingTheirLineAndTheRestStillCounts() {
-        let (lines, errors) = PAMConfigParser.parse("auth required\nbogus required pam_x.so\nauth [x] pam_y.so\nauth required pam_unix.so\n", file: "f")
+        let (lines, errors) = PAMConfigParser.parse(
+            "auth required\nbogus required pam_x.so\nauth [x] pam_y.so\nauth required pam_unix.so\n", file: "f")
         #expect(errors.map(\.line) == [1, 2, 3])
         #expect(errors[1].description == "f:2: unknown type 'bogus'")
         #expect(lines.count == 1)
@@ -49,7 +53,8 @@ import Testing
 
     @Test func includesAreInlinedForTheirTypeAndSubstacksNested() throws {
         let root = try FixtureRoot([
-            "svc": "auth requisite pam_nologin.so\nauth include inc\n@include all\nauth substack sub\naccount required pam_y.so\n",
+            "svc":
+                "auth requisite pam_nologin.so\nauth include inc\n@include all\nauth substack sub\naccount required pam_y.so\n",
             "inc": "auth required pam_a.so\naccount required pam_not_auth.so\n",
             "all": "auth required pam_b.so\nsession required pam_s.so\n",
             "sub": "auth required pam_c.so\n",

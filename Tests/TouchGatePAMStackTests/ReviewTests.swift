@@ -43,31 +43,41 @@ let packaged: [String: String] = [
     }
 
     @Test func biometricsOrPasswordNeedsNoReportLine() throws {
-        let r = try review(["vlock": "auth sufficient pam_touchgate.so policy=biometrics-or-password\nauth required pam_unix.so try_first_pass\n"])
+        let r = try review([
+            "vlock":
+                "auth sufficient pam_touchgate.so policy=biometrics-or-password\nauth required pam_unix.so try_first_pass\n"
+        ])
         #expect(r.services.first?.problems == [])
     }
 
     @Test func aRequiredFingerprintLineStandsBetweenTheUserAndThePassword() throws {
-        let r = try review(["su": "auth required pam_touchgate.so\nauth required pam_unix.so\nauth optional pam_touchgate.so report\n"])
+        let r = try review([
+            "su": "auth required pam_touchgate.so\nauth required pam_unix.so\nauth optional pam_touchgate.so report\n"
+        ])
         let problems = r.services.first?.problems ?? []
         #expect(problems.contains(.fingerprintBlocksPassword("authinfo_unavail")))
         #expect(r.services.first?.fingerprintSuffices == false)
     }
 
     @Test func aReportLineAWrongPasswordReachesIsFound() throws {
-        let r = try review(["sudo": """
+        let r = try review([
+            "sudo": """
             auth [success=2 default=ignore] pam_touchgate.so
             auth optional pam_touchgate.so report
             auth [success=1 default=ignore] pam_unix.so
             auth requisite pam_deny.so
             auth required pam_permit.so
 
-            """])
+            """
+        ])
         #expect(r.services.first?.problems == [.reportAfterWrongPassword("sudo:2")])
     }
 
     @Test func aStackThatAcceptsAWrongPasswordIsFound() throws {
-        let r = try review(["bad": "auth sufficient pam_touchgate.so\nauth optional pam_unix.so\nauth required pam_permit.so\nauth optional pam_touchgate.so report\n"])
+        let r = try review([
+            "bad":
+                "auth sufficient pam_touchgate.so\nauth optional pam_unix.so\nauth required pam_permit.so\nauth optional pam_touchgate.so report\n"
+        ])
         let problems = r.services.first?.problems ?? []
         #expect(problems.contains(.acceptsWrongPassword))
         #expect(problems.contains(.reportAfterWrongPassword("bad:4")))
@@ -106,7 +116,8 @@ let packaged: [String: String] = [
     }
 
     @Test func faillockThatAFingerprintFailureReachesIsFound() throws {
-        let r = try review(["login": """
+        let r = try review([
+            "login": """
             auth required pam_faillock.so preauth
             auth [success=3 default=bad] pam_touchgate.so
             auth [default=die] pam_faillock.so authfail
@@ -114,7 +125,8 @@ let packaged: [String: String] = [
             auth requisite pam_deny.so
             auth required pam_permit.so
 
-            """])
+            """
+        ])
         let problems = r.services.first?.problems ?? []
         #expect(problems.contains(.faillockCountsFingerprint("login:3")))
         #expect(problems.contains(.fingerprintBlocksPassword("authinfo_unavail")))

@@ -56,8 +56,10 @@ func run(_ entries: [StackEntry], _ results: [String: PAMResult]) -> SimulationO
     }
 
     @Test func aSubstacksDoneEndsOnlyTheSubstack() throws {
-        let root = try FixtureRoot(["t": "auth substack s\nauth required pam_after.so\n",
-                                    "s": "auth sufficient pam_in.so\nauth required pam_deny.so\n"])
+        let root = try FixtureRoot([
+            "t": "auth substack s\nauth required pam_after.so\n",
+            "s": "auth sufficient pam_in.so\nauth required pam_deny.so\n",
+        ])
         let s = root.pam.stack(service: "t", type: "auth").entries
         let out = run(s, ["pam_in": .success, "pam_after": .authErr, "pam_deny": .authErr])
         #expect(out.calls.map(\.entry.moduleName) == ["pam_in", "pam_after"])

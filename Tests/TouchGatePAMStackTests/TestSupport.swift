@@ -20,7 +20,9 @@ final class FixtureRoot {
     }
 
     func makeDirectory(_ relative: String) throws {
-        guard mkdir(path + "/" + relative, 0o755) == 0 || errno == EEXIST else { throw FixtureError(what: "mkdir \(relative)") }
+        guard mkdir(path + "/" + relative, 0o755) == 0 || errno == EEXIST else {
+            throw FixtureError(what: "mkdir \(relative)")
+        }
     }
 
     func write(_ relative: String, _ text: String) throws {
@@ -41,7 +43,9 @@ final class FixtureRoot {
         guard let d = opendir(dir) else { unlink(dir); return }
         var names: [String] = []
         while let e = readdir(d) {
-            let name = withUnsafeBytes(of: e.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+            let name = withUnsafeBytes(of: e.pointee.d_name) {
+                String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
             if name != "." && name != ".." { names.append(name) }
         }
         closedir(d)

@@ -8,7 +8,8 @@ import TouchGatePolicy
         let c = PolicyConfig.defaults
         #expect(c.maxTries == 3 && c.timeout == 30 && c.lockoutThreshold == 5)
         #expect(c.requirePasswordAfterBoot && c.requirePasswordAfterEnrollmentChange)
-        #expect(c.unlockIdleTimeout == 48 * hour && c.passwordInterval == 156 * hour && c.passwordIntervalGrace == 4 * hour)
+        #expect(
+            c.unlockIdleTimeout == 48 * hour && c.passwordInterval == 156 * hour && c.passwordIntervalGrace == 4 * hour)
         #expect(c.passwordBackoffAfter == 5 && c.passwordBackoff == [60, 300, 900, 3600])
         #expect(c.problems.isEmpty)
     }
@@ -17,11 +18,15 @@ import TouchGatePolicy
         let bad = PolicyConfig(
             maxTries: 0, timeout: 0, lockoutThreshold: -1, unlockIdleTimeout: 0, passwordInterval: 0,
             passwordIntervalGrace: -1, passwordBackoffAfter: 0, passwordBackoff: [60, 0])
-        #expect(bad.problems.map(\.key) == [
-            "max_tries", "timeout", "lockout_threshold", "unlock_idle_timeout", "password_interval",
-            "password_interval_grace", "password_backoff_after", "password_backoff",
-        ])
-        #expect(PolicyConfig(passwordBackoff: []).problems.map(\.description) == ["password_backoff: needs at least one step"])
+        #expect(
+            bad.problems.map(\.key) == [
+                "max_tries", "timeout", "lockout_threshold", "unlock_idle_timeout", "password_interval",
+                "password_interval_grace", "password_backoff_after", "password_backoff",
+            ])
+        #expect(
+            PolicyConfig(passwordBackoff: []).problems.map(\.description) == [
+                "password_backoff: needs at least one step"
+            ])
         #expect(PolicyConfig(passwordIntervalGrace: 0).problems.isEmpty)
     }
 }
@@ -45,7 +50,9 @@ import TouchGatePolicy
     @Test func rootResetUndoesLocksButForgesNoPasswordSuccess() {
         let s = policy.reset(policy.adminLock(failMatches(5, healthyUser())))
         #expect(policy.canEvaluateBiometrics(s, in: environment(at: t0 + 10)) == .available)
-        #expect(policy.canEvaluateBiometrics(s, in: environment(at: t0 + 10, boot: "boot-B")) == .refused(.passwordRequired(.boot)))
+        #expect(
+            policy.canEvaluateBiometrics(s, in: environment(at: t0 + 10, boot: "boot-B"))
+                == .refused(.passwordRequired(.boot)))
         #expect(s.lastPasswordSuccess == t0)
     }
 }

@@ -54,7 +54,10 @@ import TouchGatePolicy
     @Test func anOutOfRangeStepIsReadAsTheLastStep() {
         let s = UserState(backoffStep: 99, backoffUntil: .max)
         #expect(policy.canAttemptPassword(s, at: t0) == .refused(.backoff(secondsLeft: 3600)))
-        #expect(policy.recordWrongPassword(UserState(consecutiveWrongPasswords: 9, backoffStep: 99, backoffUntil: t0), at: t0).backoff == 3600)
+        #expect(
+            policy.recordWrongPassword(
+                UserState(consecutiveWrongPasswords: 9, backoffStep: 99, backoffUntil: t0), at: t0
+            ).backoff == 3600)
     }
 
     @Test func failedMatchCountSaturatesInsteadOfOverflowing() {

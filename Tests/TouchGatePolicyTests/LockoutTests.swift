@@ -32,7 +32,8 @@ import TouchGatePolicy
         let afterFirstPrompt = failMatches(3, healthyUser(), from: t0)
         #expect(policy.canEvaluateBiometrics(afterFirstPrompt, in: environment(at: t0 + hour)) == .available)
         let afterSecondPrompt = failMatches(2, afterFirstPrompt, from: t0 + hour)
-        #expect(policy.canEvaluateBiometrics(afterSecondPrompt, in: environment(at: t0 + hour + 5)) == .refused(.lockout))
+        #expect(
+            policy.canEvaluateBiometrics(afterSecondPrompt, in: environment(at: t0 + hour + 5)) == .refused(.lockout))
     }
 
     @Test func fingerprintSuccessResetsTheFailureCount() {

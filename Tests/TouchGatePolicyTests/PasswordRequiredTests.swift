@@ -9,7 +9,9 @@ import TouchGatePolicy
     @Test func requiresAPasswordAfterTheBootIDChanges() {
         let s = healthyUser()
         #expect(policy.canEvaluateBiometrics(s, in: environment(at: t0 + 1)) == .available)
-        #expect(policy.canEvaluateBiometrics(s, in: environment(at: t0 + 1, boot: "boot-B")) == .refused(.passwordRequired(.boot)))
+        #expect(
+            policy.canEvaluateBiometrics(s, in: environment(at: t0 + 1, boot: "boot-B"))
+                == .refused(.passwordRequired(.boot)))
     }
 
     @Test func requiresAPasswordOnBootWhenNoPasswordWasEverTyped() {
@@ -39,7 +41,9 @@ import TouchGatePolicy
 
     @Test func ignoresEnrollmentChangesWhenTheRuleIsOff() {
         let relaxed = Policy(config: PolicyConfig(requirePasswordAfterEnrollmentChange: false))
-        #expect(relaxed.canEvaluateBiometrics(healthyUser(relaxed), in: environment(at: t0 + 1, prints: "prints-2")) == .available)
+        #expect(
+            relaxed.canEvaluateBiometrics(healthyUser(relaxed), in: environment(at: t0 + 1, prints: "prints-2"))
+                == .available)
     }
 
     @Test func passwordSuccessRecordsTheNewEnrollment() {
@@ -50,9 +54,13 @@ import TouchGatePolicy
 
     @Test func adminLockRequiresAPasswordUntilOneIsTyped() {
         let locked = policy.adminLock(healthyUser())
-        #expect(policy.canEvaluateBiometrics(locked, in: environment(at: t0 + 1)) == .refused(.passwordRequired(.adminLock)))
+        #expect(
+            policy.canEvaluateBiometrics(locked, in: environment(at: t0 + 1)) == .refused(.passwordRequired(.adminLock))
+        )
         let fingerprint = policy.recordFingerprintSuccess(locked, at: t0 + 2)
-        #expect(policy.canEvaluateBiometrics(fingerprint, in: environment(at: t0 + 3)) == .refused(.passwordRequired(.adminLock)))
+        #expect(
+            policy.canEvaluateBiometrics(fingerprint, in: environment(at: t0 + 3))
+                == .refused(.passwordRequired(.adminLock)))
         let password = policy.recordPasswordSuccess(locked, in: environment(at: t0 + 4))
         #expect(policy.canEvaluateBiometrics(password, in: environment(at: t0 + 5)) == .available)
     }
@@ -71,9 +79,11 @@ import TouchGatePolicy
         #expect(policy.biometricRefusals(messy, in: env).count == 6)
 
         let s = policy.recordPasswordSuccess(messy, in: env)
-        #expect(s == UserState(
-            enabled: true, lastPasswordSuccess: env.now, lastFingerprintSuccess: nil,
-            bootIDAtPasswordSuccess: "boot-B", enrollmentAtPasswordSuccess: "prints-2"))
+        #expect(
+            s
+                == UserState(
+                    enabled: true, lastPasswordSuccess: env.now, lastFingerprintSuccess: nil,
+                    bootIDAtPasswordSuccess: "boot-B", enrollmentAtPasswordSuccess: "prints-2"))
         #expect(policy.canEvaluateBiometrics(s, in: env) == .available)
         #expect(policy.canAttemptPassword(s, at: env.now) == .available)
     }

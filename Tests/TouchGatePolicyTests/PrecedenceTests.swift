@@ -16,11 +16,12 @@ import TouchGatePolicy
 
     @Test func listsEveryRefusalInPrecedenceOrder() {
         let (s, env) = everythingWrong
-        #expect(policy.biometricRefusals(s, in: env) == [
-            .notAvailable, .notEnrolled, .lockout,
-            .passwordRequired(.adminLock), .passwordRequired(.boot), .passwordRequired(.enrollmentChanged),
-            .passwordRequired(.interval), .passwordRequired(.idle),
-        ])
+        #expect(
+            policy.biometricRefusals(s, in: env) == [
+                .notAvailable, .notEnrolled, .lockout,
+                .passwordRequired(.adminLock), .passwordRequired(.boot), .passwordRequired(.enrollmentChanged),
+                .passwordRequired(.interval), .passwordRequired(.idle),
+            ])
     }
 
     /// Cure one cause at a time, in order; each time the next refusal becomes the answer.
@@ -30,7 +31,9 @@ import TouchGatePolicy
         let cures: [(inout UserState, inout Environment) -> Void] = [
             { _, e in e.readerAvailable = true },
             { s, _ in s.enabled = true },
-            { s, _ in s.biometryLockedOut = false; s.consecutiveFailedMatches = 0 },
+            { s, _ in
+                s.biometryLockedOut = false; s.consecutiveFailedMatches = 0
+            },
             { s, _ in s.adminLocked = false },
             { s, e in s.bootIDAtPasswordSuccess = e.bootID },
             { s, e in s.enrollmentAtPasswordSuccess = e.enrollmentSnapshot },
@@ -41,12 +44,13 @@ import TouchGatePolicy
             cure(&s, &env)
             answers.append(policy.canEvaluateBiometrics(s, in: env))
         }
-        #expect(answers == [
-            .refused(.notAvailable), .refused(.notEnrolled), .refused(.lockout),
-            .refused(.passwordRequired(.adminLock)), .refused(.passwordRequired(.boot)),
-            .refused(.passwordRequired(.enrollmentChanged)), .refused(.passwordRequired(.interval)),
-            .available, .available,
-        ])
+        #expect(
+            answers == [
+                .refused(.notAvailable), .refused(.notEnrolled), .refused(.lockout),
+                .refused(.passwordRequired(.adminLock)), .refused(.passwordRequired(.boot)),
+                .refused(.passwordRequired(.enrollmentChanged)), .refused(.passwordRequired(.interval)),
+                .available, .available,
+            ])
     }
 
     @Test func reportsIdleAfterIntervalWhenOnlyIdleRemains() {

@@ -10,30 +10,34 @@ import TouchGatePolicy
     /// Idle pushed far away so only the interval rule can refuse.
     let intervalOnly = Policy(config: PolicyConfig(unlockIdleTimeout: 10_000 * hour))
 
-    @Test(arguments: [
-        // (last fingerprint success, now, expected)
-        (nil, t0 + 48 * hour - 1, BiometricAvailability.available),
-        (nil, t0 + 48 * hour, .refused(.passwordRequired(.idle))),
-        (t0 + 30 * hour, t0 + 78 * hour - 1, .available),
-        (t0 + 30 * hour, t0 + 78 * hour, .refused(.passwordRequired(.idle))),
-    ] as [(Instant?, Instant, BiometricAvailability)])
-    func refusesAfterFortyEightHoursWithoutAnySuccess(fingerprintAt: Instant?, now: Instant, expected: BiometricAvailability) {
+    @Test(
+        arguments: [
+            // (last fingerprint success, now, expected)
+            (nil, t0 + 48 * hour - 1, BiometricAvailability.available),
+            (nil, t0 + 48 * hour, .refused(.passwordRequired(.idle))),
+            (t0 + 30 * hour, t0 + 78 * hour - 1, .available),
+            (t0 + 30 * hour, t0 + 78 * hour, .refused(.passwordRequired(.idle))),
+        ] as [(Instant?, Instant, BiometricAvailability)])
+    func refusesAfterFortyEightHoursWithoutAnySuccess(
+        fingerprintAt: Instant?, now: Instant, expected: BiometricAvailability
+    ) {
         var s = healthyUser(idleOnly)
         if let fingerprintAt { s = idleOnly.recordFingerprintSuccess(s, at: fingerprintAt) }
         #expect(idleOnly.canEvaluateBiometrics(s, in: environment(at: now)) == expected)
     }
 
-    @Test(arguments: [
-        // No fingerprint: the 156 h password window alone.
-        (nil, t0 + 156 * hour - 1, BiometricAvailability.available),
-        (nil, t0 + 156 * hour, .refused(.passwordRequired(.interval))),
-        // A fingerprint at 155 h keeps the password valid for 4 h after it: both conditions must fail.
-        (t0 + 155 * hour, t0 + 156 * hour, .available),
-        (t0 + 155 * hour, t0 + 159 * hour - 1, .available),
-        (t0 + 155 * hour, t0 + 159 * hour, .refused(.passwordRequired(.interval))),
-        // A fingerprint long before the password window closed gives no grace after it.
-        (t0 + 100 * hour, t0 + 156 * hour, .refused(.passwordRequired(.interval))),
-    ] as [(Instant?, Instant, BiometricAvailability)])
+    @Test(
+        arguments: [
+            // No fingerprint: the 156 h password window alone.
+            (nil, t0 + 156 * hour - 1, BiometricAvailability.available),
+            (nil, t0 + 156 * hour, .refused(.passwordRequired(.interval))),
+            // A fingerprint at 155 h keeps the password valid for 4 h after it: both conditions must fail.
+            (t0 + 155 * hour, t0 + 156 * hour, .available),
+            (t0 + 155 * hour, t0 + 159 * hour - 1, .available),
+            (t0 + 155 * hour, t0 + 159 * hour, .refused(.passwordRequired(.interval))),
+            // A fingerprint long before the password window closed gives no grace after it.
+            (t0 + 100 * hour, t0 + 156 * hour, .refused(.passwordRequired(.interval))),
+        ] as [(Instant?, Instant, BiometricAvailability)])
     func refusesAfterTheIntervalUnlessAFingerprintMatchedWithinTheGrace(
         fingerprintAt: Instant?, now: Instant, expected: BiometricAvailability
     ) {
@@ -47,11 +51,14 @@ import TouchGatePolicy
         var s = healthyUser()
         for day in Int64(1)...6 { s = policy.recordFingerprintSuccess(s, at: t0 + day * 24 * hour) }
         #expect(policy.canEvaluateBiometrics(s, in: environment(at: t0 + 156 * hour - 1)) == .available)
-        #expect(policy.canEvaluateBiometrics(s, in: environment(at: t0 + 156 * hour)) == .refused(.passwordRequired(.interval)))
+        #expect(
+            policy.canEvaluateBiometrics(s, in: environment(at: t0 + 156 * hour))
+                == .refused(.passwordRequired(.interval)))
     }
 
     @Test func treatsNoSuccessEverAsIdleWhenTheBootRuleIsOff() {
-        let policy = Policy(config: PolicyConfig(requirePasswordAfterBoot: false, requirePasswordAfterEnrollmentChange: false))
+        let policy = Policy(
+            config: PolicyConfig(requirePasswordAfterBoot: false, requirePasswordAfterEnrollmentChange: false))
         let s = policy.enable(UserState())
         #expect(policy.passwordRequiredReasons(s, in: environment(at: t0)) == [.interval, .idle])
     }
@@ -74,7 +81,8 @@ import TouchGatePolicy
     }
 
     @Test func instantsAtTheEndsOfTimeNeitherTrapNorOpenAWindow() {
-        let policy = Policy(config: PolicyConfig(requirePasswordAfterBoot: false, requirePasswordAfterEnrollmentChange: false))
+        let policy = Policy(
+            config: PolicyConfig(requirePasswordAfterBoot: false, requirePasswordAfterEnrollmentChange: false))
         let s = UserState(enabled: true, lastPasswordSuccess: .min, lastFingerprintSuccess: .min)
         #expect(policy.passwordRequiredReasons(s, in: environment(at: .max)) == [.interval, .idle])
         let future = UserState(enabled: true, lastPasswordSuccess: .max, lastFingerprintSuccess: .max)

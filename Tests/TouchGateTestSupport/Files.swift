@@ -8,8 +8,10 @@ public struct TestSetupError: Error, CustomStringConvertible {
 }
 
 /// Runs `body` with a fresh directory under /tmp, removed afterwards (whatever was planted in it).
-public func withTemporaryDirectory<T>(isolation: isolated (any Actor)? = #isolation,
-                                      _ body: (String) async throws -> T) async throws -> T {
+public func withTemporaryDirectory<T>(
+    isolation: isolated (any Actor)? = #isolation,
+    _ body: (String) async throws -> T
+) async throws -> T {
     var template = Array("/tmp/touchgate-tests.XXXXXX".utf8CString)
     guard let made = mkdtemp(&template) else { throw TestSetupError("mkdtemp: \(errno)") }
     let dir = String(cString: made)

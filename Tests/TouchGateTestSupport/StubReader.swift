@@ -37,8 +37,9 @@ public final class StubReader: FingerprintReader, Sendable {
 
     private let state: Mutex<State>
 
-    public static let defaultInfo = ReaderInfo(name: "Stub reader", driver: "stub", deviceID: "stub-0",
-                                               enrollStages: 3, supportsIdentify: false, isSwipe: false)
+    public static let defaultInfo = ReaderInfo(
+        name: "Stub reader", driver: "stub", deviceID: "stub-0",
+        enrollStages: 3, supportsIdentify: false, isSwipe: false)
 
     public init(info: ReaderInfo? = StubReader.defaultInfo) {
         state = Mutex(State(info: info))
@@ -61,7 +62,8 @@ public final class StubReader: FingerprintReader, Sendable {
     /// A print this reader's `describe` reads back: what libfprint's serialized prints carry.
     public func print(user: String, finger: Int, payload: String = "ridges") -> [UInt8] {
         let info = self.info ?? Self.defaultInfo
-        return StubPrint(driver: info.driver, deviceID: info.deviceID, finger: finger, user: user, payload: payload).bytes
+        return StubPrint(driver: info.driver, deviceID: info.deviceID, finger: finger, user: user, payload: payload)
+            .bytes
     }
 
     // MARK: FingerprintReader
@@ -69,11 +71,15 @@ public final class StubReader: FingerprintReader, Sendable {
     public func whenOpened(_ completion: @escaping @Sendable () -> Void) { completion() }
 
     public func describe(_ template: [UInt8]) -> PrintDescription? {
-        StubPrint(template).map { PrintDescription(driver: $0.driver, deviceID: $0.deviceID, finger: $0.finger, username: $0.user) }
+        StubPrint(template).map {
+            PrintDescription(driver: $0.driver, deviceID: $0.deviceID, finger: $0.finger, username: $0.user)
+        }
     }
 
     public func close(completion: @escaping @Sendable () -> Void) {
-        state.withLock { $0.info = nil; $0.closed += 1 }
+        state.withLock {
+            $0.info = nil; $0.closed += 1
+        }
         onOwnThread(completion)
     }
 
@@ -83,15 +89,19 @@ public final class StubReader: FingerprintReader, Sendable {
     }
 
     /// Plays the next scripted scan, as a verification does (its templates are the gallery).
-    public func identify(gallery: [[UInt8]], cancellation: Cancellation,
-                         retry: @escaping @Sendable (RetryHint) -> Void,
-                         completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void) {
+    public func identify(
+        gallery: [[UInt8]], cancellation: Cancellation,
+        retry: @escaping @Sendable (RetryHint) -> Void,
+        completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void
+    ) {
         verify(templates: gallery, timeoutSeconds: 0, cancellation: cancellation, retry: retry, completion: completion)
     }
 
-    public func verify(templates: [[UInt8]], timeoutSeconds: Int, cancellation: Cancellation,
-                       retry: @escaping @Sendable (RetryHint) -> Void,
-                       completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void) {
+    public func verify(
+        templates: [[UInt8]], timeoutSeconds: Int, cancellation: Cancellation,
+        retry: @escaping @Sendable (RetryHint) -> Void,
+        completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void
+    ) {
         let steps = state.withLock { s -> [Scan] in
             s.verified.append(templates)
             var steps: [Scan] = []
@@ -118,9 +128,11 @@ public final class StubReader: FingerprintReader, Sendable {
         }
     }
 
-    public func enroll(user: String, fingerIndex: Int, cancellation: Cancellation,
-                       progress: @escaping @Sendable (EnrollEvent) -> Void,
-                       completion: @escaping @Sendable (Result<[UInt8], ReaderFailure>) -> Void) {
+    public func enroll(
+        user: String, fingerIndex: Int, cancellation: Cancellation,
+        progress: @escaping @Sendable (EnrollEvent) -> Void,
+        completion: @escaping @Sendable (Result<[UInt8], ReaderFailure>) -> Void
+    ) {
         let (step, stages, serial) = state.withLock { s -> (Enrollment, Int, Int) in
             s.enrolled.append((user, fingerIndex))
             s.serial += 1
@@ -179,7 +191,9 @@ public struct StubPrint: Sendable, Equatable {
 
     /// nil for bytes that are not a stub print (what libfprint does with a damaged file).
     public init?(_ bytes: [UInt8]) {
-        let parts = bytes.split(separator: 0x01, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+        let parts = bytes.split(separator: 0x01, omittingEmptySubsequences: false).map {
+            String(decoding: $0, as: UTF8.self)
+        }
         guard parts.count == 6, parts[0] == Self.magic, let finger = Int(parts[3]) else { return nil }
         self.init(driver: parts[1], deviceID: parts[2], finger: finger, user: parts[4], payload: parts[5])
     }

@@ -26,8 +26,10 @@ extension Caller {
     public var statePath: String { "\(root)/state" }
     public var storePath: String { "\(root)/prints" }
 
-    public init(root: String, reader: StubReader = StubReader(), passwords: StubPasswords = StubPasswords(),
-                clock: TestClock = TestClock(), accounts: TableAccounts = TableAccounts()) {
+    public init(
+        root: String, reader: StubReader = StubReader(), passwords: StubPasswords = StubPasswords(),
+        clock: TestClock = TestClock(), accounts: TableAccounts = TableAccounts()
+    ) {
         self.root = root
         self.reader = reader
         self.passwords = passwords
@@ -35,17 +37,22 @@ extension Caller {
         self.accounts = accounts
     }
 
-    public func setup(bootID: String = "boot-1", allowRemote: Bool = false, policy: PolicyConfig = .defaults,
-                      reader: (any FingerprintReader)? = nil) throws -> CoreSetup {
-        CoreSetup(policy: policy, allowRemote: allowRemote, bootID: bootID,
-                  stateDirectory: try Directory.openRoot(statePath), printStore: try Directory.openRoot(storePath),
-                  reader: reader ?? self.reader, passwords: passwords, accounts: accounts, clock: clock,
-                  log: quietLogger, audit: collectingLogger(audit))
+    public func setup(
+        bootID: String = "boot-1", allowRemote: Bool = false, policy: PolicyConfig = .defaults,
+        reader: (any FingerprintReader)? = nil
+    ) throws -> CoreSetup {
+        CoreSetup(
+            policy: policy, allowRemote: allowRemote, bootID: bootID,
+            stateDirectory: try Directory.openRoot(statePath), printStore: try Directory.openRoot(storePath),
+            reader: reader ?? self.reader, passwords: passwords, accounts: accounts, clock: clock,
+            log: quietLogger, audit: collectingLogger(audit))
     }
 
     /// A core as the daemon starts it on these directories.
-    public func makeCore(bootID: String = "boot-1", allowRemote: Bool = false, policy: PolicyConfig = .defaults,
-                         reader: (any FingerprintReader)? = nil) throws -> Core {
+    public func makeCore(
+        bootID: String = "boot-1", allowRemote: Bool = false, policy: PolicyConfig = .defaults,
+        reader: (any FingerprintReader)? = nil
+    ) throws -> Core {
         try Core(setup(bootID: bootID, allowRemote: allowRemote, policy: policy, reader: reader))
     }
 
@@ -65,8 +72,10 @@ extension Caller {
 }
 
 /// Runs `body` with a test bed on a fresh temporary directory.
-@CoreActor public func withTestBed<T>(reader: StubReader = StubReader(), passwords: StubPasswords = StubPasswords(),
-                                      _ body: (TestBed) async throws -> T) async throws -> T {
+@CoreActor public func withTestBed<T>(
+    reader: StubReader = StubReader(), passwords: StubPasswords = StubPasswords(),
+    _ body: (TestBed) async throws -> T
+) async throws -> T {
     try await withTemporaryDirectory { dir in
         try await body(TestBed(root: dir, reader: reader, passwords: passwords))
     }

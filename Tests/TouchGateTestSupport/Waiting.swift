@@ -6,7 +6,8 @@ import TouchGateWire
 public let defaultDeadlineMilliseconds = 10_000
 
 /// The value once `shot` is set, or nil when `milliseconds` pass first.
-@CoreActor public func value<T>(of shot: OneShot<T>, within milliseconds: Int = defaultDeadlineMilliseconds) async -> T? {
+@CoreActor public func value<T>(of shot: OneShot<T>, within milliseconds: Int = defaultDeadlineMilliseconds) async -> T?
+{
     if let v = shot.value { return v }
     let expired = OneShot<Void>()
     let timer = LoopTimer(after: milliseconds) { expired.set(()) }
@@ -40,8 +41,10 @@ public let defaultDeadlineMilliseconds = 10_000
 
 /// Runs `body` and returns its result, or nil when it takes longer than the deadline (the test
 /// then fails instead of hanging).
-@CoreActor public func within<T: Sendable>(_ milliseconds: Int = defaultDeadlineMilliseconds,
-                                           _ body: @escaping @CoreActor () async -> T) async -> T? {
+@CoreActor public func within<T: Sendable>(
+    _ milliseconds: Int = defaultDeadlineMilliseconds,
+    _ body: @escaping @CoreActor () async -> T
+) async -> T? {
     await Running(body).value(within: milliseconds)
 }
 
@@ -69,12 +72,16 @@ public let defaultDeadlineMilliseconds = 10_000
     public func texts(_ kind: ProgressKind) -> [Text?] { shown.filter { $0.kind == kind }.map(\.text) }
 
     /// True once `count` events of `kind` were shown; false when the deadline passes first.
-    public func waitFor(_ kind: ProgressKind, count: Int = 1, within milliseconds: Int = defaultDeadlineMilliseconds) async -> Bool {
+    public func waitFor(_ kind: ProgressKind, count: Int = 1, within milliseconds: Int = defaultDeadlineMilliseconds)
+        async -> Bool
+    {
         await waitFor(count: count, within: milliseconds) { $0.kind == kind }
     }
 
-    public func waitFor(count: Int = 1, within milliseconds: Int = defaultDeadlineMilliseconds,
-                        _ matches: @escaping (ProgressEvent) -> Bool) async -> Bool {
+    public func waitFor(
+        count: Int = 1, within milliseconds: Int = defaultDeadlineMilliseconds,
+        _ matches: @escaping (ProgressEvent) -> Bool
+    ) async -> Bool {
         if shown.filter(matches).count >= count { return true }
         let waiter = Waiter(matches: matches, count: count)
         waiters.append(waiter)

@@ -20,36 +20,81 @@ private func vector(_ name: String) throws -> [UInt8] {
 }
 
 private let goodVectors: [(String, Frame)] = [
-    ("evaluate_request", Frame(.evaluate, requestID: 0x0102_0304, [
-        Field(.user, "alice"), Field(.policy, 1), Field(.service, "sudo"), Field(.maxTries, 3),
-        Field(.timeout, 30), Field(.locale, "en_US.UTF-8"), Field(.tty, "/dev/pts/1"),
-    ])),
-    ("can_evaluate_request", Frame(.canEvaluate, requestID: 1, [
-        Field(.user, "bob"), Field(.policy, 2), Field(.service, "login"),
-    ])),
+    (
+        "evaluate_request",
+        Frame(
+            .evaluate, requestID: 0x0102_0304,
+            [
+                Field(.user, "alice"), Field(.policy, 1), Field(.service, "sudo"), Field(.maxTries, 3),
+                Field(.timeout, 30), Field(.locale, "en_US.UTF-8"), Field(.tty, "/dev/pts/1"),
+            ])
+    ),
+    (
+        "can_evaluate_request",
+        Frame(
+            .canEvaluate, requestID: 1,
+            [
+                Field(.user, "bob"), Field(.policy, 2), Field(.service, "login"),
+            ])
+    ),
     ("cancel_request", Frame(.cancel, requestID: 0x0102_0304)),
-    ("result_success", Frame(.result, requestID: 0x0102_0304, [
-        Field(.code, 0), Field(.message, "Fingerprint recognised"),
-    ])),
-    ("result_max_tries", Frame(.result, requestID: 9, [
-        Field(.code, -1), Field(.message, "Fingerprint not recognised after 3 tries"),
-    ])),
-    ("result_backoff", Frame(.result, requestID: 10, [
-        Field(.code, -12), Field(.reason, "backoff"), Field(.seconds, 60),
-        Field(.message, "Too many wrong passwords: try again in 60 seconds"),
-    ])),
-    ("result_list", Frame(.result, requestID: 11, [
-        Field(.code, 0), Field(.finger, "left-index-finger"), Field(.finger, "right-thumb"),
-    ])),
-    ("progress_retry", Frame(.progress, requestID: 0x0102_0304, [
-        Field(.progress, 2), Field(.style, 1), Field(.message, "Swipe was too short, try again"),
-    ])),
-    ("progress_prompt_zh", Frame(.progress, requestID: 0xFFFF_FFFF, [
-        Field(.progress, 1), Field(.style, 1), Field(.message, "请将手指放在指纹识别器上"),
-    ])),
-    ("progress_enroll_stage", Frame(.progress, requestID: 5, [
-        Field(.progress, 5), Field(.stage, 2), Field(.stages, 5),
-    ])),
+    (
+        "result_success",
+        Frame(
+            .result, requestID: 0x0102_0304,
+            [
+                Field(.code, 0), Field(.message, "Fingerprint recognised"),
+            ])
+    ),
+    (
+        "result_max_tries",
+        Frame(
+            .result, requestID: 9,
+            [
+                Field(.code, -1), Field(.message, "Fingerprint not recognised after 3 tries"),
+            ])
+    ),
+    (
+        "result_backoff",
+        Frame(
+            .result, requestID: 10,
+            [
+                Field(.code, -12), Field(.reason, "backoff"), Field(.seconds, 60),
+                Field(.message, "Too many wrong passwords: try again in 60 seconds"),
+            ])
+    ),
+    (
+        "result_list",
+        Frame(
+            .result, requestID: 11,
+            [
+                Field(.code, 0), Field(.finger, "left-index-finger"), Field(.finger, "right-thumb"),
+            ])
+    ),
+    (
+        "progress_retry",
+        Frame(
+            .progress, requestID: 0x0102_0304,
+            [
+                Field(.progress, 2), Field(.style, 1), Field(.message, "Swipe was too short, try again"),
+            ])
+    ),
+    (
+        "progress_prompt_zh",
+        Frame(
+            .progress, requestID: 0xFFFF_FFFF,
+            [
+                Field(.progress, 1), Field(.style, 1), Field(.message, "请将手指放在指纹识别器上"),
+            ])
+    ),
+    (
+        "progress_enroll_stage",
+        Frame(
+            .progress, requestID: 5,
+            [
+                Field(.progress, 5), Field(.stage, 2), Field(.stages, 5),
+            ])
+    ),
     ("progress_keepalive", Frame(.progress, requestID: 5, [Field(.progress, 6)])),
 ]
 
@@ -125,7 +170,9 @@ private let badVectors: [(String, WireError)] = [
         #expect(throws: WireError.stringTooLong(.message)) {
             try Frame(.result, requestID: 1, [Field(.message, String(repeating: "x", count: 1025))]).encoded()
         }
-        #expect(throws: WireError.stringHasNUL(.user)) { try Frame(.list, requestID: 1, [Field(.user, "a\0b")]).encoded() }
+        #expect(throws: WireError.stringHasNUL(.user)) {
+            try Frame(.list, requestID: 1, [Field(.user, "a\0b")]).encoded()
+        }
     }
 
     @Test func allowsRepeatedListTags() throws {

@@ -6,16 +6,16 @@
 
 static int check_passed, check_failed;
 
-#define CHECK(cond, ...)                                               \
-    do {                                                               \
-        if (cond) {                                                    \
-            check_passed++;                                            \
-        } else {                                                       \
-            check_failed++;                                            \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);       \
-            fprintf(stderr, __VA_ARGS__);                              \
-            fputc('\n', stderr);                                       \
-        }                                                              \
+#define CHECK(cond, ...)                                         \
+    do {                                                         \
+        if (cond) {                                              \
+            check_passed++;                                      \
+        } else {                                                 \
+            check_failed++;                                      \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                        \
+            fputc('\n', stderr);                                 \
+        }                                                        \
     } while (0)
 
 /* Prints the line the Makefile adds up; the exit status mirrors it. */

@@ -31,7 +31,7 @@ static inline const char *fake_setup(const char *so, char module[PATH_MAX], char
     unsetenv("LC_ALL");
     unsetenv("LC_MESSAGES");
     setenv("LANG", "en_US.UTF-8", 1);
-    unsetenv("SSH_CONNECTION");  /* run from an SSH session, every request would be remote */
+    unsetenv("SSH_CONNECTION"); /* run from an SSH session, every request would be remote */
     unsetenv("SSH_CLIENT");
     return NULL;
 }

@@ -108,7 +108,8 @@ static void serve_one(int fd, struct fake_conn *c)
         fake_result(fd, id, TG_ERR_NOT_PERMITTED, NULL, "Not permitted");
         break;
     case ASK_LOCKOUT:
-        result(fd, id, TG_ERR_BIOMETRY_LOCKOUT, "lockout", FAKE_TEXT_LOCKED, TG_FLAG_ASK_PASSWORD, 0);
+        result(fd, id, TG_ERR_BIOMETRY_LOCKOUT, "lockout", FAKE_TEXT_LOCKED, TG_FLAG_ASK_PASSWORD,
+               0);
         break;
     case ASK_BOOT:
         result(fd, id, TG_ERR_PASSWORD_REQUIRED, "boot", FAKE_TEXT_BOOT, TG_FLAG_ASK_PASSWORD, 0);
@@ -119,7 +120,8 @@ static void serve_one(int fd, struct fake_conn *c)
                TG_FLAG_ASK_PASSWORD, 0);
         break;
     case LOCKOUT_IN_BACKOFF:
-        result(fd, id, TG_ERR_BIOMETRY_LOCKOUT, "lockout", FAKE_TEXT_LOCKED "\n" FAKE_TEXT_BACKOFF, 0, 0);
+        result(fd, id, TG_ERR_BIOMETRY_LOCKOUT, "lockout", FAKE_TEXT_LOCKED "\n" FAKE_TEXT_BACKOFF,
+               0, 0);
         break;
     case PASSWORD_OK:
         fake_progress(fd, id, TG_PROGRESS_KEEPALIVE, 0, NULL);
@@ -136,7 +138,8 @@ static void serve_one(int fd, struct fake_conn *c)
         fake_result(fd, id, TG_ERR_PASSWORD_NOT_SET, "passwordNotSet", FAKE_TEXT_NOT_SET);
         break;
     case PASSWORD_INTERNAL:
-        fake_result(fd, id, TG_ERR_INTERNAL, "passwordService", "The fingerprint service had an internal error");
+        fake_result(fd, id, TG_ERR_INTERNAL, "passwordService",
+                    "The fingerprint service had an internal error");
         break;
     }
 done:
@@ -195,8 +198,13 @@ bool fake_write_stack(const struct fake_env *env, const char *name, const char *
     FILE *f = fopen(path, "w");
     if (f == NULL)
         return false;
-    static const struct { const char *word; size_t len; } words[] = {
-        { "MODULE", 6 }, { "PROBE", 5 }, { "SOCKET", 6 },
+    static const struct {
+        const char *word;
+        size_t len;
+    } words[] = {
+        { "MODULE", 6 },
+        { "PROBE", 5 },
+        { "SOCKET", 6 },
     };
     for (const char *p = lines; *p != '\0'; p++) {
         size_t k = 0;
@@ -224,7 +232,8 @@ int fake_conv(int num, const struct pam_message **msg, struct pam_response **res
         return PAM_CONV_ERR;
     }
     for (int i = 0; i < num; i++) {
-        bool prompt = msg[i]->msg_style == PAM_PROMPT_ECHO_OFF || msg[i]->msg_style == PAM_PROMPT_ECHO_ON;
+        bool prompt =
+            msg[i]->msg_style == PAM_PROMPT_ECHO_OFF || msg[i]->msg_style == PAM_PROMPT_ECHO_ON;
         if (s->n < FAKE_MAX_SHOWN) {
             s->style[s->n] = msg[i]->msg_style;
             snprintf(s->text[s->n], sizeof(s->text[0]), "%s", msg[i]->msg);

@@ -35,11 +35,11 @@ enum behaviour {
     ASK_MAX_TRIES,      /* PROGRESS prompt, then authenticationFailed "maxTries" */
     LOCKOUT_IN_BACKOFF, /* biometryLockout with the back-off line and no ASK_PASSWORD flag */
     /* Answers to VERIFY_PASSWORD. */
-    PASSWORD_OK,        /* two keepalives, then TG_OK "password" "Password accepted" */
-    PASSWORD_WRONG,     /* authenticationFailed "wrongPassword" "Wrong password" */
-    PASSWORD_BACKOFF,   /* passwordBackoff "backoff" SECONDS 60 */
-    PASSWORD_NOT_SET,   /* passwordNotSet "passwordNotSet" */
-    PASSWORD_INTERNAL,  /* TG_ERR_INTERNAL "passwordService" */
+    PASSWORD_OK,       /* two keepalives, then TG_OK "password" "Password accepted" */
+    PASSWORD_WRONG,    /* authenticationFailed "wrongPassword" "Wrong password" */
+    PASSWORD_BACKOFF,  /* passwordBackoff "backoff" SECONDS 60 */
+    PASSWORD_NOT_SET,  /* passwordNotSet "passwordNotSet" */
+    PASSWORD_INTERNAL, /* TG_ERR_INTERNAL "passwordService" */
 };
 
 #define FAKE_MAX_CONNS 3
@@ -55,16 +55,16 @@ enum behaviour {
 struct fake_conn {
     enum behaviour behaviour;
     bool got_request;
-    bool saw_close;     /* the module hung up after it returned */
+    bool saw_close; /* the module hung up after it returned */
     uint8_t req[TG_FRAME_BUFFER];
     struct tg_frame request;
 };
 
 struct fake_server {
     int listen_fd;
-    int nconn;          /* connections to accept, one after the other */
-    int die_after;      /* after serving this many, stop listening and remove the socket (0: never) */
-    int died[2];        /* pipe: written once it stopped listening */
+    int nconn;     /* connections to accept, one after the other */
+    int die_after; /* after serving this many, stop listening and remove the socket (0: never) */
+    int died[2];   /* pipe: written once it stopped listening */
     pthread_t thread;
     struct fake_conn conn[FAKE_MAX_CONNS];
 };
@@ -74,9 +74,9 @@ struct fake_server {
 struct shown {
     bool fail;          /* every call fails, as a client that went away */
     const char *answer; /* the reply to PAM_PROMPT_ECHO_OFF (NULL: the conversation fails) */
-    int wait_fd;        /* >= 0: a prompt waits until this becomes readable (an event), 5 s at most */
+    int wait_fd; /* >= 0: a prompt waits until this becomes readable (an event), 5 s at most */
     int n;
-    int prompts;        /* messages that asked for input */
+    int prompts; /* messages that asked for input */
     int style[FAKE_MAX_SHOWN];
     char text[FAKE_MAX_SHOWN][TG_MAX_STRING + 1];
 };
@@ -85,7 +85,7 @@ struct run {
     int rc;
     uint64_t ms;
     struct shown shown;
-    char authtok[TG_MAX_STRING + 1];  /* PAM_AUTHTOK left by the stack (pam_probe), "" if none */
+    char authtok[TG_MAX_STRING + 1]; /* PAM_AUTHTOK left by the stack (pam_probe), "" if none */
     bool has_authtok;
 };
 

@@ -13,7 +13,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (tg_frame_decode(data, size, &frame) != TG_CODEC_OK) {
         if (frame.nfields != 0 || frame.kind != 0 || frame.request_id != 0)
-            abort();  /* a rejected frame must leave the out-parameter zeroed */
+            abort(); /* a rejected frame must leave the out-parameter zeroed */
         return 0;
     }
     struct tg_writer w;
@@ -28,6 +28,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     size_t len = 0;
     if (tg_writer_finish(&w, &len) != TG_CODEC_OK || len != size || memcmp(out, data, size) != 0)
-        abort();  /* encoder and decoder disagree about what a valid frame is */
+        abort(); /* encoder and decoder disagree about what a valid frame is */
     return 0;
 }

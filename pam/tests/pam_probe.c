@@ -16,7 +16,8 @@ EXPORT int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const ch
     (void)argc;
     (void)argv;
     if (pam_get_item(pamh, PAM_AUTHTOK, &tok) == PAM_SUCCESS && tok != NULL &&
-        snprintf(entry, sizeof(entry), "TG_PROBE_AUTHTOK=%s", (const char *)tok) < (int)sizeof(entry))
+        snprintf(entry, sizeof(entry), "TG_PROBE_AUTHTOK=%s", (const char *)tok) <
+            (int)sizeof(entry))
         pam_putenv(pamh, entry);
     return PAM_IGNORE;
 }

@@ -9,7 +9,7 @@
 static void test_keepalives_restart_the_silence_deadline(void)
 {
     struct tg_watch w;
-    uint64_t t = 1000000;  /* any start: only differences matter */
+    uint64_t t = 1000000; /* any start: only differences matter */
 
     tg_watch_start(&w, t, 60000);
     CHECK(tg_watch_deadline(&w) == t + TG_SILENCE_DEADLINE_MS, "first deadline: silence");
@@ -23,7 +23,8 @@ static void test_keepalives_restart_the_silence_deadline(void)
     /* Then silence: given up on exactly TG_SILENCE_DEADLINE_MS after the last frame. */
     uint64_t last = t + 10 * TG_SILENCE_DEADLINE_MS;
     tg_watch_frame(&w, last);
-    CHECK(tg_watch_deadline(&w) == last + TG_SILENCE_DEADLINE_MS, "silence deadline after the last frame");
+    CHECK(tg_watch_deadline(&w) == last + TG_SILENCE_DEADLINE_MS,
+          "silence deadline after the last frame");
     /* A frozen daemon is given up on within 2 s (docs/spec.md §9: seconds, not fprintd's 25 s). */
     CHECK(TG_SILENCE_DEADLINE_MS <= 2000 && TG_KEEPALIVE_MS * 2 < TG_SILENCE_DEADLINE_MS,
           "silence %d ms, keepalive %d ms", TG_SILENCE_DEADLINE_MS, TG_KEEPALIVE_MS);

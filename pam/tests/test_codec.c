@@ -11,7 +11,7 @@
 struct expected_field {
     uint16_t tag;
     int32_t ival;
-    const char *sval;  /* NULL for an int field */
+    const char *sval; /* NULL for an int field */
 };
 
 struct good_vector {
@@ -24,31 +24,67 @@ struct good_vector {
 
 /* The table of Tests/Vectors/README.md, field by field, in order. */
 static const struct good_vector good[] = {
-    { "evaluate_request", TG_KIND_EVALUATE, 0x01020304, 7,
-      { { TG_TAG_USER, 0, "alice" }, { TG_TAG_POLICY, 1, NULL }, { TG_TAG_SERVICE, 0, "sudo" },
-        { TG_TAG_MAX_TRIES, 3, NULL }, { TG_TAG_TIMEOUT, 30, NULL },
-        { TG_TAG_LOCALE, 0, "en_US.UTF-8" }, { TG_TAG_TTY, 0, "/dev/pts/1" } } },
-    { "can_evaluate_request", TG_KIND_CAN_EVALUATE, 1, 3,
+    { "evaluate_request",
+      TG_KIND_EVALUATE,
+      0x01020304,
+      7,
+      { { TG_TAG_USER, 0, "alice" },
+        { TG_TAG_POLICY, 1, NULL },
+        { TG_TAG_SERVICE, 0, "sudo" },
+        { TG_TAG_MAX_TRIES, 3, NULL },
+        { TG_TAG_TIMEOUT, 30, NULL },
+        { TG_TAG_LOCALE, 0, "en_US.UTF-8" },
+        { TG_TAG_TTY, 0, "/dev/pts/1" } } },
+    { "can_evaluate_request",
+      TG_KIND_CAN_EVALUATE,
+      1,
+      3,
       { { TG_TAG_USER, 0, "bob" }, { TG_TAG_POLICY, 2, NULL }, { TG_TAG_SERVICE, 0, "login" } } },
     { "cancel_request", TG_KIND_CANCEL, 0x01020304, 0, { { 0, 0, NULL } } },
-    { "result_success", TG_KIND_RESULT, 0x01020304, 2,
+    { "result_success",
+      TG_KIND_RESULT,
+      0x01020304,
+      2,
       { { TG_TAG_CODE, 0, NULL }, { TG_TAG_MESSAGE, 0, "Fingerprint recognised" } } },
-    { "result_max_tries", TG_KIND_RESULT, 9, 2,
+    { "result_max_tries",
+      TG_KIND_RESULT,
+      9,
+      2,
       { { TG_TAG_CODE, -1, NULL },
         { TG_TAG_MESSAGE, 0, "Fingerprint not recognised after 3 tries" } } },
-    { "result_backoff", TG_KIND_RESULT, 10, 4,
-      { { TG_TAG_CODE, -12, NULL }, { TG_TAG_REASON, 0, "backoff" }, { TG_TAG_SECONDS, 60, NULL },
+    { "result_backoff",
+      TG_KIND_RESULT,
+      10,
+      4,
+      { { TG_TAG_CODE, -12, NULL },
+        { TG_TAG_REASON, 0, "backoff" },
+        { TG_TAG_SECONDS, 60, NULL },
         { TG_TAG_MESSAGE, 0, "Too many wrong passwords: try again in 60 seconds" } } },
-    { "result_list", TG_KIND_RESULT, 11, 3,
-      { { TG_TAG_CODE, 0, NULL }, { TG_TAG_FINGER, 0, "left-index-finger" },
+    { "result_list",
+      TG_KIND_RESULT,
+      11,
+      3,
+      { { TG_TAG_CODE, 0, NULL },
+        { TG_TAG_FINGER, 0, "left-index-finger" },
         { TG_TAG_FINGER, 0, "right-thumb" } } },
-    { "progress_retry", TG_KIND_PROGRESS, 0x01020304, 3,
-      { { TG_TAG_PROGRESS, 2, NULL }, { TG_TAG_STYLE, 1, NULL },
+    { "progress_retry",
+      TG_KIND_PROGRESS,
+      0x01020304,
+      3,
+      { { TG_TAG_PROGRESS, 2, NULL },
+        { TG_TAG_STYLE, 1, NULL },
         { TG_TAG_MESSAGE, 0, "Swipe was too short, try again" } } },
-    { "progress_prompt_zh", TG_KIND_PROGRESS, 0xFFFFFFFF, 3,
-      { { TG_TAG_PROGRESS, 1, NULL }, { TG_TAG_STYLE, 1, NULL },
+    { "progress_prompt_zh",
+      TG_KIND_PROGRESS,
+      0xFFFFFFFF,
+      3,
+      { { TG_TAG_PROGRESS, 1, NULL },
+        { TG_TAG_STYLE, 1, NULL },
         { TG_TAG_MESSAGE, 0, "请将手指放在指纹识别器上" } } },
-    { "progress_enroll_stage", TG_KIND_PROGRESS, 5, 3,
+    { "progress_enroll_stage",
+      TG_KIND_PROGRESS,
+      5,
+      3,
       { { TG_TAG_PROGRESS, 5, NULL }, { TG_TAG_STAGE, 2, NULL }, { TG_TAG_STAGES, 5, NULL } } },
     { "progress_keepalive", TG_KIND_PROGRESS, 5, 1, { { TG_TAG_PROGRESS, 6, NULL } } },
 };
@@ -92,13 +128,26 @@ static long load_vector(const char *name, uint8_t *buf, size_t cap)
     int hi = -1, c;
     while ((c = fgetc(f)) != EOF) {
         int v;
-        if (c >= '0' && c <= '9') v = c - '0';
-        else if (c >= 'a' && c <= 'f') v = c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F') v = c - 'A' + 10;
-        else if (c == '\n' || c == '\r' || c == ' ') continue;
-        else { n = -1; break; }
-        if (hi < 0) { hi = v; continue; }
-        if ((size_t)n == cap) { n = -1; break; }
+        if (c >= '0' && c <= '9')
+            v = c - '0';
+        else if (c >= 'a' && c <= 'f')
+            v = c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F')
+            v = c - 'A' + 10;
+        else if (c == '\n' || c == '\r' || c == ' ')
+            continue;
+        else {
+            n = -1;
+            break;
+        }
+        if (hi < 0) {
+            hi = v;
+            continue;
+        }
+        if ((size_t)n == cap) {
+            n = -1;
+            break;
+        }
         buf[n++] = (uint8_t)(hi << 4 | v);
         hi = -1;
     }
@@ -147,15 +196,15 @@ static void test_good_vectors(void)
               frame.request_id);
         CHECK(frame.nfields == v->nfields, "%s: %zu fields", v->name, frame.nfields);
         for (size_t k = 0; k < v->nfields && k < frame.nfields; k++)
-            CHECK(field_matches(&frame.fields[k], &v->fields[k]), "%s: field %zu (tag %u)",
-                  v->name, k, frame.fields[k].tag);
+            CHECK(field_matches(&frame.fields[k], &v->fields[k]), "%s: field %zu (tag %u)", v->name,
+                  k, frame.fields[k].tag);
 
         /* Encoding the README's fields must give the vector's bytes exactly. */
         size_t len = 0;
         encode_expected(v, enc, sizeof(enc), &len, &st);
         CHECK(st == TG_CODEC_OK && len == (size_t)n && memcmp(enc, buf, len) == 0,
-              "%s: re-encoding differs (%s, %zu vs %ld bytes)", v->name, tg_codec_strerror(st),
-              len, n);
+              "%s: re-encoding differs (%s, %zu vs %ld bytes)", v->name, tg_codec_strerror(st), len,
+              n);
 
         /* Every proper prefix is incomplete, and one extra byte is trailing. */
         bool prefixes_rejected = true;
@@ -183,7 +232,8 @@ static void test_accessors(void)
     CHECK(!tg_frame_int(&frame, TG_TAG_STAGE, &code) && code == 0, "absent int reads as 0");
     CHECK(!tg_frame_int(&frame, TG_TAG_REASON, &code), "a string tag is not an int");
     CHECK(tg_frame_string(&frame, TG_TAG_REASON, text, sizeof(text)) &&
-              strcmp(text, "backoff") == 0, "REASON read as '%s'", text);
+              strcmp(text, "backoff") == 0,
+          "REASON read as '%s'", text);
     CHECK(!tg_frame_string(&frame, TG_TAG_REASON, text, 4) && text[0] == '\0',
           "a too-small buffer gets nothing, not a cut string");
     CHECK(!tg_frame_string(&frame, TG_TAG_CODE, text, sizeof(text)), "an int tag is no string");
@@ -224,9 +274,11 @@ static void test_all_vectors_known(void)
             continue;
         bool known = false;
         for (size_t i = 0; i < COUNT(good); i++)
-            known |= strlen(good[i].name) == len - 4 && strncmp(good[i].name, e->d_name, len - 4) == 0;
+            known |=
+                strlen(good[i].name) == len - 4 && strncmp(good[i].name, e->d_name, len - 4) == 0;
         for (size_t i = 0; i < COUNT(bad); i++)
-            known |= strlen(bad[i].name) == len - 4 && strncmp(bad[i].name, e->d_name, len - 4) == 0;
+            known |=
+                strlen(bad[i].name) == len - 4 && strncmp(bad[i].name, e->d_name, len - 4) == 0;
         CHECK(known, "%s is not in the test's tables", e->d_name);
         seen++;
     }
@@ -238,8 +290,8 @@ static void test_all_vectors_known(void)
 /* A RESULT frame with CODE 0 and one MESSAGE holding the given bytes. */
 static size_t message_frame(uint8_t *buf, const uint8_t *msg, size_t len)
 {
-    static const uint8_t head[] = { 0, 0, 0, 0, 1, 0x40, 0, 0, 0, 0, 0, 1,
-                                    0, 11, 0, 4, 0, 0, 0, 0, 0, 12 };
+    static const uint8_t head[] = { 0, 0, 0,  0, 1, 0x40, 0, 0, 0, 0, 0,
+                                    1, 0, 11, 0, 4, 0,    0, 0, 0, 0, 12 };
     memcpy(buf, head, sizeof(head));
     size_t total = sizeof(head) + 2 + len;
     buf[3] = (uint8_t)(total - 4);
@@ -315,8 +367,10 @@ static void test_limits(void)
     CHECK(tg_writer_finish(&w, &len) == TG_CODEC_OK, "64 short fields");
     memcpy(buf + len, "\x00\x09\x00\x01g", 5);
     len += 5;
-    buf[0] = (uint8_t)((len - 4) >> 24); buf[1] = (uint8_t)((len - 4) >> 16);
-    buf[2] = (uint8_t)((len - 4) >> 8);  buf[3] = (uint8_t)(len - 4);
+    buf[0] = (uint8_t)((len - 4) >> 24);
+    buf[1] = (uint8_t)((len - 4) >> 16);
+    buf[2] = (uint8_t)((len - 4) >> 8);
+    buf[3] = (uint8_t)(len - 4);
     CHECK(tg_frame_decode(buf, len, &frame) == TG_CODEC_TOO_MANY, "65 fields decode refused");
 
     /* Strings of exactly TG_MAX_STRING bytes fill a frame up to exactly TG_MAX_FRAME. */
@@ -331,7 +385,8 @@ static void test_limits(void)
     tg_put_bytes(&w, TG_TAG_FINGER, big, rest);
     CHECK(tg_writer_finish(&w, &len) == TG_CODEC_OK && len == TG_FRAME_BUFFER,
           "a frame of exactly TG_MAX_FRAME encodes (%zu)", len);
-    CHECK(tg_frame_decode(buf, len, &frame) == TG_CODEC_OK, "a frame of exactly TG_MAX_FRAME decodes");
+    CHECK(tg_frame_decode(buf, len, &frame) == TG_CODEC_OK,
+          "a frame of exactly TG_MAX_FRAME decodes");
     tg_put_bytes(&w, TG_TAG_FINGER, big, 0);
     CHECK(tg_writer_finish(&w, &len) == TG_CODEC_SPACE, "one more field would exceed TG_MAX_FRAME");
 
@@ -348,23 +403,29 @@ static void test_limits(void)
     static const uint8_t half[] = { 0, 0, 0, 10, 1, 0x40, 0, 0, 0, 0, 0, 1, 0, 11 };
     CHECK(tg_frame_decode(half, sizeof(half), &frame) == TG_CODEC_OVERRUN, "half field header");
     /* Reply and request kinds at the edges of their ranges, and just outside. */
-    static const struct { uint8_t kind; bool ok; } kinds[] = {
-        { 0x00, false }, { 0x01, true }, { 0x10, true }, { 0x11, true }, { 0x12, false },
+    static const struct {
+        uint8_t kind;
+        bool ok;
+    } kinds[] = {
+        { 0x00, false }, { 0x01, true }, { 0x10, true }, { 0x11, true },  { 0x12, false },
         { 0x3F, false }, { 0x40, true }, { 0x42, true }, { 0x43, false }, { 0xFF, false },
     };
     for (size_t i = 0; i < COUNT(kinds); i++) {
         uint8_t f[12] = { 0, 0, 0, 8, 1, kinds[i].kind, 0, 0, 0, 0, 0, 1 };
-        CHECK((tg_frame_decode(f, sizeof(f), &frame) == TG_CODEC_OK) == kinds[i].ok,
-              "kind 0x%02x", kinds[i].kind);
+        CHECK((tg_frame_decode(f, sizeof(f), &frame) == TG_CODEC_OK) == kinds[i].ok, "kind 0x%02x",
+              kinds[i].kind);
     }
     /* The length prefix alone: in range, and out of it on both sides. */
     uint32_t length = 99;
     CHECK(tg_frame_length((const uint8_t *)"\x00\x00\x00\x08", &length) == TG_CODEC_OK &&
-              length == 8, "length 8");
+              length == 8,
+          "length 8");
     CHECK(tg_frame_length((const uint8_t *)"\x00\x00\x20\x00", &length) == TG_CODEC_OK &&
-              length == TG_MAX_FRAME, "length TG_MAX_FRAME");
+              length == TG_MAX_FRAME,
+          "length TG_MAX_FRAME");
     CHECK(tg_frame_length((const uint8_t *)"\xff\xff\xff\xff", &length) == TG_CODEC_LENGTH &&
-              length == 0, "length 2^32-1");
+              length == 0,
+          "length 2^32-1");
     CHECK(tg_frame_length((const uint8_t *)"\x00\x00\x00\x00", &length) == TG_CODEC_LENGTH,
           "length 0");
 }

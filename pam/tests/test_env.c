@@ -13,7 +13,8 @@
 
 static char dir[PATH_MAX];
 
-static int quiet_conv(int num, const struct pam_message **msg, struct pam_response **resp, void *data)
+static int quiet_conv(int num, const struct pam_message **msg, struct pam_response **resp,
+                      void *data)
 {
     (void)num;
     (void)msg;
@@ -26,7 +27,8 @@ static pam_handle_t *handle(void)
 {
     static struct pam_conv conv = { quiet_conv, NULL };
     pam_handle_t *pamh = NULL;
-    CHECK(pam_start_confdir("tg-env", "root", &conv, dir, &pamh) == PAM_SUCCESS, "pam_start_confdir");
+    CHECK(pam_start_confdir("tg-env", "root", &conv, dir, &pamh) == PAM_SUCCESS,
+          "pam_start_confdir");
     return pamh;
 }
 
@@ -52,10 +54,11 @@ static void test_client_locale(void)
     pam_putenv(pamh, "LANG=zh_CN.UTF-8");
     CHECK(same(tg_client_locale(pamh), "fr_FR.UTF-8"), "process LC_MESSAGES before PAM LANG");
     pam_putenv(pamh, "LC_MESSAGES=zh_CN.UTF-8");
-    CHECK(same(tg_client_locale(pamh), "zh_CN.UTF-8"), "PAM LC_MESSAGES before process LC_MESSAGES");
+    CHECK(same(tg_client_locale(pamh), "zh_CN.UTF-8"),
+          "PAM LC_MESSAGES before process LC_MESSAGES");
     setenv("LC_ALL", "ja_JP.UTF-8", 1);
     CHECK(same(tg_client_locale(pamh), "ja_JP.UTF-8"), "process LC_ALL before PAM LC_MESSAGES");
-    pam_putenv(pamh, "LC_ALL=");  /* set but empty: as if unset */
+    pam_putenv(pamh, "LC_ALL="); /* set but empty: as if unset */
     CHECK(same(tg_client_locale(pamh), "ja_JP.UTF-8"), "empty PAM LC_ALL taken");
     pam_putenv(pamh, "LC_ALL=C");
     CHECK(same(tg_client_locale(pamh), "C"), "PAM LC_ALL first");

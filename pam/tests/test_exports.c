@@ -24,7 +24,7 @@ int main(int argc, char **argv)
 
     /* The helpers are there, but must stay private to the module. */
     static const char *const hidden[] = {
-        "tg_frame_decode", "tg_writer_init", "tg_connect", "tg_read_frame",
+        "tg_frame_decode",   "tg_writer_init",    "tg_connect",       "tg_read_frame",
         "tg_outcome_to_pam", "tg_failure_to_pam", "pam_sm_acct_mgmt", "pam_sm_open_session",
     };
     for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++)

@@ -9,8 +9,8 @@
 
 #define EN_PROMPT "Password: "
 #define ZH_PROMPT "密码："
-#define EN_BUSY "Fingerprint service busy: use your password"
-#define ZH_BUSY "指纹服务繁忙：请使用密码"
+#define EN_BUSY   "Fingerprint service busy: use your password"
+#define ZH_BUSY   "指纹服务繁忙：请使用密码"
 
 static const char *in(const char *locale, const char *msgid)
 {
@@ -24,14 +24,27 @@ static const char *in(const char *locale, const char *msgid)
 
 static void test_languages(void)
 {
-    CHECK(strcmp(in("zh_CN.UTF-8", EN_PROMPT), ZH_PROMPT) == 0, "zh_CN.UTF-8: '%s'", in("zh_CN.UTF-8", EN_PROMPT));
+    CHECK(strcmp(in("zh_CN.UTF-8", EN_PROMPT), ZH_PROMPT) == 0, "zh_CN.UTF-8: '%s'",
+          in("zh_CN.UTF-8", EN_PROMPT));
     CHECK(strcmp(in("zh_CN.utf8", EN_BUSY), ZH_BUSY) == 0, "zh_CN.utf8");
     /* Only zh_CN.UTF-8 is installed: other spellings of the language still find it. */
-    CHECK(strcmp(in("zh_CN", EN_PROMPT), ZH_PROMPT) == 0, "zh_CN without codeset: '%s'", in("zh_CN", EN_PROMPT));
+    CHECK(strcmp(in("zh_CN", EN_PROMPT), ZH_PROMPT) == 0, "zh_CN without codeset: '%s'",
+          in("zh_CN", EN_PROMPT));
     CHECK(strcmp(in("zh_CN.GB18030", EN_PROMPT), ZH_PROMPT) == 0, "zh_CN.GB18030");
     static const char *const english[] = {
-        NULL, "", "C", "C.UTF-8", "POSIX", "en_US.UTF-8", "xx_YY.UTF-8", "de_DE.UTF-8",
-        "../zh_CN", "/usr/lib/locale/zh_CN.utf8", "zh_CN/../../x", "zh CN", ".zh_CN",
+        NULL,
+        "",
+        "C",
+        "C.UTF-8",
+        "POSIX",
+        "en_US.UTF-8",
+        "xx_YY.UTF-8",
+        "de_DE.UTF-8",
+        "../zh_CN",
+        "/usr/lib/locale/zh_CN.utf8",
+        "zh_CN/../../x",
+        "zh CN",
+        ".zh_CN",
     };
     for (size_t i = 0; i < sizeof(english) / sizeof(english[0]); i++)
         CHECK(strcmp(in(english[i], EN_PROMPT), EN_PROMPT) == 0, "'%s' is not English: '%s'",
@@ -53,9 +66,10 @@ static void test_locale_untouched(void)
     CHECK(strcmp(tg_text(&lang, EN_PROMPT), ZH_PROMPT) == 0, "translation");
     CHECK(uselocale((locale_t)0) == thread_before, "tg_text left the thread's locale changed");
     tg_lang_close(&lang);
-    tg_lang_close(&lang);  /* safe to repeat */
+    tg_lang_close(&lang); /* safe to repeat */
     global = setlocale(LC_MESSAGES, NULL);
-    CHECK(global != NULL && strcmp(global, global_before) == 0, "process locale changed: %s", global);
+    CHECK(global != NULL && strcmp(global, global_before) == 0, "process locale changed: %s",
+          global);
 }
 
 struct worker {
@@ -79,8 +93,10 @@ static void *work(void *arg)
 static void test_threads(void)
 {
     struct worker w[4] = {
-        { "zh_CN.UTF-8", ZH_PROMPT, 0 }, { "C", EN_PROMPT, 0 },
-        { "zh_CN.UTF-8", ZH_PROMPT, 0 }, { "xx_YY", EN_PROMPT, 0 },
+        { "zh_CN.UTF-8", ZH_PROMPT, 0 },
+        { "C", EN_PROMPT, 0 },
+        { "zh_CN.UTF-8", ZH_PROMPT, 0 },
+        { "xx_YY", EN_PROMPT, 0 },
     };
     pthread_t t[4];
     for (int i = 0; i < 4; i++)

@@ -15,15 +15,20 @@ static void test_defaults_and_values(void)
               o.max_tries == 0 && o.timeout_s == 0 && !o.debug && !o.noinput && !o.report,
           "defaults");
 
-    CHECK(tg_option_apply(&o, "socket=/run/x.sock") == TG_OPTION_OK && strcmp(o.socket, "/run/x.sock") == 0,
+    CHECK(tg_option_apply(&o, "socket=/run/x.sock") == TG_OPTION_OK &&
+              strcmp(o.socket, "/run/x.sock") == 0,
           "socket=");
     CHECK(tg_option_apply(&o, "policy=biometrics-or-password") == TG_OPTION_OK &&
-              o.policy == TG_POLICY_BIOMETRICS_OR_PASSWORD, "policy=biometrics-or-password");
-    CHECK(tg_option_apply(&o, "policy=biometrics") == TG_OPTION_OK && o.policy == TG_POLICY_BIOMETRICS,
+              o.policy == TG_POLICY_BIOMETRICS_OR_PASSWORD,
+          "policy=biometrics-or-password");
+    CHECK(tg_option_apply(&o, "policy=biometrics") == TG_OPTION_OK &&
+              o.policy == TG_POLICY_BIOMETRICS,
           "policy=biometrics");
     CHECK(tg_option_apply(&o, "max_tries=1") == TG_OPTION_OK && o.max_tries == 1, "max_tries=1");
-    CHECK(tg_option_apply(&o, "max_tries=100") == TG_OPTION_OK && o.max_tries == 100, "max_tries=100");
-    CHECK(tg_option_apply(&o, "timeout=3600") == TG_OPTION_OK && o.timeout_s == 3600, "timeout=3600");
+    CHECK(tg_option_apply(&o, "max_tries=100") == TG_OPTION_OK && o.max_tries == 100,
+          "max_tries=100");
+    CHECK(tg_option_apply(&o, "timeout=3600") == TG_OPTION_OK && o.timeout_s == 3600,
+          "timeout=3600");
     CHECK(tg_option_apply(&o, "debug") == TG_OPTION_OK && o.debug, "debug");
     CHECK(tg_option_apply(&o, "noinput") == TG_OPTION_OK && o.noinput, "noinput");
     CHECK(tg_option_apply(&o, "report") == TG_OPTION_OK && o.report, "report");
@@ -33,9 +38,14 @@ static void test_defaults_and_values(void)
 static void test_bad_values(void)
 {
     static const char *const bad[] = {
-        "socket=relative.sock", "socket=", "max_tries=0", "max_tries=101", "max_tries=abc",
-        "max_tries=3x", "max_tries=", "max_tries=99999999999999999999", "max_tries=-1", "timeout=0",
-        "timeout=3601", "timeout= 5", "policy=nope", "policy=", "policy=Biometrics",
+        "socket=relative.sock", "socket=",
+        "max_tries=0",          "max_tries=101",
+        "max_tries=abc",        "max_tries=3x",
+        "max_tries=",           "max_tries=99999999999999999999",
+        "max_tries=-1",         "timeout=0",
+        "timeout=3601",         "timeout= 5",
+        "policy=nope",          "policy=",
+        "policy=Biometrics",
     };
     struct tg_options o, before;
     tg_options_default(&o);
@@ -50,8 +60,11 @@ static void test_bad_values(void)
     memset(longpath, 'a', sizeof(longpath));
     memcpy(longpath, "socket=/", 8);
     longpath[sizeof(longpath) - 1] = '\0';
-    CHECK(tg_option_apply(&o, longpath) == TG_OPTION_BAD_VALUE, "a socket path too long for sun_path");
-    static const char *const unknown[] = { "bogus", "Debug", "debug=1", "report=yes", "nullok", "" };
+    CHECK(tg_option_apply(&o, longpath) == TG_OPTION_BAD_VALUE,
+          "a socket path too long for sun_path");
+    static const char *const unknown[] = {
+        "bogus", "Debug", "debug=1", "report=yes", "nullok", ""
+    };
     for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
         CHECK(tg_option_apply(&o, unknown[i]) == TG_OPTION_UNKNOWN, "'%s' not unknown", unknown[i]);
         CHECK(memcmp(&o, &before, sizeof(o)) == 0, "'%s' changed the options", unknown[i]);
@@ -106,7 +119,8 @@ static void test_manual_names_every_option(const char *manual)
         tg_options_default(&o);
         bool valued = names[i][strlen(names[i]) - 1] == '=';
         snprintf(arg, sizeof(arg), "%s%s", names[i], valued ? sample_value(names[i]) : "");
-        CHECK(tg_option_apply(&o, arg) == TG_OPTION_OK, "the manual names '%s', which the parser refuses", arg);
+        CHECK(tg_option_apply(&o, arg) == TG_OPTION_OK,
+              "the manual names '%s', which the parser refuses", arg);
     }
     /* Every option the parser accepts is in the manual, and the list is the parser's truth. */
     int listed = 0;
@@ -120,7 +134,8 @@ static void test_manual_names_every_option(const char *manual)
         tg_options_default(&o);
         bool valued = (*name)[strlen(*name) - 1] == '=';
         snprintf(arg, sizeof(arg), "%s%s", *name, valued ? sample_value(*name) : "");
-        CHECK(tg_option_apply(&o, arg) == TG_OPTION_OK, "tg_option_names lists '%s', which the parser refuses", arg);
+        CHECK(tg_option_apply(&o, arg) == TG_OPTION_OK,
+              "tg_option_names lists '%s', which the parser refuses", arg);
     }
     CHECK(listed == n, "the manual names %d options, the parser %d", n, listed);
 }

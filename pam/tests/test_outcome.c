@@ -6,11 +6,11 @@
 #include "tg_outcome.h"
 #include "touchgate_wire.h"
 
-#define EXPECT(code, reason, want) \
+#define EXPECT(code, reason, want)                                                        \
     CHECK(tg_outcome_to_pam((code), (reason)) == (want), "%s (%s) -> %d, want %s", #code, \
           (reason) ? (reason) : "no reason", tg_outcome_to_pam((code), (reason)), #want)
 
-#define EXPECT_FAILURE(failure, want) \
+#define EXPECT_FAILURE(failure, want)                                          \
     CHECK(tg_failure_to_pam(failure) == (want), "%s -> %d, want %s", #failure, \
           tg_failure_to_pam(failure), #want)
 
@@ -25,7 +25,7 @@ int main(void)
     EXPECT(TG_ERR_AUTHENTICATION_FAILED, "noMatch", PAM_MAXTRIES);
     /* wrong password, passwordBackoff */
     EXPECT(TG_ERR_AUTHENTICATION_FAILED, "wrongPassword", PAM_AUTH_ERR);
-    EXPECT(TG_ERR_AUTHENTICATION_FAILED, "wrongpassword", PAM_MAXTRIES);  /* exact match only */
+    EXPECT(TG_ERR_AUTHENTICATION_FAILED, "wrongpassword", PAM_MAXTRIES); /* exact match only */
     EXPECT(TG_ERR_PASSWORD_BACKOFF, "backoff", PAM_AUTH_ERR);
     EXPECT(TG_ERR_PASSWORD_BACKOFF, none, PAM_AUTH_ERR);
     /* user does not exist */
@@ -75,12 +75,12 @@ int main(void)
             tried++;
             if ((rc == PAM_SUCCESS) != (code == TG_OK) || rc == PAM_IGNORE) {
                 violations++;
-                fprintf(stderr, "code %ld reason %s -> %d\n", code,
-                        reasons[r] ? reasons[r] : "-", rc);
+                fprintf(stderr, "code %ld reason %s -> %d\n", code, reasons[r] ? reasons[r] : "-",
+                        rc);
             }
         }
     }
-    for (int32_t code = INT32_MIN; ; code += 65521) {
+    for (int32_t code = INT32_MIN;; code += 65521) {
         int rc = tg_outcome_to_pam(code, NULL);
         tried++;
         if ((rc == PAM_SUCCESS) != (code == TG_OK) || rc == PAM_IGNORE)

@@ -9,12 +9,12 @@
 #include "fake.h"
 #include "fake_daemon.h"
 
-#define TEXT_RETRY "Swipe was too short, try again"
-#define TEXT_NO_MATCH "Fingerprint not recognised"
+#define TEXT_RETRY          "Swipe was too short, try again"
+#define TEXT_NO_MATCH       "Fingerprint not recognised"
 #define TEXT_NOT_RESPONDING "Fingerprint service not responding: use your password"
-#define TEXT_SERVICE_ERROR "Fingerprint service error: use your password"
-#define TEXT_BUSY "Fingerprint service busy: use your password"
-#define FROZEN_LIMIT_MS 2000  /* a frozen daemon is given up on within 2 s */
+#define TEXT_SERVICE_ERROR  "Fingerprint service error: use your password"
+#define TEXT_BUSY           "Fingerprint service busy: use your password"
+#define FROZEN_LIMIT_MS     2000 /* a frozen daemon is given up on within 2 s */
 
 static struct fake_env env;
 
@@ -72,8 +72,9 @@ static void test_fake_daemon(void)
 
     write_service("tg-server", "socket=SOCKET max_tries=2 debug");
     /* Invalid options are ignored and keep the values before them. */
-    write_service("tg-options",
-                  "socket=SOCKET bogus max_tries=abc max_tries=101 timeout=0 policy=nope socket=rel.sock");
+    write_service(
+        "tg-options",
+        "socket=SOCKET bogus max_tries=abc max_tries=101 timeout=0 policy=nope socket=rel.sock");
     write_service("tg-policy", "socket=SOCKET policy=biometrics-or-password timeout=15");
 
     /* Retry hint relayed as TEXT_INFO, keepalive shows nothing, TG_OK -> PAM_SUCCESS. */
@@ -113,8 +114,8 @@ static void test_fake_daemon(void)
     /* The daemon's refusal before it read anything (too many connections): its own id. */
     run_against(&sv, BUSY_UNSOLICITED, "tg-server", NULL, &r);
     CHECK(r.rc == PAM_AUTHINFO_UNAVAIL, "busy: %d", r.rc);
-    CHECK(shown_once(&r, PAM_ERROR_MSG, TEXT_BUSY) && r.shown.n == 1, "busy: %d messages, first '%s'",
-          r.shown.n, r.shown.text[0]);
+    CHECK(shown_once(&r, PAM_ERROR_MSG, TEXT_BUSY) && r.shown.n == 1,
+          "busy: %d messages, first '%s'", r.shown.n, r.shown.text[0]);
 
     /* A malformed frame. */
     run_against(&sv, MALFORMED, "tg-server", NULL, &r);
@@ -125,7 +126,8 @@ static void test_fake_daemon(void)
      * "service error" line, not "not responding", proves it was not waited out. */
     run_against(&sv, HUGE_LENGTH, "tg-server", NULL, &r);
     CHECK(r.rc == PAM_SYSTEM_ERR, "huge length: %d", r.rc);
-    CHECK(shown_once(&r, PAM_ERROR_MSG, TEXT_SERVICE_ERROR) && r.shown.n == 1, "huge length: messages");
+    CHECK(shown_once(&r, PAM_ERROR_MSG, TEXT_SERVICE_ERROR) && r.shown.n == 1,
+          "huge length: messages");
 
     /* A well-formed frame of a kind that cannot answer EVALUATE. */
     run_against(&sv, EVENT_FRAME, "tg-server", NULL, &r);
@@ -144,8 +146,10 @@ static void test_fake_daemon(void)
     setenv("LC_ALL", "xx_YY.UTF-8", 1);
     run_against(&sv, CLOSE_AT_ONCE, "tg-server", NULL, &r);
     unsetenv("LC_ALL");
-    CHECK(shown_once(&r, PAM_ERROR_MSG, TEXT_NOT_RESPONDING), "unknown locale: '%s'", r.shown.text[0]);
-    CHECK(frame_string_is(&sv.conn[0].request, TG_TAG_LOCALE, "xx_YY.UTF-8"), "unknown LOCALE not sent");
+    CHECK(shown_once(&r, PAM_ERROR_MSG, TEXT_NOT_RESPONDING), "unknown locale: '%s'",
+          r.shown.text[0]);
+    CHECK(frame_string_is(&sv.conn[0].request, TG_TAG_LOCALE, "xx_YY.UTF-8"),
+          "unknown LOCALE not sent");
 
     /* A refusal is relayed as an error line and lets the password module run; RHOST is sent;
      * invalid options kept their defaults. */
@@ -154,7 +158,8 @@ static void test_fake_daemon(void)
     CHECK(r.rc == PAM_AUTHINFO_UNAVAIL, "lockout: %d", r.rc);
     CHECK(shown_once(&r, PAM_ERROR_MSG, FAKE_TEXT_LOCKED) && r.shown.n == 1, "lockout message");
     CHECK(frame_string_is(req, TG_TAG_RHOST, "192.0.2.7"), "RHOST not sent");
-    CHECK(frame_int_is(req, TG_TAG_POLICY, TG_POLICY_BIOMETRICS, true), "invalid policy= changed POLICY");
+    CHECK(frame_int_is(req, TG_TAG_POLICY, TG_POLICY_BIOMETRICS, true),
+          "invalid policy= changed POLICY");
     CHECK(frame_int_is(req, TG_TAG_MAX_TRIES, 0, false), "invalid max_tries= sent MAX_TRIES");
     CHECK(frame_int_is(req, TG_TAG_TIMEOUT, 0, false), "invalid timeout= sent TIMEOUT");
 
@@ -165,9 +170,11 @@ static void test_fake_daemon(void)
     CHECK(r.rc == PAM_MAXTRIES, "no match: %d", r.rc);
     CHECK(r.shown.n == 2 && r.shown.style[0] == PAM_ERROR_MSG &&
               strcmp(r.shown.text[0], TEXT_NO_MATCH) == 0 && r.shown.style[1] == PAM_ERROR_MSG &&
-              strcmp(r.shown.text[1], FAKE_TEXT_MAXTRIES) == 0, "no match: messages");
+              strcmp(r.shown.text[1], FAKE_TEXT_MAXTRIES) == 0,
+          "no match: messages");
     CHECK(r.shown.prompts == 0, "no match: asked for input without ASK_PASSWORD");
-    CHECK(frame_int_is(req, TG_TAG_POLICY, TG_POLICY_BIOMETRICS_OR_PASSWORD, true), "policy= option");
+    CHECK(frame_int_is(req, TG_TAG_POLICY, TG_POLICY_BIOMETRICS_OR_PASSWORD, true),
+          "policy= option");
     CHECK(frame_int_is(req, TG_TAG_TIMEOUT, 15, true), "timeout= option");
     CHECK(frame_int_is(req, TG_TAG_FLAGS, 0, false), "NO_INPUT sent for biometrics-or-password");
 
@@ -186,7 +193,8 @@ static void test_quiet_when_not_enrolled(void)
 
     run_against(&sv, NOT_ENROLLED, "tg-server", NULL, &r);
     CHECK(r.rc == PAM_AUTHINFO_UNAVAIL, "not enrolled: %d", r.rc);
-    CHECK(r.shown.n == 0, "not enrolled: %d messages shown, first '%s'", r.shown.n, r.shown.text[0]);
+    CHECK(r.shown.n == 0, "not enrolled: %d messages shown, first '%s'", r.shown.n,
+          r.shown.text[0]);
     CHECK(sv.conn[0].saw_close, "not enrolled: module did not hang up");
 }
 
@@ -237,11 +245,13 @@ static void test_ssh_session(void)
     static struct fake_server sv;
     struct run r;
     struct run_setup rhost = { .wait_fd = -1, .rhost = "192.0.2.9" };
-    struct run_setup pam_env = { .wait_fd = -1, .pam_env = "SSH_CONNECTION=192.0.2.1 50000 192.0.2.2 22" };
+    struct run_setup pam_env = { .wait_fd = -1,
+                                 .pam_env = "SSH_CONNECTION=192.0.2.1 50000 192.0.2.2 22" };
 
     setenv("SSH_CONNECTION", "192.0.2.1 50000 192.0.2.2 22", 1);
     run_against(&sv, MATCH, "tg-server", NULL, &r);
-    CHECK(frame_string_is(&sv.conn[0].request, TG_TAG_RHOST, "ssh"), "SSH_CONNECTION: RHOST not \"ssh\"");
+    CHECK(frame_string_is(&sv.conn[0].request, TG_TAG_RHOST, "ssh"),
+          "SSH_CONNECTION: RHOST not \"ssh\"");
     /* PAM_RHOST, when set, is the better answer. */
     run_against(&sv, MATCH, "tg-server", &rhost, &r);
     CHECK(frame_string_is(&sv.conn[0].request, TG_TAG_RHOST, "192.0.2.9"),
@@ -250,7 +260,8 @@ static void test_ssh_session(void)
 
     /* From the PAM environment (pam_env, or the application) too. */
     run_against(&sv, MATCH, "tg-server", &pam_env, &r);
-    CHECK(frame_string_is(&sv.conn[0].request, TG_TAG_RHOST, "ssh"), "PAM env SSH_CONNECTION: RHOST not \"ssh\"");
+    CHECK(frame_string_is(&sv.conn[0].request, TG_TAG_RHOST, "ssh"),
+          "PAM env SSH_CONNECTION: RHOST not \"ssh\"");
 
     run_against(&sv, MATCH, "tg-server", NULL, &r);
     CHECK(frame_string_is(&sv.conn[0].request, TG_TAG_RHOST, NULL), "RHOST without any SSH sign");

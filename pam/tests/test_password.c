@@ -9,10 +9,10 @@
 #include "fake.h"
 #include "fake_daemon.h"
 
-#define PASSWORD "correct horse"
+#define PASSWORD            "correct horse"
 #define TEXT_NOT_RESPONDING "Fingerprint service not responding: use your password"
-#define TEXT_SERVICE_ERROR "Fingerprint service error: use your password"
-#define TEXT_BUSY "Fingerprint service busy: use your password"
+#define TEXT_SERVICE_ERROR  "Fingerprint service error: use your password"
+#define TEXT_BUSY           "Fingerprint service busy: use your password"
 
 static struct fake_env env;
 
@@ -40,7 +40,8 @@ static bool two_steps(struct fake_server *sv, enum behaviour refusal, enum behav
 /* The refusal's one line first, then one echo-off "Password: " prompt. */
 static void expect_asked(const struct run *r, const char *refusal_text, const char *name)
 {
-    CHECK(r->shown.n >= 2 && r->shown.style[0] == PAM_ERROR_MSG && strcmp(r->shown.text[0], refusal_text) == 0,
+    CHECK(r->shown.n >= 2 && r->shown.style[0] == PAM_ERROR_MSG &&
+              strcmp(r->shown.text[0], refusal_text) == 0,
           "%s: refusal not shown first: '%s'", name, r->shown.text[0]);
     CHECK(r->shown.n >= 2 && r->shown.style[1] == PAM_PROMPT_ECHO_OFF &&
               strcmp(r->shown.text[1], "Password: ") == 0,
@@ -61,13 +62,18 @@ static void test_correct_password(void)
     CHECK(r.rc == PAM_SUCCESS, "correct: %d", r.rc);
     expect_asked(&r, FAKE_TEXT_LOCKED, "correct");
     CHECK(r.shown.n == 2, "correct: %d messages ('Password accepted' is not shown)", r.shown.n);
-    CHECK(r.has_authtok && strcmp(r.authtok, PASSWORD) == 0, "correct: PAM_AUTHTOK '%s'", r.authtok);
-    CHECK(sv.conn[1].got_request && v->kind == TG_KIND_VERIFY_PASSWORD, "correct: no VERIFY_PASSWORD");
+    CHECK(r.has_authtok && strcmp(r.authtok, PASSWORD) == 0, "correct: PAM_AUTHTOK '%s'",
+          r.authtok);
+    CHECK(sv.conn[1].got_request && v->kind == TG_KIND_VERIFY_PASSWORD,
+          "correct: no VERIFY_PASSWORD");
     CHECK(v->request_id != 0 && v->request_id != TG_UNSOLICITED_ID, "correct: request id %#x",
           (unsigned)v->request_id);
-    CHECK(frame_string_is(v, TG_TAG_USER, "root") && frame_string_is(v, TG_TAG_PASSWORD, PASSWORD) &&
-              frame_string_is(v, TG_TAG_SERVICE, "tg-bop") && frame_string_is(v, TG_TAG_TTY, "/dev/pts/3") &&
-              frame_string_is(v, TG_TAG_LOCALE, "en_US.UTF-8") && frame_string_is(v, TG_TAG_RHOST, NULL),
+    CHECK(frame_string_is(v, TG_TAG_USER, "root") &&
+              frame_string_is(v, TG_TAG_PASSWORD, PASSWORD) &&
+              frame_string_is(v, TG_TAG_SERVICE, "tg-bop") &&
+              frame_string_is(v, TG_TAG_TTY, "/dev/pts/3") &&
+              frame_string_is(v, TG_TAG_LOCALE, "en_US.UTF-8") &&
+              frame_string_is(v, TG_TAG_RHOST, NULL),
           "correct: VERIFY_PASSWORD fields");
     CHECK(frame_int_is(&sv.conn[0].request, TG_TAG_FLAGS, 0, false),
           "correct: NO_INPUT sent though the password step may follow");
@@ -88,7 +94,8 @@ static void test_each_refusal_asks(void)
     two_steps(&sv, ASK_MAX_TRIES, PASSWORD_OK, &setup, &r);
     CHECK(r.rc == PAM_SUCCESS, "max tries: %d", r.rc);
     CHECK(r.shown.n == 3 && strcmp(r.shown.text[0], FAKE_TEXT_PROMPT) == 0 &&
-              strcmp(r.shown.text[1], FAKE_TEXT_MAXTRIES) == 0 && strcmp(r.shown.text[2], "Password: ") == 0,
+              strcmp(r.shown.text[1], FAKE_TEXT_MAXTRIES) == 0 &&
+              strcmp(r.shown.text[2], "Password: ") == 0,
           "max tries: shown %d, '%s' / '%s' / '%s'", r.shown.n, r.shown.text[0], r.shown.text[1],
           r.shown.text[2]);
 }
@@ -102,13 +109,15 @@ static void test_wrong_and_backoff(void)
     two_steps(&sv, ASK_LOCKOUT, PASSWORD_WRONG, &setup, &r);
     CHECK(r.rc == PAM_AUTH_ERR, "wrong: %d", r.rc);
     expect_asked(&r, FAKE_TEXT_LOCKED, "wrong");
-    CHECK(r.shown.n == 3 && r.shown.style[2] == PAM_ERROR_MSG && strcmp(r.shown.text[2], FAKE_TEXT_WRONG) == 0,
+    CHECK(r.shown.n == 3 && r.shown.style[2] == PAM_ERROR_MSG &&
+              strcmp(r.shown.text[2], FAKE_TEXT_WRONG) == 0,
           "wrong: daemon's message not shown: '%s'", r.shown.text[2]);
     CHECK(!r.has_authtok, "wrong: PAM_AUTHTOK set to '%s'", r.authtok);
 
     two_steps(&sv, ASK_LOCKOUT, PASSWORD_BACKOFF, &setup, &r);
     CHECK(r.rc == PAM_AUTH_ERR, "backoff: %d", r.rc);
-    CHECK(r.shown.n == 3 && strcmp(r.shown.text[2], FAKE_TEXT_BACKOFF) == 0, "backoff: '%s'", r.shown.text[2]);
+    CHECK(r.shown.n == 3 && strcmp(r.shown.text[2], FAKE_TEXT_BACKOFF) == 0, "backoff: '%s'",
+          r.shown.text[2]);
     CHECK(!r.has_authtok, "backoff: PAM_AUTHTOK set");
 
     /* In back-off the daemon says so with the refusal and does not ask: no prompt at all. */
@@ -124,13 +133,15 @@ static void test_wrong_and_backoff(void)
     setup.answer = PASSWORD;
     two_steps(&sv, ASK_LOCKOUT, PASSWORD_NOT_SET, &setup, &r);
     CHECK(r.rc == PAM_AUTHINFO_UNAVAIL, "not set: %d", r.rc);
-    CHECK(r.shown.n == 3 && strcmp(r.shown.text[2], FAKE_TEXT_NOT_SET) == 0, "not set: '%s'", r.shown.text[2]);
+    CHECK(r.shown.n == 3 && strcmp(r.shown.text[2], FAKE_TEXT_NOT_SET) == 0, "not set: '%s'",
+          r.shown.text[2]);
 
     /* The daemon could not check it (its password service failed): never success, and the
      * password goes on to the password module. */
     two_steps(&sv, ASK_LOCKOUT, PASSWORD_INTERNAL, &setup, &r);
     CHECK(r.rc == PAM_SYSTEM_ERR, "internal: %d", r.rc);
-    CHECK(r.has_authtok && strcmp(r.authtok, PASSWORD) == 0, "internal: PAM_AUTHTOK '%s'", r.authtok);
+    CHECK(r.has_authtok && strcmp(r.authtok, PASSWORD) == 0, "internal: PAM_AUTHTOK '%s'",
+          r.authtok);
 }
 
 /* Nothing typed, no answer, a failing conversation: userCancel, nothing sent. */
@@ -145,7 +156,8 @@ static void test_cancelled(void)
     bool pending = fake_run_against(&sv, &env, 1, &b, "tg-bop", &empty, &r);
     CHECK(r.rc == PAM_AUTHINFO_UNAVAIL, "empty: %d", r.rc);
     CHECK(!pending, "empty: an empty password was sent");
-    CHECK(r.shown.prompts == 1 && !r.has_authtok, "empty: %d prompts, authtok %d", r.shown.prompts, r.has_authtok);
+    CHECK(r.shown.prompts == 1 && !r.has_authtok, "empty: %d prompts, authtok %d", r.shown.prompts,
+          r.has_authtok);
 
     pending = fake_run_against(&sv, &env, 1, &b, "tg-bop", &none, &r);
     CHECK(r.rc == PAM_AUTHINFO_UNAVAIL, "conversation error: %d", r.rc);
@@ -169,8 +181,10 @@ static void test_daemon_fails_after_the_refusal(void)
         fake_stop(&sv, &env);
         setup.wait_fd = -1;
         CHECK(r.rc == PAM_AUTHINFO_UNAVAIL, "died: %d", r.rc);
-        CHECK(r.has_authtok && strcmp(r.authtok, PASSWORD) == 0, "died: PAM_AUTHTOK '%s'", r.authtok);
-        CHECK(r.shown.n == 2, "died: %d messages, last '%s'", r.shown.n, r.shown.text[r.shown.n - 1]);
+        CHECK(r.has_authtok && strcmp(r.authtok, PASSWORD) == 0, "died: PAM_AUTHTOK '%s'",
+              r.authtok);
+        CHECK(r.shown.n == 2, "died: %d messages, last '%s'", r.shown.n,
+              r.shown.text[r.shown.n - 1]);
     } else {
         CHECK(false, "fake daemon did not start");
     }
@@ -191,7 +205,8 @@ static void test_daemon_fails_after_the_refusal(void)
 
     two_steps(&sv, ASK_LOCKOUT, WRONG_ID, &setup, &r);
     CHECK(r.rc == PAM_SYSTEM_ERR, "wrong id: %d (another request's TG_OK is no success)", r.rc);
-    CHECK(r.shown.n == 3 && strcmp(r.shown.text[2], TEXT_SERVICE_ERROR) == 0, "wrong id: '%s'", r.shown.text[2]);
+    CHECK(r.shown.n == 3 && strcmp(r.shown.text[2], TEXT_SERVICE_ERROR) == 0, "wrong id: '%s'",
+          r.shown.text[2]);
 }
 
 /* The password step is a biometrics-or-password thing: policy biometrics never asks. */
@@ -216,12 +231,15 @@ static void test_chinese(void)
 
     two_steps(&sv, ASK_LOCKOUT, PASSWORD_OK, &setup, &r);
     CHECK(r.rc == PAM_SUCCESS, "zh: %d", r.rc);
-    CHECK(r.shown.n == 2 && strcmp(r.shown.text[1], "密码：") == 0, "zh: prompt '%s'", r.shown.text[1]);
-    CHECK(frame_string_is(&sv.conn[1].request, TG_TAG_LOCALE, "zh_CN.UTF-8"), "zh: LOCALE not sent");
+    CHECK(r.shown.n == 2 && strcmp(r.shown.text[1], "密码：") == 0, "zh: prompt '%s'",
+          r.shown.text[1]);
+    CHECK(frame_string_is(&sv.conn[1].request, TG_TAG_LOCALE, "zh_CN.UTF-8"),
+          "zh: LOCALE not sent");
 
     setup.pam_env = "LANG=xx_YY.UTF-8";
     two_steps(&sv, ASK_LOCKOUT, PASSWORD_OK, &setup, &r);
-    CHECK(r.shown.n == 2 && strcmp(r.shown.text[1], "Password: ") == 0, "unknown: prompt '%s'", r.shown.text[1]);
+    CHECK(r.shown.n == 2 && strcmp(r.shown.text[1], "Password: ") == 0, "unknown: prompt '%s'",
+          r.shown.text[1]);
 }
 
 int main(int argc, char **argv)
@@ -237,7 +255,8 @@ int main(int argc, char **argv)
         }
         setsid();
     }
-    const char *why = fake_init(&env, argc > 2 ? argv[2] : "./pam_touchgate.so", "/tmp/tg-password");
+    const char *why =
+        fake_init(&env, argc > 2 ? argv[2] : "./pam_touchgate.so", "/tmp/tg-password");
     if (why != NULL) {
         CHECK(false, "%s", why);
         return check_summary("test_password");

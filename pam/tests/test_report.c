@@ -15,10 +15,11 @@ static void write_stacks(void)
                            "auth [ignore=ignore default=1] MODULE report socket=SOCKET debug\n"
                            "auth sufficient pam_permit.so\n"
                            "auth required pam_deny.so\n") &&
-              fake_write_stack(&env, "tg-report-absent",
-                               "auth [ignore=ignore default=1] MODULE report socket=/nonexistent/tg.sock\n"
-                               "auth sufficient pam_permit.so\n"
-                               "auth required pam_deny.so\n") &&
+              fake_write_stack(
+                  &env, "tg-report-absent",
+                  "auth [ignore=ignore default=1] MODULE report socket=/nonexistent/tg.sock\n"
+                  "auth sufficient pam_permit.so\n"
+                  "auth required pam_deny.so\n") &&
               fake_write_stack(&env, "tg-match-report",
                                "auth [success=ok default=ignore] MODULE socket=SOCKET\n"
                                "auth [ignore=ignore default=1] MODULE report socket=SOCKET\n"
@@ -42,10 +43,12 @@ static void test_report(void)
     /* The frame: PASSWORD_SUCCESS with USER and SERVICE only. */
     bool pending = fake_run_against(&sv, &env, 1, ok, "tg-report", NULL, &r);
     const struct tg_frame *f = &sv.conn[0].request;
-    CHECK(r.rc == PAM_SUCCESS && !pending, "report: stack %d, so the module did not return PAM_IGNORE", r.rc);
+    CHECK(r.rc == PAM_SUCCESS && !pending,
+          "report: stack %d, so the module did not return PAM_IGNORE", r.rc);
     CHECK(sv.conn[0].got_request && f->kind == TG_KIND_PASSWORD_SUCCESS,
           "report: no PASSWORD_SUCCESS (kind %#x)", f->kind);
-    CHECK(frame_string_is(f, TG_TAG_USER, "root") && frame_string_is(f, TG_TAG_SERVICE, "tg-report"),
+    CHECK(frame_string_is(f, TG_TAG_USER, "root") &&
+              frame_string_is(f, TG_TAG_SERVICE, "tg-report"),
           "report: USER/SERVICE");
     CHECK(f->nfields == 2, "report: %zu fields", f->nfields);
     CHECK(f->request_id != 0 && f->request_id != TG_UNSOLICITED_ID, "report: request id %#x",
@@ -55,11 +58,13 @@ static void test_report(void)
 
     /* The daemon's refusal (not root, say) changes nothing and shows nothing. */
     fake_run_against(&sv, &env, 1, refused, "tg-report", NULL, &r);
-    CHECK(r.rc == PAM_SUCCESS && r.shown.n == 0, "report refused: stack %d, %d messages", r.rc, r.shown.n);
+    CHECK(r.rc == PAM_SUCCESS && r.shown.n == 0, "report refused: stack %d, %d messages", r.rc,
+          r.shown.n);
 
     /* Refused unread (busy): the same. */
     fake_run_against(&sv, &env, 1, busy, "tg-report", NULL, &r);
-    CHECK(r.rc == PAM_SUCCESS && r.shown.n == 0, "report busy: stack %d, %d messages", r.rc, r.shown.n);
+    CHECK(r.rc == PAM_SUCCESS && r.shown.n == 0, "report busy: stack %d, %d messages", r.rc,
+          r.shown.n);
 
     /* A daemon that answers nothing: PAM_IGNORE after the reply deadline, within 2 s. */
     fake_run_against(&sv, &env, 1, silent, "tg-report", NULL, &r);
@@ -97,7 +102,8 @@ static void test_report(void)
     }
     pending = fake_stop(&sv, &env);
     CHECK(rc1 == PAM_SUCCESS && rc2 == PAM_SUCCESS && !pending, "same handle: %d %d", rc1, rc2);
-    CHECK(sv.conn[0].request.kind == TG_KIND_EVALUATE && sv.conn[1].request.kind == TG_KIND_EVALUATE,
+    CHECK(sv.conn[0].request.kind == TG_KIND_EVALUATE &&
+              sv.conn[1].request.kind == TG_KIND_EVALUATE,
           "same handle: two EVALUATEs expected");
     CHECK(sv.conn[2].got_request && sv.conn[2].request.kind == TG_KIND_PASSWORD_SUCCESS,
           "same handle: the second call's report was not sent");

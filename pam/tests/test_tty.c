@@ -18,8 +18,7 @@ static void test_enter(void)
     child_reads_leftover = false;
     expect_restored(&o, "enter");
     CHECK(o.rep.rc == PAM_AUTHINFO_UNAVAIL, "enter: %d", o.rep.rc);
-    CHECK(d.next_kind == TG_KIND_CANCEL || d.next_kind == 0, "enter: daemon saw %d",
-          d.next_kind);
+    CHECK(d.next_kind == TG_KIND_CANCEL || d.next_kind == 0, "enter: daemon saw %d", d.next_kind);
     CHECK(d.saw_close, "enter: no hang-up");
     CHECK(!o.rep.has_authtok, "enter: PAM_AUTHTOK set to '%s'", o.rep.authtok);
     CHECK(strstr(o.before, FAKE_TEXT_PROMPT) != NULL &&
@@ -40,8 +39,7 @@ static void test_ctrl_c(void)
     run_tty(&s, &d, &o);
     expect_restored(&o, "ctrl-c");
     CHECK(o.rep.rc == PAM_AUTHINFO_UNAVAIL, "ctrl-c: %d", o.rep.rc);
-    CHECK(d.next_kind == TG_KIND_CANCEL || d.next_kind == 0, "ctrl-c: daemon saw %d",
-          d.next_kind);
+    CHECK(d.next_kind == TG_KIND_CANCEL || d.next_kind == 0, "ctrl-c: daemon saw %d", d.next_kind);
     CHECK(printed_nothing(&o), "ctrl-c: printed '%s'", o.after);
 }
 
@@ -56,13 +54,14 @@ static void test_ctrl_d_in_chinese(void)
     setenv("LANG", "en_US.UTF-8", 1);
     expect_restored(&o, "ctrl-d");
     CHECK(o.rep.rc == PAM_AUTHINFO_UNAVAIL, "ctrl-d: %d", o.rep.rc);
-    CHECK(d.next_kind == TG_KIND_CANCEL || d.next_kind == 0, "ctrl-d: daemon saw %d",
-          d.next_kind);
+    CHECK(d.next_kind == TG_KIND_CANCEL || d.next_kind == 0, "ctrl-d: daemon saw %d", d.next_kind);
 }
 
 static void test_password_checked_by_daemon(void)
 {
-    struct daemon d = { .act = ANSWER_INPUT, .answer = TG_OK, .answer_reason = "password",
+    struct daemon d = { .act = ANSWER_INPUT,
+                        .answer = TG_OK,
+                        .answer_reason = "password",
                         .answer_message = "Password accepted" };
     struct outcome o;
     struct script s = { "tg-tty-bop", TEXT_HINT_BOP, "pw\r", NULL };
@@ -72,8 +71,8 @@ static void test_password_checked_by_daemon(void)
     CHECK(o.rep.rc == PAM_SUCCESS, "password: %d", o.rep.rc);
     CHECK(d.next_kind == TG_KIND_PASSWORD && strcmp(d.password, "pw") == 0,
           "password: daemon saw kind %d password '%s'", d.next_kind, d.password);
-    CHECK(o.rep.has_authtok && strcmp(o.rep.authtok, "pw") == 0,
-          "password: PAM_AUTHTOK '%s'", o.rep.authtok);
+    CHECK(o.rep.has_authtok && strcmp(o.rep.authtok, "pw") == 0, "password: PAM_AUTHTOK '%s'",
+          o.rep.authtok);
     CHECK(strstr(o.after, TEXT_TYPING) != NULL, "password: no typing note: '%s'", o.after);
     CHECK(strstr(o.after, "pw") == NULL, "password: echoed: '%s'", o.after);
 }
@@ -94,8 +93,9 @@ static void test_password_edited(void)
 /* Waiting behind another prompt is no reason to wait for the password: it can be typed now. */
 static void test_password_while_queued(void)
 {
-    struct daemon d = { .act = ANSWER_INPUT, .queued = true, .answer = TG_OK,
-                        .answer_reason = "password" };
+    struct daemon d = {
+        .act = ANSWER_INPUT, .queued = true, .answer = TG_OK, .answer_reason = "password"
+    };
     struct outcome o;
     struct script s = { "tg-tty-bop", TEXT_HINT_BOP, "pw\r", NULL };
 
@@ -109,8 +109,10 @@ static void test_password_while_queued(void)
 
 static void test_wrong_password(void)
 {
-    struct daemon d = { .act = ANSWER_INPUT, .answer = TG_ERR_AUTHENTICATION_FAILED,
-                        .answer_reason = "wrongPassword", .answer_message = TEXT_WRONG };
+    struct daemon d = { .act = ANSWER_INPUT,
+                        .answer = TG_ERR_AUTHENTICATION_FAILED,
+                        .answer_reason = "wrongPassword",
+                        .answer_message = TEXT_WRONG };
     struct outcome o;
     struct script s = { "tg-tty-bop", TEXT_HINT_BOP, "bad\r", NULL };
 

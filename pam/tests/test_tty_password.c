@@ -9,35 +9,43 @@
 
 /* The refusal's line, then the module's own "Password: " with the terminal raw (echo and signal
  * keys off); the keys typed there decide. */
-static void run_password_step(const char *keys, const char *prompt, struct daemon *d, struct outcome *o,
-                              const char *name)
+static void run_password_step(const char *keys, const char *prompt, struct daemon *d,
+                              struct outcome *o, const char *name)
 {
     struct script s = { "tg-tty-bop", prompt, keys, NULL };
     run_tty(&s, d, o);
     expect_restored(o, name);
-    CHECK(strstr(o->before, TEXT_LOCKED) != NULL && strstr(o->before, TEXT_LOCKED) < strstr(o->before, prompt),
+    CHECK(strstr(o->before, TEXT_LOCKED) != NULL &&
+              strstr(o->before, TEXT_LOCKED) < strstr(o->before, prompt),
           "%s: the refusal did not come before the prompt: '%s'", name, o->before);
     CHECK(strstr(o->before, TEXT_HINT_BOP) == NULL, "%s: a fingerprint hint was shown", name);
 }
 
 static void test_password_step_correct(void)
 {
-    struct daemon d = { .act = ASK_PASSWORD, .answer = TG_OK, .answer_reason = "password",
+    struct daemon d = { .act = ASK_PASSWORD,
+                        .answer = TG_OK,
+                        .answer_reason = "password",
                         .answer_message = "Password accepted" };
     struct outcome o;
 
     run_password_step("pw\r", TEXT_PASSWORD, &d, &o, "step correct");
     CHECK(o.rep.rc == PAM_SUCCESS, "step correct: %d", o.rep.rc);
-    CHECK(d.verify_came && strcmp(d.password, "pw") == 0, "step correct: daemon saw '%s'", d.password);
-    CHECK(o.rep.has_authtok && strcmp(o.rep.authtok, "pw") == 0, "step correct: PAM_AUTHTOK '%s'", o.rep.authtok);
+    CHECK(d.verify_came && strcmp(d.password, "pw") == 0, "step correct: daemon saw '%s'",
+          d.password);
+    CHECK(o.rep.has_authtok && strcmp(o.rep.authtok, "pw") == 0, "step correct: PAM_AUTHTOK '%s'",
+          o.rep.authtok);
     CHECK(strstr(o.after, "pw") == NULL, "step correct: echoed: '%s'", o.after);
-    CHECK(strstr(o.after, "Password accepted") == NULL, "step correct: success was chattered: '%s'", o.after);
+    CHECK(strstr(o.after, "Password accepted") == NULL, "step correct: success was chattered: '%s'",
+          o.after);
 }
 
 static void test_password_step_wrong(void)
 {
-    struct daemon d = { .act = ASK_PASSWORD, .answer = TG_ERR_AUTHENTICATION_FAILED,
-                        .answer_reason = "wrongPassword", .answer_message = TEXT_WRONG };
+    struct daemon d = { .act = ASK_PASSWORD,
+                        .answer = TG_ERR_AUTHENTICATION_FAILED,
+                        .answer_reason = "wrongPassword",
+                        .answer_message = TEXT_WRONG };
     struct outcome o;
 
     run_password_step("nope\r", TEXT_PASSWORD, &d, &o, "step wrong");
@@ -49,8 +57,13 @@ static void test_password_step_wrong(void)
 /* Ctrl-C, Ctrl-D, or Enter on nothing: userCancel, nothing sent, the terminal exactly restored. */
 static void test_password_step_cancelled(void)
 {
-    static const struct { const char *keys; const char *name; } ways[] = {
-        { "\x03", "step ctrl-c" }, { "\x04", "step ctrl-d" }, { "\r", "step empty" },
+    static const struct {
+        const char *keys;
+        const char *name;
+    } ways[] = {
+        { "\x03", "step ctrl-c" },
+        { "\x04", "step ctrl-d" },
+        { "\r", "step empty" },
         { "ab\x03", "step ctrl-c after typing" },
     };
     for (size_t i = 0; i < sizeof(ways) / sizeof(ways[0]); i++) {
@@ -74,7 +87,6 @@ static void test_password_step_in_chinese(void)
     CHECK(o.rep.rc == PAM_SUCCESS, "step zh: %d", o.rep.rc);
     CHECK(strstr(o.before, TEXT_PASSWORD) == NULL, "step zh: English prompt too: '%s'", o.before);
 }
-
 
 /* ---- the line editor alone ----------------------------------------------------------------- */
 
@@ -104,8 +116,8 @@ static void test_line_editor(void)
     CHECK(tg_line_key(&line, 0x7f) == TG_KEY_NONE && strcmp(line.buf, "x") == 0,
           "DEL of a UTF-8 character left '%s'", line.buf);
     CHECK(type(&line, "\x15") == TG_KEY_NONE && line.len == 0, "Ctrl-U");
-    CHECK(type(&line, "p w\t\n") == TG_KEY_SUBMIT && strcmp(line.buf, "p w\t") == 0,
-          "submit '%s'", line.buf);
+    CHECK(type(&line, "p w\t\n") == TG_KEY_SUBMIT && strcmp(line.buf, "p w\t") == 0, "submit '%s'",
+          line.buf);
     tg_line_wipe(&line);
     CHECK(line.len == 0 && line.buf[0] == '\0', "wipe");
 

@@ -22,17 +22,17 @@
 #include "fake.h"
 #include "tg_tty.h"
 
-#define TEXT_HINT_BIO    "(or press Enter to use your password)"
-#define TEXT_HINT_BOP    "(or type your password and press Enter)"
-#define TEXT_HINT_BIO_ZH "（或按回车键使用密码）"
-#define TEXT_TYPING      "(typing password — press Enter)"
+#define TEXT_HINT_BIO       "(or press Enter to use your password)"
+#define TEXT_HINT_BOP       "(or type your password and press Enter)"
+#define TEXT_HINT_BIO_ZH    "（或按回车键使用密码）"
+#define TEXT_TYPING         "(typing password — press Enter)"
 #define TEXT_NOT_RESPONDING "Fingerprint service not responding: use your password"
-#define TEXT_WRONG       "Wrong password"
-#define TEXT_QUEUED      "Waiting for the fingerprint reader (1 ahead in the queue)"
-#define TEXT_LOCKED      "Fingerprint locked after 5 failed attempts: enter your password"
-#define TEXT_PASSWORD    "Password: "
-#define TEXT_PASSWORD_ZH "密码："
-#define OUTPUT_MAX       8192
+#define TEXT_WRONG          "Wrong password"
+#define TEXT_QUEUED         "Waiting for the fingerprint reader (1 ahead in the queue)"
+#define TEXT_LOCKED         "Fingerprint locked after 5 failed attempts: enter your password"
+#define TEXT_PASSWORD       "Password: "
+#define TEXT_PASSWORD_ZH    "密码："
+#define OUTPUT_MAX          8192
 
 static char dir[PATH_MAX];
 static char module[PATH_MAX];
@@ -47,7 +47,7 @@ struct child_report {
     int rc;
     bool has_authtok;
     char authtok[TG_LINE_MAX + 1];
-    char leftover[64];             /* what the client read from the terminal afterwards */
+    char leftover[64]; /* what the client read from the terminal afterwards */
     struct termios before, after;
 };
 
@@ -56,7 +56,7 @@ static bool child_reads_leftover;
 
 /* Shows messages on the terminal as a console client does (misc_conv style). */
 static inline int tty_conv(int num, const struct pam_message **msg, struct pam_response **resp,
-                    void *appdata)
+                           void *appdata)
 {
     (void)appdata;
     struct pam_response *r = calloc((size_t)num, sizeof(*r));
@@ -66,7 +66,7 @@ static inline int tty_conv(int num, const struct pam_message **msg, struct pam_r
         int fd = msg[i]->msg_style == PAM_ERROR_MSG ? 2 : 1;
         if (msg[i]->msg_style != PAM_TEXT_INFO && msg[i]->msg_style != PAM_ERROR_MSG) {
             free(r);
-            return PAM_CONV_ERR;  /* the module must never ask for input */
+            return PAM_CONV_ERR; /* the module must never ask for input */
         }
         if (write(fd, msg[i]->msg, strlen(msg[i]->msg)) < 0 || write(fd, "\n", 1) < 0) {
             free(r);
@@ -123,11 +123,11 @@ struct outcome {
     bool reported;
     struct child_report rep;
     bool hint_seen;
-    struct termios mid;             /* the terminal while the prompt listened */
-    uint64_t ms_after_keys;         /* from the keys to the child's report */
-    char before[OUTPUT_MAX];        /* printed before the keys */
+    struct termios mid;      /* the terminal while the prompt listened */
+    uint64_t ms_after_keys;  /* from the keys to the child's report */
+    char before[OUTPUT_MAX]; /* printed before the keys */
     size_t nbefore;
-    char after[OUTPUT_MAX];         /* printed after the keys */
+    char after[OUTPUT_MAX]; /* printed after the keys */
     size_t nafter;
 };
 
@@ -159,9 +159,9 @@ static inline bool await_output(int master, char *buf, size_t *n, const char *te
 
 struct script {
     const char *service;
-    const char *wait_for;   /* output that shows the prompt listens (the hint) */
-    const char *keys;       /* typed once it does */
-    const char *go_after;   /* output to wait for after the keys before "go"; "" = go at once */
+    const char *wait_for; /* output that shows the prompt listens (the hint) */
+    const char *keys;     /* typed once it does */
+    const char *go_after; /* output to wait for after the keys before "go"; "" = go at once */
 };
 
 static inline void run_tty(const struct script *s, struct daemon *d, struct outcome *o)
@@ -170,8 +170,8 @@ static inline void run_tty(const struct script *s, struct daemon *d, struct outc
     int master = -1;
     memset(o, 0, sizeof(*o));
     d->next_kind = -1;
-    bool ready = pipe(report) == 0 && pipe(d->go) == 0 &&
-                 fake_listen(daemon_sock, &d->listen_fd, true);
+    bool ready =
+        pipe(report) == 0 && pipe(d->go) == 0 && fake_listen(daemon_sock, &d->listen_fd, true);
     CHECK(ready, "%s: setup failed", s->service);
     if (!ready)
         return;
@@ -191,14 +191,14 @@ static inline void run_tty(const struct script *s, struct daemon *d, struct outc
     o->hint_seen = await_output(master, o->before, &o->nbefore, s->wait_for);
     CHECK(o->hint_seen, "%s: '%s' never shown; output so far: %s", s->service, s->wait_for,
           o->before);
-    tcgetattr(master, &o->mid);  /* a pty master reports its slave's termios */
+    tcgetattr(master, &o->mid); /* a pty master reports its slave's termios */
     if (s->keys[0] != '\0' && write(master, s->keys, strlen(s->keys)) < 0)
         CHECK(false, "%s: cannot type", s->service);
     uint64_t t0 = tg_now_ms();
     if (s->go_after != NULL) {
         if (s->go_after[0] != '\0')
-            CHECK(await_output(master, o->after, &o->nafter, s->go_after),
-                  "%s: '%s' never shown", s->service, s->go_after);
+            CHECK(await_output(master, o->after, &o->nafter, s->go_after), "%s: '%s' never shown",
+                  s->service, s->go_after);
         if (write(d->go[1], "g", 1) != 1)
             CHECK(false, "cannot signal the fake daemon");
     }
@@ -222,7 +222,7 @@ static inline void run_tty(const struct script *s, struct daemon *d, struct outc
     CHECK(o->reported, "%s: the client never finished", s->service);
     if (!o->reported)
         kill(pid, SIGKILL);
-    if (write(d->go[1], "g", 1) != 1)  /* the client is done: a daemon still waiting stops */
+    if (write(d->go[1], "g", 1) != 1) /* the client is done: a daemon still waiting stops */
         CHECK(false, "cannot signal the fake daemon");
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
         ;
@@ -230,7 +230,7 @@ static inline void run_tty(const struct script *s, struct daemon *d, struct outc
     while (drain(master, o->after, &o->nafter, 1000))
         ;
     pthread_join(d->thread, NULL);
-    if (getenv("TG_TEST_VERBOSE") != NULL)  /* the transcript, to see what a person would see */
+    if (getenv("TG_TEST_VERBOSE") != NULL) /* the transcript, to see what a person would see */
         printf("---- %s, keys %zu bytes\n%s[keys]\n%s\n", s->service, strlen(s->keys), o->before,
                o->after);
 
@@ -264,10 +264,10 @@ static inline void expect_restored(const struct outcome *o, const char *name)
           "%s: unexpected starting termios", name);
     CHECK(termios_same(&o->rep.before, &o->rep.after),
           "%s: termios not restored: lflag %#x -> %#x, iflag %#x -> %#x, VMIN %d -> %d, "
-          "VTIME %d -> %d", name, (unsigned)o->rep.before.c_lflag, (unsigned)o->rep.after.c_lflag,
-          (unsigned)o->rep.before.c_iflag, (unsigned)o->rep.after.c_iflag,
-          o->rep.before.c_cc[VMIN], o->rep.after.c_cc[VMIN], o->rep.before.c_cc[VTIME],
-          o->rep.after.c_cc[VTIME]);
+          "VTIME %d -> %d",
+          name, (unsigned)o->rep.before.c_lflag, (unsigned)o->rep.after.c_lflag,
+          (unsigned)o->rep.before.c_iflag, (unsigned)o->rep.after.c_iflag, o->rep.before.c_cc[VMIN],
+          o->rep.after.c_cc[VMIN], o->rep.before.c_cc[VTIME], o->rep.after.c_cc[VTIME]);
 }
 
 /* Nothing but line ends was printed after the keys. */
@@ -278,7 +278,6 @@ static inline bool printed_nothing(const struct outcome *o)
             return false;
     return true;
 }
-
 
 static inline void write_stack(const char *name, const char *options)
 {

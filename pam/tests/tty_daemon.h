@@ -16,21 +16,21 @@ enum daemon_act {
 
 struct daemon {
     enum daemon_act act;
-    bool queued;                /* QUEUED (behind another prompt) instead of PROMPT */
-    int32_t answer;             /* RESULT code for a PASSWORD */
+    bool queued;    /* QUEUED (behind another prompt) instead of PROMPT */
+    int32_t answer; /* RESULT code for a PASSWORD */
     const char *answer_reason;
     const char *answer_message;
     int listen_fd;
-    int go[2];                  /* pipe: the test's "go" */
+    int go[2]; /* pipe: the test's "go" */
     pthread_t thread;
     /* What the daemon saw. */
     bool got_request;
     uint8_t req[TG_FRAME_BUFFER];
     struct tg_frame request;
-    int next_kind;              /* the frame after EVALUATE: its kind, 0 = hang-up, -1 = nothing */
+    int next_kind; /* the frame after EVALUATE: its kind, 0 = hang-up, -1 = nothing */
     char password[TG_MAX_STRING + 1];
     bool saw_close;
-    bool verify_came;           /* ASK_PASSWORD: a second connection brought VERIFY_PASSWORD */
+    bool verify_came; /* ASK_PASSWORD: a second connection brought VERIFY_PASSWORD */
 };
 
 static inline bool wait_go(struct daemon *d)
@@ -63,7 +63,7 @@ static inline void answer_input(struct daemon *d, int fd, uint32_t id)
     while (f.kind == TG_KIND_CANCEL) {
         struct pollfd pfd = { .fd = fd, .events = POLLIN };
         if (poll(&pfd, 1, TG_KEEPALIVE_MS) != 0)
-            return;  /* the hang-up (or anything else): the module is done with us */
+            return; /* the hang-up (or anything else): the module is done with us */
         fake_progress(fd, id, TG_PROGRESS_KEEPALIVE, 0, NULL);
     }
 }
@@ -74,7 +74,8 @@ static inline void verify_password(struct daemon *d)
 {
     uint8_t buf[TG_FRAME_BUFFER];
     struct tg_frame f;
-    struct pollfd fds[2] = { { .fd = d->listen_fd, .events = POLLIN }, { .fd = d->go[0], .events = POLLIN } };
+    struct pollfd fds[2] = { { .fd = d->listen_fd, .events = POLLIN },
+                             { .fd = d->go[0], .events = POLLIN } };
     if (poll(fds, 2, 10000) <= 0 || fds[0].revents == 0)
         return;
     int fd = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC);

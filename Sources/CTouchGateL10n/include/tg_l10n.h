@@ -36,6 +36,7 @@ void tg_lang_close(struct tg_lang *lang);
 const char *tg_text(const struct tg_lang *lang, const char *msgid);
 
 /* The singular or plural form for n (the language's own plural rule, ngettext). */
-const char *tg_text_plural(const struct tg_lang *lang, const char *singular, const char *plural, unsigned long n);
+const char *tg_text_plural(const struct tg_lang *lang, const char *singular, const char *plural,
+                           unsigned long n);
 
 #endif /* TG_L10N_H */

@@ -8,10 +8,10 @@
 typedef struct tg_loop tg_loop;
 
 /* Events of an fd watch (the values of GLib's G_IO_* conditions). */
-#define TG_EV_IN   1u
-#define TG_EV_OUT  4u
-#define TG_EV_ERR  8u
-#define TG_EV_HUP  16u
+#define TG_EV_IN  1u
+#define TG_EV_OUT 4u
+#define TG_EV_ERR 8u
+#define TG_EV_HUP 16u
 
 typedef void (*tg_job_fn)(void *arg);
 /* Returns non-zero to keep the watch, 0 to remove it. */

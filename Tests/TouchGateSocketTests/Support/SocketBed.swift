@@ -35,8 +35,9 @@ import TouchGateWire
     /// Alice enrolled, opted in and with her password typed this boot.
     func readyAlice() async throws {
         let info = StubReader.defaultInfo
-        try await core.prints.save(bed.reader.print(user: "alice", finger: 7), user: "alice",
-                                   device: DeviceKey(driver: info.driver, deviceID: info.deviceID), finger: .rightIndex)
+        try await core.prints.save(
+            bed.reader.print(user: "alice", finger: 7), user: "alice",
+            device: DeviceKey(driver: info.driver, deviceID: info.deviceID), finger: .rightIndex)
         let ctx = EventContext(user: "alice", origin: Origin(), policy: nil, byUID: 0)
         try await core.adminChange(ctx, action: "enable") { core.policyEngine.enable($0) }
         try await core.recordPasswordSuccess(ctx)
@@ -44,8 +45,10 @@ import TouchGateWire
 }
 
 /// Runs `body` with a listener on a fresh socket; `limits` small where a test needs them.
-@CoreActor func withSocketBed<T>(limits: ConnectionLimits = ConnectionLimits(), reader: StubReader = StubReader(),
-                                 _ body: (SocketBed) async throws -> T) async throws -> T {
+@CoreActor func withSocketBed<T>(
+    limits: ConnectionLimits = ConnectionLimits(), reader: StubReader = StubReader(),
+    _ body: (SocketBed) async throws -> T
+) async throws -> T {
     try await withTestBed(reader: reader) { bed in
         let socket = try SocketBed(bed, limits: limits)
         defer { socket.stop() }
@@ -53,8 +56,10 @@ import TouchGateWire
     }
 }
 
-func limits(perUser: Int = 16, total: Int = 256, rootReserve: Int = 64, idle: Int = 60_000, slowSender: Int = 60_000,
-            output: Int = 256 * 1024) -> ConnectionLimits {
+func limits(
+    perUser: Int = 16, total: Int = 256, rootReserve: Int = 64, idle: Int = 60_000, slowSender: Int = 60_000,
+    output: Int = 256 * 1024
+) -> ConnectionLimits {
     var l = ConnectionLimits()
     l.perUser = perUser; l.total = total; l.rootReserve = rootReserve
     l.idleMilliseconds = idle; l.slowSenderMilliseconds = slowSender; l.outputLimit = output

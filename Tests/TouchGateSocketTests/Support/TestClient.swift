@@ -43,7 +43,9 @@ final class TestClient: Sendable {
                 guard setThreadEffectiveUID(uid) else { return .failure(.io(errno: errno)) }
             }
             defer { if uid != nil { _ = setThreadEffectiveUID(0) } }
-            do throws(ConnectionError) { return .success(try Connection.connect(path: path)) } catch { return .failure(error) }
+            do throws(ConnectionError) { return .success(try Connection.connect(path: path)) } catch {
+                return .failure(error)
+            }
         }
         return TestClient(try connected.get())
     }
@@ -60,12 +62,16 @@ final class TestClient: Sendable {
     func receive(within milliseconds: Int = defaultDeadlineMilliseconds) async -> Result<Frame, ConnectionError> {
         let connection = self.connection
         return await onOwnThread {
-            do throws(ConnectionError) { return .success(try connection.receive(deadlineMilliseconds: milliseconds)) } catch { return .failure(error) }
+            do throws(ConnectionError) {
+                return .success(try connection.receive(deadlineMilliseconds: milliseconds))
+            } catch { return .failure(error) }
         }
     }
 
     /// Frames up to and including the next RESULT; nil when the connection ends or the deadline passes first.
-    func untilResult(within milliseconds: Int = defaultDeadlineMilliseconds) async -> (progress: [Frame], result: Frame)? {
+    func untilResult(within milliseconds: Int = defaultDeadlineMilliseconds) async -> (
+        progress: [Frame], result: Frame
+    )? {
         var progress: [Frame] = []
         while true {
             guard case .success(let frame) = await receive(within: milliseconds) else { return nil }
