@@ -6,6 +6,9 @@
 #ifndef TG_FPRINT_H
 #define TG_FPRINT_H
 
+/* The tables below (constants, X-macro lists) are laid out by hand. */
+/* clang-format off */
+
 #include <stdbool.h>
 #include <libfprint-2/fprint.h>
 
@@ -17,47 +20,45 @@
 bool tg_fprint_load(const char **error);
 
 /* (return type, libfprint's name, parameters, arguments); tgfp_<name> calls libfprint's <name>. */
-#define TG_FPRINT_FUNCTIONS(X, XV)                                                                 \
-    X(FpContext *, fp_context_new, (void), ())                                                     \
-    X(GPtrArray *, fp_context_get_devices, (FpContext * c), (c))                                   \
-    X(gboolean, fp_device_open_sync, (FpDevice * d, GCancellable * k, GError * *e), (d, k, e))     \
-    X(gboolean, fp_device_close_sync, (FpDevice * d, GCancellable * k, GError * *e), (d, k, e))    \
-    X(const gchar *, fp_device_get_name, (FpDevice * d), (d))                                      \
-    X(const gchar *, fp_device_get_driver, (FpDevice * d), (d))                                    \
-    X(const gchar *, fp_device_get_device_id, (FpDevice * d), (d))                                 \
-    X(gint, fp_device_get_nr_enroll_stages, (FpDevice * d), (d))                                   \
-    X(gboolean, fp_device_has_feature, (FpDevice * d, FpDeviceFeature f), (d, f))                  \
-    X(FpScanType, fp_device_get_scan_type, (FpDevice * d), (d))                                    \
-    X(FpPrint *, fp_device_enroll_sync,                                                            \
-      (FpDevice * d, FpPrint * t, GCancellable * k, FpEnrollProgress cb, gpointer data,            \
-       GError * *e),                                                                               \
-      (d, t, k, cb, data, e))                                                                      \
-    X(gboolean, fp_device_verify_sync,                                                             \
-      (FpDevice * d, FpPrint * p, GCancellable * k, FpMatchCb cb, gpointer data, gboolean * match, \
-       FpPrint * *print, GError * *e),                                                             \
-      (d, p, k, cb, data, match, print, e))                                                        \
-    X(gboolean, fp_device_identify_sync,                                                           \
-      (FpDevice * d, GPtrArray * prints, GCancellable * k, FpMatchCb cb, gpointer data,            \
-       FpPrint * *match, FpPrint * *print, GError * *e),                                           \
-      (d, prints, k, cb, data, match, print, e))                                                   \
-    X(gboolean, fp_device_has_storage, (FpDevice * d), (d))                                        \
-    X(GPtrArray *, fp_device_list_prints_sync, (FpDevice * d, GCancellable * k, GError * *e),      \
-      (d, k, e))                                                                                   \
-    X(gboolean, fp_print_equal, (FpPrint * a, FpPrint * b), (a, b))                                \
-    X(gboolean, fp_device_delete_print_sync,                                                       \
-      (FpDevice * d, FpPrint * p, GCancellable * k, GError * *e), (d, p, k, e))                    \
-    X(FpPrint *, fp_print_new, (FpDevice * d), (d))                                                \
-    XV(fp_print_set_finger, (FpPrint * p, FpFinger f), (p, f))                                     \
-    XV(fp_print_set_username, (FpPrint * p, const gchar *u), (p, u))                               \
-    X(gboolean, fp_print_serialize, (FpPrint * p, guchar * *data, gsize * length, GError * *e),    \
-      (p, data, length, e))                                                                        \
-    X(FpPrint *, fp_print_deserialize, (const guchar *data, gsize length, GError **e),             \
-      (data, length, e))                                                                           \
-    X(const gchar *, fp_print_get_driver, (FpPrint * p), (p))                                      \
-    X(const gchar *, fp_print_get_device_id, (FpPrint * p), (p))                                   \
-    X(FpFinger, fp_print_get_finger, (FpPrint * p), (p))                                           \
-    X(const gchar *, fp_print_get_username, (FpPrint * p), (p))                                    \
-    X(GQuark, fp_device_error_quark, (void), ())                                                   \
+#define TG_FPRINT_FUNCTIONS(X, XV)                                                                  \
+    X(FpContext *, fp_context_new, (void), ())                                                      \
+    X(GPtrArray *, fp_context_get_devices, (FpContext *c), (c))                                     \
+    X(gboolean, fp_device_open_sync, (FpDevice *d, GCancellable *k, GError **e), (d, k, e))         \
+    X(gboolean, fp_device_close_sync, (FpDevice *d, GCancellable *k, GError **e), (d, k, e))        \
+    X(const gchar *, fp_device_get_name, (FpDevice *d), (d))                                        \
+    X(const gchar *, fp_device_get_driver, (FpDevice *d), (d))                                      \
+    X(const gchar *, fp_device_get_device_id, (FpDevice *d), (d))                                   \
+    X(gint, fp_device_get_nr_enroll_stages, (FpDevice *d), (d))                                     \
+    X(gboolean, fp_device_has_feature, (FpDevice *d, FpDeviceFeature f), (d, f))                    \
+    X(FpScanType, fp_device_get_scan_type, (FpDevice *d), (d))                                      \
+    X(FpPrint *, fp_device_enroll_sync,                                                             \
+      (FpDevice *d, FpPrint *t, GCancellable *k, FpEnrollProgress cb, gpointer data, GError **e),  \
+      (d, t, k, cb, data, e))                                                                       \
+    X(gboolean, fp_device_verify_sync,                                                              \
+      (FpDevice *d, FpPrint *p, GCancellable *k, FpMatchCb cb, gpointer data, gboolean *match,      \
+       FpPrint **print, GError **e),                                                                \
+      (d, p, k, cb, data, match, print, e))                                                         \
+    X(gboolean, fp_device_identify_sync,                                                            \
+      (FpDevice *d, GPtrArray *prints, GCancellable *k, FpMatchCb cb, gpointer data,               \
+       FpPrint **match, FpPrint **print, GError **e),                                               \
+      (d, prints, k, cb, data, match, print, e))                                                    \
+    X(gboolean, fp_device_has_storage, (FpDevice *d), (d))                                          \
+    X(GPtrArray *, fp_device_list_prints_sync, (FpDevice *d, GCancellable *k, GError **e), (d, k, e)) \
+    X(gboolean, fp_print_equal, (FpPrint *a, FpPrint *b), (a, b))                                   \
+    X(gboolean, fp_device_delete_print_sync, (FpDevice *d, FpPrint *p, GCancellable *k, GError **e), \
+      (d, p, k, e))                                                                                 \
+    X(FpPrint *, fp_print_new, (FpDevice *d), (d))                                                  \
+    XV(fp_print_set_finger, (FpPrint *p, FpFinger f), (p, f))                                       \
+    XV(fp_print_set_username, (FpPrint *p, const gchar *u), (p, u))                                 \
+    X(gboolean, fp_print_serialize, (FpPrint *p, guchar **data, gsize *length, GError **e),         \
+      (p, data, length, e))                                                                         \
+    X(FpPrint *, fp_print_deserialize, (const guchar *data, gsize length, GError **e),              \
+      (data, length, e))                                                                            \
+    X(const gchar *, fp_print_get_driver, (FpPrint *p), (p))                                        \
+    X(const gchar *, fp_print_get_device_id, (FpPrint *p), (p))                                     \
+    X(FpFinger, fp_print_get_finger, (FpPrint *p), (p))                                             \
+    X(const gchar *, fp_print_get_username, (FpPrint *p), (p))                                      \
+    X(GQuark, fp_device_error_quark, (void), ())                                                    \
     X(GQuark, fp_device_retry_quark, (void), ())
 
 #define TG_FPRINT_PROTOTYPE(ret, name, params, args) ret tg##name params;
@@ -65,30 +66,13 @@ bool tg_fprint_load(const char **error);
 TG_FPRINT_FUNCTIONS(TG_FPRINT_PROTOTYPE, TG_FPRINT_PROTOTYPE_VOID)
 
 /* GLib's macros and inline helpers, which Swift cannot import. */
-static inline GQuark cfp_device_error_quark(void)
-{
-    return tgfp_device_error_quark();
-}
-static inline GQuark cfp_device_retry_quark(void)
-{
-    return tgfp_device_retry_quark();
-}
-static inline GQuark cfp_io_error_quark(void)
-{
-    return tgg_io_error_quark();
-}
-static inline void cfp_object_unref(void *object)
-{
-    if (object)
-        g_object_unref(object);
-}
-static inline void *cfp_object_ref(void *object)
-{
-    return g_object_ref(object);
-}
-static inline void *cfp_ptr_array_index(GPtrArray *array, guint i)
-{
-    return g_ptr_array_index(array, i);
-}
+static inline GQuark cfp_device_error_quark(void) { return tgfp_device_error_quark(); }
+static inline GQuark cfp_device_retry_quark(void) { return tgfp_device_retry_quark(); }
+static inline GQuark cfp_io_error_quark(void) { return tgg_io_error_quark(); }
+static inline void cfp_object_unref(void *object) { if (object) g_object_unref(object); }
+static inline void *cfp_object_ref(void *object) { return g_object_ref(object); }
+static inline void *cfp_ptr_array_index(GPtrArray *array, guint i) { return g_ptr_array_index(array, i); }
+
+/* clang-format on */
 
 #endif

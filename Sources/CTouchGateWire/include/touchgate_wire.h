@@ -2,6 +2,9 @@
 #ifndef TOUCHGATE_WIRE_H
 #define TOUCHGATE_WIRE_H
 
+/* The tables below (constants, X-macro lists) are laid out by hand. */
+/* clang-format off */
+
 /*
  * Frame layout (all integers big-endian):
  *
@@ -24,126 +27,111 @@
 
 #define TG_PROTOCOL_VERSION 1
 #define TG_LENGTH_SIZE      4
-#define TG_HEADER_REST      8    /* version + kind + flags + request_id */
-#define TG_HEADER_SIZE      12   /* TG_LENGTH_SIZE + TG_HEADER_REST */
-#define TG_FIELD_HEADER     4    /* tag + len */
-#define TG_MAX_FRAME        8192 /* max value of the length field */
+#define TG_HEADER_REST      8       /* version + kind + flags + request_id */
+#define TG_HEADER_SIZE      12      /* TG_LENGTH_SIZE + TG_HEADER_REST */
+#define TG_FIELD_HEADER     4       /* tag + len */
+#define TG_MAX_FRAME        8192    /* max value of the length field */
 #define TG_MAX_STRING       1024
 #define TG_MAX_FIELDS       64
 
 /* Deadlines (milliseconds). Every wait on the socket is bounded. */
-#define TG_CONNECT_DEADLINE_MS 1000 /* connect + sending the request */
-#define TG_REPLY_DEADLINE_MS   1500 /* a short request (canEvaluate, list, …) */
-#define TG_KEEPALIVE_MS        500 /* the daemon sends a keepalive at least this often during a prompt */
-#define TG_SILENCE_DEADLINE_MS \
-    1500 /* a client gives up on a prompt after this long without any frame */
+#define TG_CONNECT_DEADLINE_MS  1000  /* connect + sending the request */
+#define TG_REPLY_DEADLINE_MS    1500  /* a short request (canEvaluate, list, …) */
+#define TG_KEEPALIVE_MS          500  /* the daemon sends a keepalive at least this often during a prompt */
+#define TG_SILENCE_DEADLINE_MS  1500  /* a client gives up on a prompt after this long without any frame */
 
 /* request_id of a RESULT the daemon sends before it has read any request: the connection was
  * refused at accept (TG_ERR_BUSY) or its first frame could not be read (TG_ERR_BAD_REQUEST).
  * Clients never choose this id, so such a RESULT is never mistaken for another request's. */
-#define TG_UNSOLICITED_ID 0xFFFFFFFFu
+#define TG_UNSOLICITED_ID       0xFFFFFFFFu
 
 /* Request kinds (client -> daemon). Any request may also carry LOCALE (the language of its
  * messages) and SERVICE, TTY, RHOST (recorded in its events); docs/spec.md §6 has the tables. */
-#define TG_KIND_CAN_EVALUATE 0x01 /* USER POLICY [SERVICE] [RHOST] [LOCALE] */
-#define TG_KIND_EVALUATE \
-    0x02 /* USER POLICY [SERVICE] [MAX_TRIES] [TIMEOUT] [LOCALE] [TTY] [RHOST] [FLAGS] */
-#define TG_KIND_CANCEL 0x03 /* (no fields) request_id = the request to cancel */
-#define TG_KIND_ENROLL \
-    0x04 /* USER FINGER [PASSWORD]  (PASSWORD: needed unless the caller is root) */
-#define TG_KIND_LIST         0x05 /* USER */
-#define TG_KIND_DELETE       0x06 /* USER (FINGER | ALL=1) [PASSWORD]  (as ENROLL) */
-#define TG_KIND_DEVICES      0x07 /* (no fields) */
-#define TG_KIND_STATUS       0x08 /* USER */
-#define TG_KIND_ENABLE       0x09 /* USER [PASSWORD]  (as ENROLL) */
-#define TG_KIND_DISABLE      0x0A /* USER */
-#define TG_KIND_LOCK         0x0B /* USER */
-#define TG_KIND_RESET        0x0C /* USER */
-#define TG_KIND_DOMAIN_STATE 0x0D /* USER [SERVICE] */
-#define TG_KIND_MONITOR      0x0E /* [USER] */
-#define TG_KIND_PASSWORD \
-    0x0F /* PASSWORD  (during an EVALUATE with policy biometrics-or-password: the
+#define TG_KIND_CAN_EVALUATE     0x01  /* USER POLICY [SERVICE] [RHOST] [LOCALE] */
+#define TG_KIND_EVALUATE         0x02  /* USER POLICY [SERVICE] [MAX_TRIES] [TIMEOUT] [LOCALE] [TTY] [RHOST] [FLAGS] */
+#define TG_KIND_CANCEL           0x03  /* (no fields) request_id = the request to cancel */
+#define TG_KIND_ENROLL           0x04  /* USER FINGER [PASSWORD]  (PASSWORD: needed unless the caller is root) */
+#define TG_KIND_LIST             0x05  /* USER */
+#define TG_KIND_DELETE           0x06  /* USER (FINGER | ALL=1) [PASSWORD]  (as ENROLL) */
+#define TG_KIND_DEVICES          0x07  /* (no fields) */
+#define TG_KIND_STATUS           0x08  /* USER */
+#define TG_KIND_ENABLE           0x09  /* USER [PASSWORD]  (as ENROLL) */
+#define TG_KIND_DISABLE          0x0A  /* USER */
+#define TG_KIND_LOCK             0x0B  /* USER */
+#define TG_KIND_RESET            0x0C  /* USER */
+#define TG_KIND_DOMAIN_STATE     0x0D  /* USER [SERVICE] */
+#define TG_KIND_MONITOR          0x0E  /* [USER] */
+#define TG_KIND_PASSWORD         0x0F  /* PASSWORD  (during an EVALUATE with policy biometrics-or-password: the
                                         * password the user typed at its prompt, which the daemon checks) */
-#define TG_KIND_PASSWORD_SUCCESS \
-    0x10 /* USER [SERVICE] (root only: the PAM stack verified the password) */
-#define TG_KIND_VERIFY_PASSWORD \
-    0x11 /* USER PASSWORD [SERVICE] [TTY] [RHOST] [LOCALE]: the daemon checks the
+#define TG_KIND_PASSWORD_SUCCESS 0x10  /* USER [SERVICE] (root only: the PAM stack verified the password) */
+#define TG_KIND_VERIFY_PASSWORD  0x11  /* USER PASSWORD [SERVICE] [TTY] [RHOST] [LOCALE]: the daemon checks the
                                         * user's password itself (back-off applies; a success clears lockout
                                         * and passwordRequired); the user themself or root */
 
 /* Reply kinds (daemon -> client). */
-#define TG_KIND_RESULT \
-    0x40 /* CODE [MESSAGE] [REASON] [SECONDS] [FLAGS] [FINGER…] [DEVICE…] [DOMAIN_STATE] [JSON] */
-#define TG_KIND_PROGRESS 0x41 /* PROGRESS [STYLE] [MESSAGE] [STAGE STAGES] */
-#define TG_KIND_EVENT    0x42 /* JSON (monitor stream) */
+#define TG_KIND_RESULT           0x40  /* CODE [MESSAGE] [REASON] [SECONDS] [FLAGS] [FINGER…] [DEVICE…] [DOMAIN_STATE] [JSON] */
+#define TG_KIND_PROGRESS         0x41  /* PROGRESS [STYLE] [MESSAGE] [STAGE STAGES] */
+#define TG_KIND_EVENT            0x42  /* JSON (monitor stream) */
 
 /* Field tags. */
-#define TG_TAG_USER    1 /* string */
-#define TG_TAG_POLICY  2 /* int: TG_POLICY_* */
-#define TG_TAG_SERVICE 3 /* string: PAM service name */
-#define TG_TAG_MAX_TRIES \
-    4 /* int: 1..TG_MAX_TRIES_LIMIT, overrides the daemon's max_tries downwards only */
-#define TG_TAG_TIMEOUT \
-    5 /* int: seconds 1..TG_TIMEOUT_LIMIT, overrides the daemon's timeout downwards only */
-#define TG_TAG_LOCALE   6  /* string: the PAM client's LC_ALL / LC_MESSAGES / LANG */
-#define TG_TAG_TTY      7  /* string */
-#define TG_TAG_RHOST    8  /* string */
-#define TG_TAG_FINGER   9  /* string: fprintd finger name; repeatable in RESULT */
-#define TG_TAG_ALL      10 /* int: 1 = all fingers */
-#define TG_TAG_CODE     11 /* int: TG_OK or TG_ERR_* */
-#define TG_TAG_MESSAGE  12 /* string: text for a person, in the requested language */
-#define TG_TAG_STYLE    13 /* int: TG_STYLE_* */
-#define TG_TAG_PROGRESS 14 /* int: TG_PROGRESS_* */
-#define TG_TAG_STAGE    15 /* int */
-#define TG_TAG_STAGES   16 /* int */
-#define TG_TAG_DEVICE   17 /* string: reader name; repeatable in RESULT */
-#define TG_TAG_REASON \
-    18 /* string: machine reason (boot, idle, interval, enrollmentChanged, adminLock, timeout, tooHot, removed, shutdown, …) */
-#define TG_TAG_SECONDS      19 /* int: seconds left (passwordBackoff) */
-#define TG_TAG_FLAGS        20 /* int: TG_FLAG_* (EVALUATE: NO_INPUT; RESULT: ASK_PASSWORD) */
-#define TG_TAG_PASSWORD     21 /* string: never logged */
-#define TG_TAG_DOMAIN_STATE 22 /* string: hex */
-#define TG_TAG_JSON         23 /* string: a JSON document (status, events) */
-#define TG_TAG_LAST         23
+#define TG_TAG_USER          1   /* string */
+#define TG_TAG_POLICY        2   /* int: TG_POLICY_* */
+#define TG_TAG_SERVICE       3   /* string: PAM service name */
+#define TG_TAG_MAX_TRIES     4   /* int: 1..TG_MAX_TRIES_LIMIT, overrides the daemon's max_tries downwards only */
+#define TG_TAG_TIMEOUT       5   /* int: seconds 1..TG_TIMEOUT_LIMIT, overrides the daemon's timeout downwards only */
+#define TG_TAG_LOCALE        6   /* string: the PAM client's LC_ALL / LC_MESSAGES / LANG */
+#define TG_TAG_TTY           7   /* string */
+#define TG_TAG_RHOST         8   /* string */
+#define TG_TAG_FINGER        9   /* string: fprintd finger name; repeatable in RESULT */
+#define TG_TAG_ALL           10  /* int: 1 = all fingers */
+#define TG_TAG_CODE          11  /* int: TG_OK or TG_ERR_* */
+#define TG_TAG_MESSAGE       12  /* string: text for a person, in the requested language */
+#define TG_TAG_STYLE         13  /* int: TG_STYLE_* */
+#define TG_TAG_PROGRESS      14  /* int: TG_PROGRESS_* */
+#define TG_TAG_STAGE         15  /* int */
+#define TG_TAG_STAGES        16  /* int */
+#define TG_TAG_DEVICE        17  /* string: reader name; repeatable in RESULT */
+#define TG_TAG_REASON        18  /* string: machine reason (boot, idle, interval, enrollmentChanged, adminLock, timeout, tooHot, removed, shutdown, …) */
+#define TG_TAG_SECONDS       19  /* int: seconds left (passwordBackoff) */
+#define TG_TAG_FLAGS         20  /* int: TG_FLAG_* (EVALUATE: NO_INPUT; RESULT: ASK_PASSWORD) */
+#define TG_TAG_PASSWORD      21  /* string: never logged */
+#define TG_TAG_DOMAIN_STATE  22  /* string: hex */
+#define TG_TAG_JSON          23  /* string: a JSON document (status, events) */
+#define TG_TAG_LAST          23
 
-#define TG_TYPE_INT    1
-#define TG_TYPE_STRING 2
+#define TG_TYPE_INT     1
+#define TG_TYPE_STRING  2
 /* Type of each tag, indexed by tag (0 = no such tag). */
-#define TG_TAG_TYPES                                                                              \
-    {                                                                                             \
-        0, TG_TYPE_STRING, TG_TYPE_INT, TG_TYPE_STRING, TG_TYPE_INT, TG_TYPE_INT, TG_TYPE_STRING, \
-            TG_TYPE_STRING, TG_TYPE_STRING, TG_TYPE_STRING, TG_TYPE_INT, TG_TYPE_INT,             \
-            TG_TYPE_STRING, TG_TYPE_INT, TG_TYPE_INT, TG_TYPE_INT, TG_TYPE_INT, TG_TYPE_STRING,   \
-            TG_TYPE_STRING, TG_TYPE_INT, TG_TYPE_INT, TG_TYPE_STRING, TG_TYPE_STRING,             \
-            TG_TYPE_STRING                                                                        \
-    }
+#define TG_TAG_TYPES { 0, \
+    TG_TYPE_STRING, TG_TYPE_INT, TG_TYPE_STRING, TG_TYPE_INT, TG_TYPE_INT, TG_TYPE_STRING, \
+    TG_TYPE_STRING, TG_TYPE_STRING, TG_TYPE_STRING, TG_TYPE_INT, TG_TYPE_INT, TG_TYPE_STRING, \
+    TG_TYPE_INT, TG_TYPE_INT, TG_TYPE_INT, TG_TYPE_INT, TG_TYPE_STRING, TG_TYPE_STRING, \
+    TG_TYPE_INT, TG_TYPE_INT, TG_TYPE_STRING, TG_TYPE_STRING, TG_TYPE_STRING }
 
-#define TG_POLICY_BIOMETRICS             1
-#define TG_POLICY_BIOMETRICS_OR_PASSWORD 2
+#define TG_POLICY_BIOMETRICS              1
+#define TG_POLICY_BIOMETRICS_OR_PASSWORD  2
 
-#define TG_STYLE_INFO  1 /* PAM_TEXT_INFO */
-#define TG_STYLE_ERROR 2 /* PAM_ERROR_MSG */
+#define TG_STYLE_INFO   1   /* PAM_TEXT_INFO */
+#define TG_STYLE_ERROR  2   /* PAM_ERROR_MSG */
 
-#define TG_PROGRESS_PROMPT       1 /* the reader is listening: show the prompt now */
-#define TG_PROGRESS_RETRY        2 /* a retry hint (too short, not centred, …): not a failed match */
-#define TG_PROGRESS_NO_MATCH     3 /* a failed match; the prompt goes on */
-#define TG_PROGRESS_QUEUED       4 /* waiting for the reader (another prompt has it) */
-#define TG_PROGRESS_ENROLL_STAGE 5 /* STAGE of STAGES done */
-#define TG_PROGRESS_KEEPALIVE    6 /* nothing to show; proves the daemon is alive */
+#define TG_PROGRESS_PROMPT        1  /* the reader is listening: show the prompt now */
+#define TG_PROGRESS_RETRY         2  /* a retry hint (too short, not centred, …): not a failed match */
+#define TG_PROGRESS_NO_MATCH      3  /* a failed match; the prompt goes on */
+#define TG_PROGRESS_QUEUED        4  /* waiting for the reader (another prompt has it) */
+#define TG_PROGRESS_ENROLL_STAGE  5  /* STAGE of STAGES done */
+#define TG_PROGRESS_KEEPALIVE     6  /* nothing to show; proves the daemon is alive */
 
-#define TG_FLAG_NO_INPUT \
-    0x1 /* EVALUATE: the client will not send input (GDM-style fingerprint stack) */
-#define TG_FLAG_ASK_PASSWORD \
-    0x2 /* RESULT of EVALUATE (policy biometrics-or-password): the fingerprint
+#define TG_FLAG_NO_INPUT        0x1  /* EVALUATE: the client will not send input (GDM-style fingerprint stack) */
+#define TG_FLAG_ASK_PASSWORD    0x2  /* RESULT of EVALUATE (policy biometrics-or-password): the fingerprint
                                       * cannot be used now; show MESSAGE, ask for the password and send it
                                       * in a VERIFY_PASSWORD request */
 
-#define TG_MAX_TRIES_LIMIT 100
-#define TG_TIMEOUT_LIMIT   3600
+#define TG_MAX_TRIES_LIMIT  100
+#define TG_TIMEOUT_LIMIT    3600
 
 /* Outcome codes: 0 = success; LAError numbers (docs/spec.md §2); touchgate's own below -2000. */
-#define TG_OK                         0
-#define TG_ERR_AUTHENTICATION_FAILED  (-1) /* REASON "wrongPassword" when it was a password */
+#define TG_OK                          0
+#define TG_ERR_AUTHENTICATION_FAILED  (-1)   /* REASON "wrongPassword" when it was a password */
 #define TG_ERR_USER_CANCEL            (-2)
 #define TG_ERR_USER_FALLBACK          (-3)
 #define TG_ERR_SYSTEM_CANCEL          (-4)
@@ -156,16 +144,16 @@
 #define TG_ERR_PASSWORD_REQUIRED      (-11)
 #define TG_ERR_PASSWORD_BACKOFF       (-12)
 #define TG_ERR_NOT_INTERACTIVE        (-1004)
-#define TG_ERR_USER_UNKNOWN           (-2001) /* no such account */
-#define TG_ERR_NOT_PERMITTED          (-2002) /* the peer may not do this (SO_PEERCRED) */
-#define TG_ERR_BAD_REQUEST            (-2003) /* malformed, oversized or unknown message */
-#define TG_ERR_INTERNAL               (-2004) /* storage or reader failure inside the daemon */
-#define TG_ERR_NOT_FOUND              (-2005) /* no such finger enrolled */
-#define TG_ERR_TIMEOUT                (-2006) /* no finger within `timeout` seconds */
-#define TG_ERR_TEMPLATE_DAMAGED \
-    (-2007)                 /* every enrolled print of the user is damaged; FINGER names them */
-#define TG_ERR_BUSY (-2008) /* too many connections (from this user, or in all) */
-#define TG_ERR_DUPLICATE \
-    (-2009) /* enroll: the finger is already enrolled (for this or another user) */
+#define TG_ERR_USER_UNKNOWN           (-2001)  /* no such account */
+#define TG_ERR_NOT_PERMITTED          (-2002)  /* the peer may not do this (SO_PEERCRED) */
+#define TG_ERR_BAD_REQUEST            (-2003)  /* malformed, oversized or unknown message */
+#define TG_ERR_INTERNAL               (-2004)  /* storage or reader failure inside the daemon */
+#define TG_ERR_NOT_FOUND              (-2005)  /* no such finger enrolled */
+#define TG_ERR_TIMEOUT                (-2006)  /* no finger within `timeout` seconds */
+#define TG_ERR_TEMPLATE_DAMAGED       (-2007)  /* every enrolled print of the user is damaged; FINGER names them */
+#define TG_ERR_BUSY                   (-2008)  /* too many connections (from this user, or in all) */
+#define TG_ERR_DUPLICATE              (-2009)  /* enroll: the finger is already enrolled (for this or another user) */
+
+/* clang-format on */
 
 #endif /* TOUCHGATE_WIRE_H */
