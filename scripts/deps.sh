@@ -29,6 +29,8 @@ packages=(
     libpython3-dev libxml2-dev uuid-dev tzdata gnupg2 libstdc++-12-dev
     # the Debian packages and their install test: build, lintian, manual pages, a throwaway root
     debhelper dpkg-dev lintian mmdebstrap debian-archive-keyring
+    # the system test: a Debian guest booted under QEMU (qemu-img makes its copy-on-write disk)
+    qemu-system-x86 qemu-utils
 )
 
 as_root() {
