@@ -28,8 +28,18 @@ def log(text):
     print(text, flush=True)
 
 
+class WholeLines(LineLog):
+    """Lines taken only once their newline came: a long answer arrives in pieces, and its first
+    piece must not pass for the whole (LineLog takes an unfinished line that matches, for prompts)."""
+
+    def _match_pending(self, match):
+        return None
+
+
 class Port:
     """A line-oriented connection to one of QEMU's chardev server sockets."""
+
+    lines_class = WholeLines
 
     def __init__(self, path, name, timeout=30.0):
         deadline = now() + timeout
@@ -43,7 +53,7 @@ class Port:
                 if now() > deadline:
                     raise WaitTimeout("QEMU's %s socket %s did not appear within %.0f s" % (name, path, timeout))
                 threading.Event().wait(0.05)  # the socket appears once QEMU has parsed its options
-        self.lines = LineLog(name)
+        self.lines = self.lines_class(name)
         threading.Thread(target=self._pump, daemon=True).start()
         self.read_from = 0
 
@@ -94,6 +104,8 @@ class _Plain:
 
 class Console(Port):
     """ttyS0 as a person sees it: what the guest prints (escape sequences removed), and keys typed."""
+
+    lines_class = LineLog  # prompts end without a newline
 
     def __init__(self, path):
         self.raw = bytearray()
