@@ -44,8 +44,9 @@ def shell(guest):
 
 
 def logout(guest):
+    """`exit` at the shell; the getty's next prompt is left for login_name to answer."""
     guest.console.type("exit\n")
-    guest.console.expect(LOGIN, WAIT)
+    guest.console.expect(LOGIN, WAIT, advance=False)
 
 
 def sudo(guest):

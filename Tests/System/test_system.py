@@ -186,7 +186,7 @@ def test_i_the_journal_holds_each_record_once_with_its_fields_and_auditd_the_lin
     and an ANOM_LOGIN_FAILURES at the lockout."""
     entries = s.journal_after(guest, state["cursor_lockout"])
     ours = [e for e in entries if e.get("SYSLOG_IDENTIFIER") == "touchgated" or e.get("_SYSTEMD_UNIT") == "touchgated.service"]
-    lines = [e for e in ours if isinstance(e.get("MESSAGE"), str) and e["MESSAGE"].startswith("event=")]
+    lines = [e for e in ours if isinstance(e.get("MESSAGE"), str) and "event=" in e["MESSAGE"]]
     for e in lines:
         vm.log("journal: %s %s" % (e.get("_TRANSPORT"), e["MESSAGE"]))
     twice = [e["MESSAGE"] for e in lines if e.get("_TRANSPORT") != "journal"]
@@ -294,7 +294,7 @@ CHUNK = 25  # starts per guest command: progress shows while the loop runs
 @pytest.mark.parametrize("mode", ["stop", "restart"])
 def test_j_every_fresh_daemon_answers_its_first_request(guest, mode):
     """`stop` then a PAM call (socket activation) or `systemctl restart` then a PAM call, STARTS
-    times each (the user has no prints: the answer is "No fingerprints enrolled"). Every start
+    times each (the user has no prints: answered in time, the module says nothing). Every start
     reaches READY=1 and the PAM call succeeds. A stall is a daemon silent past the module's 1.5 s
     deadline when its start is not the reason: after `restart` (READY=1 came before the call), any
     "not responding"; after socket activation, a start to READY=1 over three times this run's
