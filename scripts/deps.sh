@@ -34,6 +34,8 @@ packages=(
     debhelper dpkg-dev lintian mmdebstrap debian-archive-keyring
     # scripts/lint.sh: the C formatter's check and the shell linter (swift-format comes with Swift)
     clang-format shellcheck
+    # the system test: a Debian guest booted under QEMU (qemu-img makes its copy-on-write disk)
+    qemu-system-x86 qemu-utils
 )
 
 as_root() {

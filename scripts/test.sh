@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # The test command: builds everything (test targets included), then runs the test runners, each
 # printing its own summary: swift test, the C tests of the PAM module, the end-to-end tests, a short
-# run of each fuzz harness, and the install test of the Debian packages (--skip-install, or
-# TOUCHGATE_SKIP_INSTALL_TEST=1, skips that one locally; CI runs it). All run even if one fails; the
-# exit status is non-zero if anything failed.
+# run of each fuzz harness, the install test of the Debian packages (--skip-install, or
+# TOUCHGATE_SKIP_INSTALL_TEST=1, skips that one locally; CI runs it) and the system test on a booted
+# Debian guest (--skip-system, or TOUCHGATE_SKIP_SYSTEM_TEST=1, skips it locally; CI runs it). All
+# run even if one fails; the exit status is non-zero if anything failed.
 set -uo pipefail
 for arg in "$@"; do
     case "$arg" in
         --skip-install) export TOUCHGATE_SKIP_INSTALL_TEST=1 ;;
-        *) echo "usage: $0 [--skip-install]" >&2; exit 2 ;;
+        --skip-system) export TOUCHGATE_SKIP_SYSTEM_TEST=1 ;;
+        *) echo "usage: $0 [--skip-install] [--skip-system]" >&2; exit 2 ;;
     esac
 done
 # shellcheck source=env.sh
@@ -44,6 +46,7 @@ run c-tests 600 make -C pam check
 run e2e 600 python3 -B -m pytest -q -p no:cacheprovider Tests/EndToEnd
 run fuzz 600 ./fuzz/run.sh
 run install 2400 ./scripts/install-test.sh
+run system 2400 ./scripts/system-test.sh
 
 echo
 echo "=== summary ($(( $(date +%s) - started )) s)"
@@ -55,6 +58,7 @@ grep -h "^C tests:" "$logs/c-tests.log" || true
 grep -h "^e2e:" "$logs/e2e.log" || true
 grep -h "^fuzz:" "$logs/fuzz.log" || true
 grep -h "^install:" "$logs/install.log" || true
+grep -h "^system:" "$logs/system.log" || true
 if [ ${#failed[@]} -gt 0 ]; then
     echo "FAILED: ${failed[*]}"
     exit 1

@@ -26,11 +26,14 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture(scope="session")
 def packages():
-    """The .debs built from this checkout: {package name: path}, and the .changes file."""
+    """The .debs built from this checkout: {package name: path}, and the .changes file. A copy is
+    kept in .build/debs for the system test."""
     out = m.WORK / "build"
     if out.exists():
         shutil.rmtree(out)
-    return m.build_packages(out)
+    debs, changes = m.build_packages(out)
+    m.keep_debs(debs)
+    return debs, changes
 
 
 @pytest.fixture(scope="session")

@@ -94,6 +94,39 @@ def build_packages(out):
     return debs, changes
 
 
+KEPT_DEBS = REPO / ".build" / "debs"  # the last build's .debs, for the system test (ignored by git)
+
+
+def keep_debs(debs):
+    """Copies the built .debs (not their debug symbols) to the checkout's .build/debs, replacing
+    what was there: the system test boots these instead of building them again."""
+    tmp = KEPT_DEBS.with_name("debs.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for name, deb in debs.items():
+        if not name.endswith("-dbgsym"):
+            shutil.copy2(deb, tmp / deb.name)
+    shutil.rmtree(KEPT_DEBS, ignore_errors=True)
+    tmp.rename(KEPT_DEBS)
+
+
+def kept_debs():
+    """{package name: path} of the kept .debs, or None when both packages are not there."""
+    debs = {d.name.split("_")[0]: d for d in KEPT_DEBS.glob("*.deb")}
+    return debs if {"touchgate", "libpam-touchgate"} <= set(debs) else None
+
+
+def debs_for_tests(work):
+    """The kept .debs, else built now (as the install test builds them) and kept."""
+    debs = kept_debs()
+    if debs is None:
+        out = Path(work) / "build"
+        shutil.rmtree(out, ignore_errors=True)
+        keep_debs(build_packages(out)[0])
+        debs = kept_debs()
+    return debs
+
+
 def depends(deb):
     """The package names in a .deb's Depends (alternatives: the first)."""
     field = run(["dpkg-deb", "-f", deb, "Depends"]).stdout

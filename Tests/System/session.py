@@ -1,0 +1,88 @@
+"""What a person does at the guest's serial console (log in, run sudo, log out) and what root
+asks the guest (status, units, the journal), each with a deadline; the words they see are the
+end-to-end harness's own."""
+
+import json
+import re
+
+from harness import PASSWORD_AFTER_BOOT, PROMPT, no_match, not_recognised  # noqa: F401
+from image import PASSWORD, USER
+
+PRINT = "tgtest-right-index"
+HINT_ENTER = "(or press Enter to use your password)"
+TYPING = "(typing password \u2014 press Enter)"
+LOCKED = "Fingerprint locked after 5 failed attempts: enter your password"
+STOPPING = "Fingerprint service stopping: use your password"
+NOT_RESPONDING = "Fingerprint service not responding: use your password"
+SUDO_PASSWORD = "[sudo] password for %s: " % USER
+PAM_UNIX_PASSWORD = "Password: "
+SHELL = re.compile(r"^%s@\S+:\S*\$ $" % USER)
+RESULT = re.compile(r"^rc=(\d+)$")
+LOGIN = re.compile(r"login: $")
+CTRL_C = "\x03"
+WAIT = 60.0  # s: one step seen on the console, under TCG on a loaded machine
+
+
+def status(guest):
+    return json.loads(guest.control.out("touchgate status --user %s --json" % USER))
+
+
+def unit_state(guest, unit):
+    return guest.control.run("systemctl is-active %s" % unit, check=False)[1].strip()
+
+
+def login_name(guest):
+    """At the getty's prompt: the user's name, typed."""
+    con = guest.console
+    con.expect(LOGIN, WAIT)
+    con.type(USER + "\n")
+
+
+def shell(guest):
+    """Waits for the user's shell prompt."""
+    return guest.console.expect(SHELL, WAIT)
+
+
+def logout(guest):
+    """`exit` at the shell; the getty's next prompt is left for login_name to answer."""
+    guest.console.type("exit\n")
+    guest.console.expect(LOGIN, WAIT, advance=False)
+
+
+def sudo(guest):
+    """`sudo -k id -un` typed at the shell; returns where its output starts."""
+    con = guest.console
+    start = con.mark()
+    con.type("sudo -k id -un; echo rc=$?\n")
+    return start
+
+
+def sudo_result(guest):
+    """sudo's exit status, from the line the shell printed after it."""
+    con = guest.console
+    i = con.expect(RESULT, WAIT)
+    rc = int(RESULT.search(con.screen(i)[0]).group(1))
+    shell(guest)
+    return rc
+
+
+def seen(guest, start, end=None):
+    """The console's lines from `start` (escape sequences removed, empty lines dropped)."""
+    return [t for t in guest.console.screen(start)[: None if end is None else end - start] if t.strip()]
+
+
+def journal_after(guest, cursor):
+    """The journal's entries after `cursor` (all of them, as JSON objects)."""
+    text = guest.control.out("journalctl -o json --no-pager --after-cursor='%s'" % cursor)
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+def cursor(guest):
+    text = guest.control.out("journalctl -n 1 -o json --no-pager")
+    return json.loads(text.splitlines()[-1])["__CURSOR"]
+
+
+def password_typed(guest, prompt=None):
+    """Types the password once `prompt` (default: sudo's) is on the screen."""
+    guest.console.expect(prompt or SUDO_PASSWORD, WAIT)
+    guest.console.type(PASSWORD + "\n")
