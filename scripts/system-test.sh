@@ -5,8 +5,9 @@
 # mirror (the image is cached in .build/system-image). TOUCHGATE_SKIP_SYSTEM_TEST=1 skips it (for a
 # quick local run; CI runs it).
 set -uo pipefail
+# shellcheck source=env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
-cd "$TOUCHGATE_ROOT"
+cd "$TOUCHGATE_ROOT" || exit 1
 
 if [ "${TOUCHGATE_SKIP_SYSTEM_TEST:-0}" = 1 ]; then
     echo "system: 0 passed, 0 failed (skipped: TOUCHGATE_SKIP_SYSTEM_TEST=1)"
