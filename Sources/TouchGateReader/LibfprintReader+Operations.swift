@@ -1,0 +1,254 @@
+// The libfprint reader's operations (enroll, verify, identify), each run on the reader thread with
+// its cancellation, deadline and retry hints; and how a failure is told.
+import CGIO
+import CTouchGateLibs
+import Synchronization
+import TouchGateThreads
+
+extension LibfprintReader {
+
+    public func enroll(
+        user: String, fingerIndex: Int, cancellation: Cancellation,
+        progress: @escaping @Sendable (EnrollEvent) -> Void,
+        completion: @escaping @Sendable (Result<[UInt8], ReaderFailure>) -> Void
+    ) {
+        submit { [self] in
+            completion(
+                runEnroll(
+                    user: user, fingerIndex: fingerIndex,
+                    cancellation: cancellation, progress: progress))
+        }
+    }
+
+    public func verify(
+        templates: [[UInt8]], timeoutSeconds: Int, cancellation: Cancellation,
+        retry: @escaping @Sendable (RetryHint) -> Void,
+        completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void
+    ) {
+        submit { [self] in
+            completion(
+                runVerify(
+                    templates: templates, timeoutSeconds: timeoutSeconds, identifyAlways: false,
+                    cancellation: cancellation, retry: retry))
+        }
+    }
+
+    public func identify(
+        gallery: [[UInt8]], cancellation: Cancellation,
+        retry: @escaping @Sendable (RetryHint) -> Void,
+        completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void
+    ) {
+        submit { [self] in
+            completion(
+                runVerify(
+                    templates: gallery, timeoutSeconds: nil, identifyAlways: true,
+                    cancellation: cancellation, retry: retry))
+        }
+    }
+
+    private func runEnroll(
+        user: String, fingerIndex: Int, cancellation: Cancellation,
+        progress: @escaping @Sendable (EnrollEvent) -> Void
+    ) -> Result<[UInt8], ReaderFailure> {
+        guard let dev = device else { return .failure(.noReader) }
+        let stages = Int(tgfp_device_get_nr_enroll_stages(dev))
+        // Floating reference: fp_device_enroll_sync sinks and releases it.
+        let template = tgfp_print_new(dev)
+        tgfp_print_set_finger(template, FpFinger(UInt32(fingerIndex)))
+        tgfp_print_set_username(template, user)
+        let box = Unmanaged.passRetained(EnrollContext(stages: stages, progress: progress))
+        defer { box.release() }
+        let attempt: Attempt<[UInt8]> = withOperation(cancellation: cancellation, timeoutSeconds: nil) {
+            cancellable, error in
+            let print = tgfp_device_enroll_sync(
+                dev, template, cancellable,
+                { _, completed, _, data, error in
+                    let ctx = Unmanaged<EnrollContext>.fromOpaque(data!).takeUnretainedValue()
+                    if let error, let hint = LibfprintReader.retryHint(error) {
+                        ctx.progress(.retry(hint))
+                    } else if error == nil {
+                        ctx.progress(.stage(completed: Int(completed), of: ctx.stages))
+                    }
+                }, box.toOpaque(), &error)
+            guard let print else { return nil }
+            defer { cfp_object_unref(UnsafeMutableRawPointer(print)) }
+            var data: UnsafeMutablePointer<guchar>?
+            var length: gsize = 0
+            var serr: UnsafeMutablePointer<GError>?
+            guard tgfp_print_serialize(print, &data, &length, &serr) != 0, let data else {
+                error = serr
+                return nil
+            }
+            defer { g_free(data) }
+            return Array(UnsafeBufferPointer(start: data, count: Int(length)))
+        }
+        if case .done = attempt { readChipPrints() }
+        switch attempt {
+        case .done(let bytes): return .success(bytes)
+        case .failed(let f): return .failure(f)
+        case .retry: return .failure(.failed("enrollment ended on a retry"))
+        }
+    }
+
+    private func runVerify(
+        templates: [[UInt8]], timeoutSeconds: Int?, identifyAlways: Bool, cancellation: Cancellation,
+        retry: @escaping @Sendable (RetryHint) -> Void
+    ) -> Result<ScanResult, ReaderFailure> {
+        guard let dev = device else { return .failure(.noReader) }
+        var prints: [OpaquePointer] = []
+        defer { for p in prints { cfp_object_unref(UnsafeMutableRawPointer(p)) } }
+        for t in templates {
+            var error: UnsafeMutablePointer<GError>?
+            guard let p = t.withUnsafeBufferPointer({ tgfp_print_deserialize($0.baseAddress, gsize($0.count), &error) })
+            else {
+                g_error_free(error)
+                return .failure(.invalidTemplate)
+            }
+            prints.append(p)
+        }
+        guard !prints.isEmpty || identifyAlways else { return .failure(.invalidTemplate) }
+        // Verify-only readers check one template; identify-capable readers check them all.
+        let identify = identifyAlways || (prints.count > 1 && info?.supportsIdentify == true)
+        while true {
+            let result: Attempt<ScanResult> = withOperation(
+                cancellation: cancellation, timeoutSeconds: timeoutSeconds
+            ) { cancellable, error -> ScanResult? in
+                if identify {
+                    let array = g_ptr_array_new()
+                    defer { g_ptr_array_unref(array) }
+                    for p in prints { g_ptr_array_add(array, UnsafeMutableRawPointer(p)) }
+                    var match: OpaquePointer?
+                    guard tgfp_device_identify_sync(dev, array, cancellable, nil, nil, &match, nil, &error) != 0 else {
+                        return nil
+                    }
+                    guard let match else { return .noMatch }
+                    return prints.firstIndex(of: match).map { .match($0) } ?? .noMatch
+                } else {
+                    var matched: gboolean = 0
+                    guard tgfp_device_verify_sync(dev, prints[0], cancellable, nil, nil, &matched, nil, &error) != 0
+                    else { return nil }
+                    return matched != 0 ? .match(0) : .noMatch
+                }
+            }
+            switch result {
+            case .done(let r): return .success(r)
+            case .failed(let f): return .failure(f)
+            case .retry(let hint): retry(hint)  // not a failed match: scan again
+            }
+        }
+    }
+
+    /// Runs one libfprint call with a GCancellable wired to `cancellation` and an optional timer,
+    /// and maps the GError once.
+    private func withOperation<T>(
+        cancellation: Cancellation, timeoutSeconds: Int?,
+        _ body: (UnsafeMutablePointer<GCancellable>, inout UnsafeMutablePointer<GError>?) -> T?
+    ) -> Attempt<T> {
+        let cancellable = tgg_cancellable_new()!
+        defer { cfp_object_unref(cancellable) }
+        let op = Unmanaged.passRetained(OperationState(cancellable: cancellable))
+        defer { op.release() }
+        // cancel() from another thread: marshal g_cancellable_cancel onto this thread.
+        let opPointer = UInt(bitPattern: op.toOpaque())
+        cancellation.setHook {
+            let retained = Unmanaged<OperationState>.fromOpaque(UnsafeRawPointer(bitPattern: opPointer)!).retain()
+            g_main_context_invoke(
+                nil,
+                { data in
+                    let state = Unmanaged<OperationState>.fromOpaque(data!).takeRetainedValue()
+                    tgg_cancellable_cancel(state.cancellable)
+                    return 0
+                }, retained.toOpaque())
+        }
+        defer { cancellation.setHook(nil) }
+        var timer: guint = 0
+        if let timeoutSeconds {
+            timer = g_timeout_add_full(
+                G_PRIORITY_DEFAULT, guint(max(1, timeoutSeconds) * 1000),
+                { data in
+                    let state = Unmanaged<OperationState>.fromOpaque(data!).takeUnretainedValue()
+                    state.timedOut = true
+                    state.timer = 0
+                    tgg_cancellable_cancel(state.cancellable)
+                    return 0
+                }, op.toOpaque(), nil)
+            op.takeUnretainedValue().timer = timer
+        }
+        defer { let t = op.takeUnretainedValue().timer; if t != 0 { g_source_remove(t) } }
+
+        var error: UnsafeMutablePointer<GError>?
+        let value = body(cancellable, &error)
+        defer { if error != nil { g_error_free(error) } }
+        if let value, error == nil { return .done(value) }
+        if op.takeUnretainedValue().timedOut { return .failed(.timedOut) }
+        guard let error else { return .failed(.failed("no result")) }
+        if let hint = Self.retryHint(error) { return .retry(hint) }
+        let domain = error.pointee.domain, code = error.pointee.code
+        if domain == cfp_io_error_quark() && code == Int32(G_IO_ERROR_CANCELLED.rawValue) {
+            return .failed(.cancelled)
+        }
+        if domain == cfp_device_error_quark() {
+            switch FpDeviceError(UInt32(code)) {
+            case FP_DEVICE_ERROR_REMOVED:
+                markRemoved()
+                return .failed(.removed)
+            case FP_DEVICE_ERROR_TOO_HOT: return .failed(.tooHot)
+            case FP_DEVICE_ERROR_BUSY: return .failed(.busy)
+            case FP_DEVICE_ERROR_DATA_INVALID, FP_DEVICE_ERROR_DATA_NOT_FOUND: return .failed(.invalidTemplate)
+            case FP_DEVICE_ERROR_PROTO: return .failed(.protocolError)
+            case FP_DEVICE_ERROR_DATA_FULL: return .failed(.storageFull)
+            case FP_DEVICE_ERROR_DATA_DUPLICATE: return .failed(.duplicate)
+            default: return .failed(.deviceError(code))
+            }
+        }
+        return .failed(.failed(Self.message(error)))
+    }
+
+    private func markRemoved() {
+        current.withLock { $0 = nil }
+        if let dev = device { cfp_object_unref(dev); device = nil }
+    }
+
+    /// nil once libfprint is loaded (the first call loads it, on whichever thread), else why not.
+    static func loadLibfprint() -> String? {
+        var failure: UnsafePointer<CChar>?
+        return tg_fprint_load(&failure) ? nil : failure.map { String(cString: $0) } ?? "unknown error"
+    }
+
+    static func retryHint(_ error: UnsafeMutablePointer<GError>) -> RetryHint? {
+        guard error.pointee.domain == cfp_device_retry_quark() else { return nil }
+        return RetryHint(rawValue: Int(error.pointee.code)) ?? .general
+    }
+
+    static func message(_ error: UnsafeMutablePointer<GError>?) -> String {
+        guard let error, let m = error.pointee.message else { return "unknown error" }
+        return String(cString: m)
+    }
+}
+
+/// One libfprint call's end: a value, a retry hint (scan again), or a failure.
+private enum Attempt<T> {
+    case done(T)
+    case retry(RetryHint)
+    case failed(ReaderFailure)
+}
+
+private final class EnrollContext: @unchecked Sendable {
+    let stages: Int
+    let progress: @Sendable (EnrollEvent) -> Void
+    init(stages: Int, progress: @escaping @Sendable (EnrollEvent) -> Void) {
+        self.stages = stages; self.progress = progress
+    }
+}
+
+/// Lives as long as its operation, plus any cancel still queued for the reader thread.
+private final class OperationState: @unchecked Sendable {
+    let cancellable: UnsafeMutablePointer<GCancellable>
+    var timedOut = false
+    var timer: guint = 0
+    init(cancellable: UnsafeMutablePointer<GCancellable>) {
+        self.cancellable = cancellable
+        _ = cfp_object_ref(cancellable)
+    }
+    deinit { cfp_object_unref(cancellable) }
+}
