@@ -1,5 +1,5 @@
 """touchgate on a booted Debian 12: systemd listening on touchgated.socket from boot, the first PAM
-call starting the service under its hardening, login(1) on the serial getty, sudo, logind's
+call starting the service under its hardening, login(1) on the serial getty, sudo, su, logind's
 sessions, journald and auditd, a restart and a reboot. The steps run in order on one guest; each
 asserts what the person at the console or the administrator sees.
 
@@ -211,6 +211,20 @@ def test_i_the_journal_holds_each_record_once_with_its_fields_and_auditd_the_lin
         "expected a USER_AUTH record op=touchgate:fingerprint acct=%s res=success:\n%s" % (USER, auth)
     assert re.search(r"op=touchgate:lockout acct=%s" % USER, anom), \
         "expected an ANOM_LOGIN_FAILURES record op=touchgate:lockout acct=%s:\n%s" % (USER, anom)
+
+
+def test_d1_su_with_a_finger(guest):
+    con = guest.console
+    start = con.mark()
+    con.type("su -c 'id -un' %s; echo rc=$?\n" % USER)
+    con.expect(PROMPT, s.WAIT)
+    guest.reader.scan(PRINT)
+    i = con.expect(s.RESULT, s.WAIT)
+    rc = int(s.RESULT.search(con.screen(i)[0]).group(1))
+    s.shell(guest)
+    screen = s.seen(guest, start)
+    show("su with a finger", screen)
+    assert rc == 0 and USER in screen, screen
 
 
 def test_g_after_a_reboot_the_password_comes_first_and_the_prints_and_counters_survived(guest, state):
