@@ -306,3 +306,17 @@ def enroll(world, user, print_id, finger=None, as_user=None, on_event=None, time
 # The PAM client, last: it builds on the names above.
 from pam_session import TRACE, PamSession, _remove_pam_wrapper_dir, _take_ctty  # noqa: E402,F401
 from daemon import READER_SETTLED, Daemon, daemon_command, daemon_env, run_daemon_once  # noqa: E402,F401
+
+
+def fail_five_matches(world, user="alice"):
+    """Five consecutive failed matches across two prompts (pamtester), none of which succeeds: the
+    user's fingerprint is locked out. Returns the second prompt's session."""
+    for strangers in (["x1", "x2", "x3"], ["x4", "x5"]):
+        pam = world.pam(user)
+        pam.wait_for(PROMPT)
+        for i, stranger in enumerate(strangers):
+            world.reader.scan(stranger)
+            if i < len(strangers) - 1:
+                pam.wait_for(no_match(2 - i))
+        assert pam.wait().result != "PAM_SUCCESS", pam.transcript()
+    return pam

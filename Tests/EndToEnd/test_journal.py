@@ -13,7 +13,7 @@ import threading
 import pytest
 
 import harness
-from harness import DEFAULT_WAIT, PROMPT, LineLog, WaitTimeout, no_match, now
+from harness import DEFAULT_WAIT, PROMPT, LineLog, WaitTimeout, now
 
 OUTCOME_ID = "4c180263b0b74e438ba1fb758ceb605b"
 LOCKOUT_ID = "46d53d2c9c55440fbba212ffaf516201"
@@ -171,14 +171,7 @@ def test_under_the_journal_each_record_is_sent_once_natively_with_its_fields(wor
 
 def test_a_lockout_is_one_record_with_its_own_message_id_and_the_count(world, alice, under_journal):
     journal = under_journal
-    for strangers in (["x1", "x2", "x3"], ["x4", "x5"]):  # five failed matches over two prompts
-        pam = world.pam("alice")
-        pam.wait_for(PROMPT)
-        for i, stranger in enumerate(strangers):
-            world.reader.scan(stranger)
-            if i < len(strangers) - 1:
-                pam.wait_for(no_match(2 - i))
-        assert pam.wait().result != "PAM_SUCCESS", pam.transcript()
+    harness.fail_five_matches(world)  # five failed matches over two prompts
 
     record = dict(journal.wait_record("event=lockout user=alice"))
     assert (record["MESSAGE_ID"], record["TOUCHGATE_EVENT"], record["TOUCHGATE_REASON"], record["TOUCHGATE_OUTCOME"],

@@ -19,7 +19,7 @@ import clients
 import harness
 import wire
 from clients import CLIENTS, ENTER, HINT_TYPE
-from harness import PASSWORDS, PROMPT, no_match
+from harness import PASSWORDS, PROMPT
 
 VLOCK = CLIENTS["vlock"]
 ALICE_UID = harness.USERS["alice"][0]
@@ -65,14 +65,7 @@ def status(world):
 
 def lock_out(world):
     """Five consecutive failed matches across two prompts (pamtester): alice's fingerprint is locked."""
-    for strangers in (["x1", "x2", "x3"], ["x4", "x5"]):
-        pam = world.pam("alice")
-        pam.wait_for(PROMPT)
-        for i, stranger in enumerate(strangers):
-            world.reader.scan(stranger)
-            if i < len(strangers) - 1:
-                pam.wait_for(no_match(2 - i))
-        pam.wait()
+    pam = harness.fail_five_matches(world)
     assert pam.messages()[-1] == LOCKED, pam.transcript()
     assert can_evaluate(world) == (-8, "lockout")
 
