@@ -71,6 +71,32 @@ class Image:
         return path
 
 
+UPGRADE_SUFFIX = "+upgrade1"  # the higher version of scenario k's upgrade
+UPGRADE_DIR = "/var/lib/tg-test/upgrade"
+BEFORE_COMMON_AUTH = "/var/lib/tg-test/common-auth.before"  # as Debian made it, before our packages
+
+
+def upgraded(debs, out):
+    """The same .debs repacked under a higher version (dependencies between them too), for an
+    upgrade to be installed with apt while touchgate runs. The files are identical: what the
+    upgrade exercises is the packaging (maintainer scripts, the units' restart)."""
+    out.mkdir(parents=True, exist_ok=True)
+    made = []
+    for deb in debs.values():
+        old = _run(["dpkg-deb", "-f", deb, "Version"], 60).strip()
+        tree = out / (deb.name + ".d")
+        shutil.rmtree(tree, ignore_errors=True)
+        _run(["dpkg-deb", "-R", deb, tree], 120)
+        control = tree / "DEBIAN" / "control"
+        control.write_text(control.read_text().replace("(= %s)" % old, "(= %s%s)" % (old, UPGRADE_SUFFIX))
+                           .replace("Version: %s\n" % old, "Version: %s%s\n" % (old, UPGRADE_SUFFIX)))
+        new = out / deb.name.replace("_%s_" % old.split(":")[-1], "_%s%s_" % (old.split(":")[-1], UPGRADE_SUFFIX))
+        _run(["dpkg-deb", "--root-owner-group", "-b", tree, new], 300)
+        shutil.rmtree(tree)
+        made.append(new)
+    return made
+
+
 def image(debs, depends, work):
     """The image for these .debs ({name: path}), built unless cached. `depends(deb)` lists a .deb's
     dependencies; `work` is a scratch directory."""
@@ -91,7 +117,10 @@ def image(debs, depends, work):
     root = Path(work) / "guest-root"
     shutil.rmtree(root, ignore_errors=True)
     names = " ".join("/tmp/" + d.name for d in debs.values())
+    upgrade = upgraded(debs, Path(work) / "upgrade") if debs else []
     hooks = [
+        'mkdir -p "$1"%s && cp "$1"/etc/pam.d/common-auth "$1"%s' % (UPGRADE_DIR, BEFORE_COMMON_AUTH),
+        'copy-in %s %s' % (" ".join(str(d) for d in upgrade), UPGRADE_DIR),
         'copy-in %s /tmp' % " ".join(str(d) for d in debs.values()),
         'chroot "$1" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q %s' % names,
         'rm -f %s' % " ".join('"$1"/tmp/' + d.name for d in debs.values()),

@@ -10,6 +10,7 @@ import re
 
 import pytest
 
+import image
 import session as s
 import vm
 from image import PASSWORD, USER
@@ -31,6 +32,31 @@ def show(title, lines):
     vm.log("--- %s" % title)
     for line in lines:
         vm.log("    | " + line)
+
+
+def sudo_until_locked(guest):
+    """A sudo prompt with five failed matches (two PAM conversations: three fingers, a wrong
+    password, two more): the lockout line, and sudo's own password prompt left open."""
+    con = guest.console
+    start = s.sudo(guest)
+    con.expect(PROMPT, s.WAIT)
+    for i, stranger in enumerate(["x1", "x2"]):
+        guest.reader.scan(stranger)
+        con.expect(no_match(2 - i), s.WAIT)
+    guest.reader.scan("x3")
+    con.expect(not_recognised(3), s.WAIT)
+    con.expect(SUDO_PASSWORD, s.WAIT)
+    con.type("wrong-password\n")
+    con.expect("Sorry, try again.", s.WAIT)  # sudo asks again: PAM again, so the finger again
+    con.expect(PROMPT, s.WAIT)
+    guest.reader.scan("x4")
+    con.expect(no_match(2), s.WAIT)
+    guest.reader.scan("x5")
+    con.expect(LOCKED, s.WAIT)
+    con.expect(SUDO_PASSWORD, s.WAIT)
+    locked = s.status(guest)
+    assert locked["lockedOut"] is True, locked
+    return start
 
 
 def test_a_the_socket_listens_from_boot_and_the_service_waits_for_the_first_pam_call(guest, state):
@@ -108,24 +134,7 @@ def test_c2_three_wrong_fingers_then_the_password(guest):
 
 def test_c3_a_lockout_after_five_is_cleared_by_the_password_through_pam_unix(guest, state):
     state["cursor_lockout"] = s.cursor(guest)
-    start = s.sudo(guest)
-    guest.console.expect(PROMPT, s.WAIT)
-    for i, stranger in enumerate(["x1", "x2"]):
-        guest.reader.scan(stranger)
-        guest.console.expect(no_match(2 - i), s.WAIT)
-    guest.reader.scan("x3")
-    guest.console.expect(not_recognised(3), s.WAIT)
-    guest.console.expect(SUDO_PASSWORD, s.WAIT)
-    guest.console.type("wrong-password\n")
-    guest.console.expect("Sorry, try again.", s.WAIT)  # sudo asks again: PAM again, so the finger again
-    guest.console.expect(PROMPT, s.WAIT)
-    guest.reader.scan("x4")
-    guest.console.expect(no_match(2), s.WAIT)
-    guest.reader.scan("x5")
-    guest.console.expect(LOCKED, s.WAIT)
-    guest.console.expect(SUDO_PASSWORD, s.WAIT)
-    locked = s.status(guest)
-    assert locked["lockedOut"] is True, locked
+    start = sudo_until_locked(guest)
     guest.console.type(PASSWORD + "\n")
     assert s.sudo_result(guest) == 0
     show("sudo: a lockout after five, then the password", s.seen(guest, start))
@@ -180,6 +189,35 @@ def test_f_a_restart_during_a_prompt_ends_it_with_a_sentence_and_the_next_sudo_w
     assert s.sudo_result(guest) == 0, s.seen(guest, start)
 
 
+SLEEPING = "The computer is going to sleep: use your password"
+
+
+def daemon_pid(guest):
+    return guest.control.out("systemctl show -p MainPID --value touchgated.service").strip()
+
+
+def test_e_a_suspend_during_a_prompt_ends_it_with_the_sleep_sentence_and_the_reader_works_after_resume(guest):
+    """`systemctl suspend` (S3: QEMU reports SUSPEND) while sudo's fingerprint prompt is open; the
+    machine is woken from QEMU's side (system_wakeup), as a key press or the lid would."""
+    pid = daemon_pid(guest)
+    start = s.sudo(guest)
+    guest.console.expect(PROMPT, s.WAIT)
+    guest.control.run("systemctl suspend")
+    guest.console.expect(SLEEPING, s.WAIT)
+    guest.qmp.event("SUSPEND", s.WAIT)
+    vm.log("the guest is suspended (QEMU: SUSPEND); waking it")
+    guest.qmp.execute("system_wakeup")
+    guest.qmp.event("WAKEUP", s.WAIT)
+    s.password_typed(guest)
+    assert s.sudo_result(guest) == 0
+    show("sudo while the computer goes to sleep, then the password after resume", s.seen(guest, start))
+    start = s.sudo(guest)
+    guest.console.expect(PROMPT, s.WAIT)
+    guest.reader.scan(PRINT)
+    assert s.sudo_result(guest) == 0, s.seen(guest, start)
+    assert daemon_pid(guest) == pid, "the daemon was restarted across the sleep"
+
+
 def test_i_the_journal_holds_each_record_once_with_its_fields_and_auditd_the_linux_records(guest, state):
     """The contract: audit records go to journald's native protocol once, with MESSAGE_ID and
     TOUCHGATE_* fields; never also as a stderr or syslog line; Linux audit gets USER_AUTH records
@@ -225,6 +263,53 @@ def test_d1_su_with_a_finger(guest):
     screen = s.seen(guest, start)
     show("su with a finger", screen)
     assert rc == 0 and USER in screen, screen
+
+
+VLOCK_ENTER = "Please press [ENTER] to unlock."
+# README, "Console screen locker": what an administrator writes for vlock, which runs as the user.
+CONSOLE_LOCKER_STACK = "auth sufficient pam_touchgate.so policy=biometrics-or-password\n" \
+                       "auth required   pam_unix.so try_first_pass\n"
+
+
+def test_d2_vlock_with_a_lockout_asks_for_the_password_itself_and_it_unlocks(guest):
+    con = guest.console
+    # Debian ships no /etc/pam.d/vlock (vlock falls back to "other", i.e. common-auth): the admin
+    # writes the README's stack.
+    guest.control.run("test ! -e /etc/pam.d/vlock && printf '%s' > /etc/pam.d/vlock"
+                      % CONSOLE_LOCKER_STACK.replace("\n", "\\n"))
+    start = sudo_until_locked(guest)
+    con.type(s.CTRL_C)
+    assert s.sudo_result(guest) == 1, s.seen(guest, start)
+    cur = s.cursor(guest)
+    start = con.mark()
+    con.type("vlock; echo rc=$?\n")
+    con.expect(VLOCK_ENTER, s.WAIT)
+    con.type("\n")
+    con.expect(LOCKED, s.WAIT)
+    con.expect(s.PAM_UNIX_PASSWORD, s.WAIT)  # touchgate's own prompt: the daemon checks it
+    con.type(PASSWORD + "\n")
+    i = con.expect(s.RESULT, s.WAIT)
+    rc = int(s.RESULT.search(con.screen(i)[0]).group(1))
+    s.shell(guest)
+    screen = s.seen(guest, start)
+    show("vlock: locked out, touchgate's own password prompt", screen)
+    journal = ["%s: %s" % (e.get("SYSLOG_IDENTIFIER"), e.get("MESSAGE")) for e in s.journal_after(guest, cur)]
+    assert rc == 0, (screen, journal)
+    assert PASSWORD not in "\n".join(guest.console.screen(start))
+    after = s.status(guest)
+    assert after["lockedOut"] is False and after["failedMatches"] == 0, after
+    # The next lock takes the finger.
+    start = con.mark()
+    con.type("vlock; echo rc=$?\n")
+    con.expect(VLOCK_ENTER, s.WAIT)
+    con.type("\n")
+    con.expect(PROMPT, s.WAIT)
+    guest.reader.scan(PRINT)
+    i = con.expect(s.RESULT, s.WAIT)
+    rc = int(s.RESULT.search(con.screen(i)[0]).group(1))
+    s.shell(guest)
+    assert rc == 0, s.seen(guest, start)
+    guest.control.run("rm /etc/pam.d/vlock")
 
 
 def test_g_after_a_reboot_the_password_comes_first_and_the_prints_and_counters_survived(guest, state):
@@ -338,3 +423,44 @@ def test_j_every_fresh_daemon_answers_its_first_request(guest, mode):
     assert all(r["rc"] == 0 for r in results), [r for r in results if r["rc"] != 0]
     assert not [r for r in results if r["kind"] == "other"], evidence
     assert not stalls, "expected no stall; %d: %s" % (len(stalls), stalls)
+
+
+def test_k_an_upgrade_during_a_prompt_ends_it_with_a_sentence_then_purge_leaves_nothing(guest):
+    """apt-get install of the same packages under a higher version (image.upgraded) while sudo's
+    prompt is open; then apt-get purge: no daemon, no unit, no file, common-auth as Debian made it."""
+    old = guest.control.out("dpkg-query -W -f '${Version}' touchgate").strip()
+    start = s.sudo(guest)
+    guest.console.expect(PROMPT, s.WAIT)
+    pid = daemon_pid(guest)
+    rc, out = guest.control.run("apt-get install -y -q %s/*.deb" % image.UPGRADE_DIR, limit=600)
+    vm.log("apt-get install (upgrade): " + " / ".join(out.strip().splitlines()[-4:]))
+    guest.console.expect(STOPPING, s.WAIT)
+    s.password_typed(guest)
+    assert s.sudo_result(guest) == 0
+    show("sudo while the packages are upgraded", s.seen(guest, start))
+    assert guest.control.out("dpkg-query -W -f '${Version}' touchgate libpam-touchgate").strip() \
+        == (old + image.UPGRADE_SUFFIX) * 2
+    start = s.sudo(guest)
+    guest.console.expect(PROMPT, s.WAIT)
+    guest.reader.scan(PRINT)
+    assert s.sudo_result(guest) == 0, s.seen(guest, start)
+    assert daemon_pid(guest) not in ("0", pid), "the old daemon still serves"
+
+    rc, out = guest.control.run("apt-get purge -y -q touchgate libpam-touchgate", limit=600)
+    vm.log("apt-get purge: " + " / ".join(out.strip().splitlines()[-3:]))
+    assert guest.control.run("pgrep -x touchgated", check=False)[0] == 1, "purge left the daemon running"
+    assert guest.control.out("systemctl list-unit-files --no-legend 'touchgated*'").strip() == ""
+    for unit in ("touchgated.socket", "touchgated.service"):  # the test's drop-in is all that is left
+        shown = guest.control.out("systemctl show -p LoadState,ActiveState --value %s" % unit).split()
+        assert shown == ["not-found", "inactive"], (unit, shown)
+    left = guest.control.out("for f in /var/lib/touchgate /etc/touchgate /usr/libexec/touchgate /run/touchgate "
+                             "/etc/pam.d/touchgate /usr/share/pam-configs/touchgate /usr/share/pam-configs/touchgate-report "
+                             "/usr/bin/touchgate /lib/systemd/system/touchgated.socket "
+                             "/etc/systemd/system/sockets.target.wants/touchgated.socket "
+                             "/lib/x86_64-linux-gnu/security/pam_touchgate.so; do "
+                             "[ -e $f ] || [ -L $f ] && echo $f; done; true")
+    assert left.strip() == "", left
+    assert guest.control.run("cmp /etc/pam.d/common-auth %s" % image.BEFORE_COMMON_AUTH, check=False)[0] == 0, \
+        guest.control.out("diff %s /etc/pam.d/common-auth; true" % image.BEFORE_COMMON_AUTH)
+    listed = guest.control.out("dpkg-query -W -f '${db:Status-Abbrev}' touchgate libpam-touchgate 2>/dev/null; true")
+    assert listed.strip() in ("", "un un", "unun"), listed

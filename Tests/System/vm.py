@@ -195,6 +195,23 @@ class Control(Port):
                     raise WaitTimeout("the guest's control bridge did not answer within %.0f s" % timeout)
 
 
+class Qmp(Port):
+    """QEMU's machine protocol: commands, and the events it sends (SUSPEND, WAKEUP…) to wait on."""
+
+    def __init__(self, path):
+        super().__init__(path, "qmp")
+        self.next_line(re.compile(r'"QMP"'), 30)
+        self.execute("qmp_capabilities")
+
+    def execute(self, command):
+        self.send('{"execute": "%s"}\n' % command)
+        self.next_line(re.compile(r'^\{"return"'), 30)
+
+    def event(self, name, timeout):
+        """The next event `name` (one JSON line), waited for with a deadline."""
+        return self.next_line(re.compile(r'"event": "%s"' % name), timeout)
+
+
 class Guest:
     """One QEMU process on a qcow2 overlay of the cached image."""
 
@@ -214,7 +231,8 @@ class Guest:
                 "-device", "virtserialport,chardev=reader,name=tgreader",
                 "-chardev", "socket,id=control,path=%s,server=on,wait=off" % sock("control"),
                 "-device", "virtserialport,chardev=control,name=tgcontrol",
-                "-monitor", "unix:%s,server=on,wait=off" % sock("monitor")]
+                "-monitor", "unix:%s,server=on,wait=off" % sock("monitor"),
+                "-qmp", "unix:%s,server=on,wait=off" % sock("qmp")]
         self.qemu_log = open(self.work / "qemu.log", "wb")
         self.started = now()
         self.proc = subprocess.Popen([str(a) for a in argv], stdin=subprocess.DEVNULL, stdout=self.qemu_log,
@@ -224,6 +242,7 @@ class Guest:
             self.reader = Reader(sock("reader"), "reader")
             self.control = Control(sock("control"), "control")
             self.monitor = Port(sock("monitor"), "monitor")
+            self.qmp = Qmp(sock("qmp"))
         except Exception:
             self.close()
             raise
@@ -245,7 +264,7 @@ class Guest:
             except Exception:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(10)
-        for port in ("console", "reader", "control", "monitor"):
+        for port in ("console", "reader", "control", "monitor", "qmp"):
             if hasattr(self, port):
                 getattr(self, port).close()
         self.qemu_log.close()
