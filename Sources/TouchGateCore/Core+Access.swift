@@ -37,7 +37,7 @@ extension Core {
         guard right == .selfWithPasswordOrRoot, !caller.isRoot, !caller.grants.contains(.changePrints) else {
             return nil
         }
-        guard let password else { return Refusal(.notPermitted, reason: "passwordNeeded", text: .passwordNeeded) }
+        guard let password else { return Refusal(.notPermitted, reason: .passwordNeeded, text: .passwordNeeded) }
         let ctx = EventContext(user: user, origin: origin, policy: policy, byUID: caller.uid)
         switch await verifyPassword(ctx, password) {
         case .correct: return nil

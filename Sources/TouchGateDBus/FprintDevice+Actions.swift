@@ -65,14 +65,16 @@ enum FprintStatus {
         }
     }
 
+    /// fprintd: a removed reader or a protocol error is a disconnection.
+    static let disconnections: Set<Reason> = [.removed, .tooHot, .readerProtocol]
+
     /// The final VerifyStatus for the core's answer; nil when the client stopped it.
     static func verifyResult(_ r: Reply) -> String? {
         switch r.outcome {
         case .success: return "verify-match"
         // A failed match (also the one that locked biometrics out: the next VerifyStart says so).
         case .authenticationFailed, .biometryLockout: return "verify-no-match"
-        // fprintd: a removed reader or a protocol error is a disconnection.
-        case .biometryNotAvailable where ["removed", "tooHot", "protocol"].contains(r.reason):
+        case .biometryNotAvailable where r.reason.map(disconnections.contains) ?? false:
             return "verify-disconnected"
         case .appCancel: return nil
         // Suspend or shutdown ended it: not a failed match (fprintd says no-match), so clients such
@@ -84,10 +86,10 @@ enum FprintStatus {
     static func enrollResult(_ r: Reply) -> String? {
         switch r.outcome {
         case .success: return "enroll-completed"
-        case .biometryNotAvailable where ["removed", "tooHot", "protocol"].contains(r.reason):
+        case .biometryNotAvailable where r.reason.map(disconnections.contains) ?? false:
             return "enroll-disconnected"
         case .duplicate: return "enroll-duplicate"
-        case .internalError where r.reason == "storageFull": return "enroll-data-full"
+        case .internalError where r.reason == .storageFull: return "enroll-data-full"
         case .appCancel: return nil
         // The daemon ended it (suspend, shutdown): fprintd's word for a cancelled enrollment.
         case .internalError, .notPermitted, .systemCancel: return "enroll-failed"

@@ -94,7 +94,7 @@ import TouchGateWire
                     #expect(withPassword.outcome != .notPermitted, "\(request): \(withPassword)")
                     let without = try #require(await perform(request, core, who.caller, password: nil))
                     #expect(
-                        without == Refusal(.notPermitted, reason: "passwordNeeded", text: .passwordNeeded), "\(request)"
+                        without == Refusal(.notPermitted, reason: .passwordNeeded, text: .passwordNeeded), "\(request)"
                     )
                 case .no:
                     #expect(withPassword == notPermitted, "\(request): \(withPassword)")
