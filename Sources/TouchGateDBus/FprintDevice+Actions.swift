@@ -98,6 +98,16 @@ enum FprintStatus {
     }
 }
 
+extension FprintAction {
+    /// The right of the core's table (docs/spec.md §5) this action stands for when polkit is absent.
+    var right: Right {
+        switch self {
+        case .verify, .setUsername: return .selfOrRoot
+        case .enroll: return .selfWithPasswordOrRoot
+        }
+    }
+}
+
 extension FprintDevice {
     func verifyStart(_ call: Invocation) async -> Result<[Variant], BusError> {
         if let e = checkClaimed(call) { return .failure(e) }
@@ -106,8 +116,14 @@ extension FprintDevice {
                 .alreadyInUse(action.verify ? "Verification already in progress" : "Enrollment already in progress"))
         }
         guard let claim else { return .failure(.claimDevice()) }
-        var caller = claim.caller
-        if let denied = await permit(call, &caller, [.verify]) { return .failure(denied) }
+        return await authorized(call, [.verify], as: claim) { _, caller in
+            await startVerifying(call, claim, caller)
+        }
+    }
+
+    private func startVerifying(_ call: Invocation, _ claim: Claim, _ caller: Caller) async
+        -> Result<[Variant], BusError>
+    {
         let name = call.string(0) ?? ""
         let finger = Finger(rawValue: name)  // "any", "" or an unknown name: any finger, as fprintd
         let enrolled = await core.list(user: claim.username, caller: caller)
@@ -162,8 +178,14 @@ extension FprintDevice {
                 .alreadyInUse(action.verify ? "Verification already in progress" : "Enrollment already in progress"))
         }
         guard let claim else { return .failure(.claimDevice()) }
-        var caller = claim.caller
-        if let denied = await permit(call, &caller, [.enroll]) { return .failure(denied) }
+        return await authorized(call, [.enroll], as: claim) { _, caller in
+            startEnrolling(call, claim, caller, finger)
+        }
+    }
+
+    private func startEnrolling(_ call: Invocation, _ claim: Claim, _ caller: Caller, _ finger: Finger)
+        -> Result<[Variant], BusError>
+    {
         if self.action != nil || self.claim?.sender != call.sender {
             return .failure(.alreadyInUse("Another operation is already in progress"))
         }
