@@ -5,11 +5,17 @@
 #include "tg_env.h"
 #include "tg_outcome.h"
 
-/* The module asks the person nothing at all: noinput, or no terminal to read keys from and no
- * password step to come (policy biometrics). The daemon then offers no password step either. */
-static bool takes_no_input(const struct tg_call *c)
+/* What only the module knows, told to the daemon, which decides from it what a password may do
+ * (docs/spec.md §6): noinput asks the person nothing at all; without a terminal no key is read
+ * during the prompt. */
+static int32_t local_facts(const struct tg_call *c)
 {
-    return c->opt->noinput || (c->tty.fd < 0 && c->opt->policy != TG_POLICY_BIOMETRICS_OR_PASSWORD);
+    int32_t flags = 0;
+    if (c->opt->noinput)
+        flags |= TG_FLAG_NO_INPUT;
+    if (c->tty.fd < 0)
+        flags |= TG_FLAG_NO_TERMINAL;
+    return flags;
 }
 
 int tg_evaluate_start(const struct tg_call *c, uint32_t id, int *sock)
@@ -38,8 +44,8 @@ int tg_evaluate_start(const struct tg_call *c, uint32_t id, int *sock)
      * fails the request rather than being dropped, which would make a remote session look local. */
     if (rhost != NULL)
         tg_put_string(&w, TG_TAG_RHOST, rhost);
-    if (takes_no_input(c))
-        tg_put_int(&w, TG_TAG_FLAGS, TG_FLAG_NO_INPUT);
+    if (local_facts(c) != 0)
+        tg_put_int(&w, TG_TAG_FLAGS, local_facts(c));
     if (!tg_finish_request(c->pamh, &w, &len))
         return tg_failure_to_pam(TG_FAIL_BAD_REQUEST);
 

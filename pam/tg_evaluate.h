@@ -7,7 +7,7 @@
 #include "tg_module.h"
 
 /* Connects to the daemon and sends EVALUATE (user, policy, service, limits, language, tty, remote
- * host, and NO_INPUT when the module will ask nothing). PAM_SUCCESS, or the PAM code (the daemon
+ * host, and the flags NO_INPUT and NO_TERMINAL). PAM_SUCCESS, or the PAM code (the daemon
  * unreachable: PAM_AUTHINFO_UNAVAIL). *sock is the connection whenever one was made (the caller
  * closes it), else -1. */
 int tg_evaluate_start(const struct tg_call *c, uint32_t id, int *sock);

@@ -1,21 +1,21 @@
 /* The one mapping from daemon outcomes and module-internal failures to PAM return codes (docs/spec.md §10). */
 #include "tg_outcome.h"
 
-#include <string.h>
 #include <security/pam_modules.h>
 
 #include "touchgate_wire.h"
 
-int tg_outcome_to_pam(int32_t code, const char *reason)
+int tg_outcome_to_pam(int32_t code, int32_t flags)
 {
     switch (code) {
     case TG_OK:
         return PAM_SUCCESS; /* the only path to PAM_SUCCESS: a match or a password the daemon verified */
 
     case TG_ERR_AUTHENTICATION_FAILED:
-        /* A wrong password is an ordinary failure; used-up fingerprint tries tell the
-         * application that retrying this module is pointless. */
-        if (reason != NULL && strcmp(reason, "wrongPassword") == 0)
+        /* A wrong password (the daemon marks its judgement of a password) is an ordinary
+         * failure; used-up fingerprint tries tell the application that retrying this module is
+         * pointless. Either way a failure. */
+        if ((flags & TG_FLAG_BY_PASSWORD) != 0)
             return PAM_AUTH_ERR;
         return PAM_MAXTRIES;
     case TG_ERR_PASSWORD_BACKOFF:

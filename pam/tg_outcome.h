@@ -16,8 +16,8 @@ enum tg_failure {
     TG_FAIL_NO_MEMORY,
 };
 
-/* Daemon outcome code (TG_OK / TG_ERR_*) plus its REASON (NULL if absent) → PAM code. */
-int tg_outcome_to_pam(int32_t code, const char *reason);
+/* Daemon outcome code (TG_OK / TG_ERR_*) plus the RESULT's FLAGS (0 if absent) → PAM code. */
+int tg_outcome_to_pam(int32_t code, int32_t flags);
 
 int tg_failure_to_pam(enum tg_failure failure);
 

@@ -165,16 +165,16 @@ done:
 static int judge(struct tg_call *c, const struct tg_frame *frame, const char *password)
 {
     char text[TG_MAX_STRING + 1];
-    char reason[TG_MAX_STRING + 1];
     int32_t code;
+    int32_t flags = 0;
 
     if (!tg_frame_int(frame, TG_TAG_CODE, &code)) {
         pam_syslog(c->pamh, LOG_ERR, "bad reply from touchgated: result without CODE");
         tg_hand_over(c, password);
         return tg_failure_to_pam(TG_FAIL_MALFORMED_REPLY);
     }
-    bool has_reason = tg_frame_string(frame, TG_TAG_REASON, reason, sizeof(reason));
-    int rc = tg_outcome_to_pam(code, has_reason ? reason : NULL);
+    tg_frame_int(frame, TG_TAG_FLAGS, &flags); /* absent: 0, every flag "no" */
+    int rc = tg_outcome_to_pam(code, flags);
     if (code == TG_ERR_BUSY)
         tg_say(c, PAM_ERROR_MSG, tg_busy_text(c));
     else if (code != TG_OK && tg_frame_string(frame, TG_TAG_MESSAGE, text, sizeof(text)))
@@ -184,7 +184,7 @@ static int judge(struct tg_call *c, const struct tg_frame *frame, const char *pa
     bool rejected = code == TG_ERR_AUTHENTICATION_FAILED || code == TG_ERR_PASSWORD_BACKOFF;
     if (!rejected)
         tg_hand_over(c, password);
-    DEBUG(c, "password step: code %d reason %s -> %s", (int)code, has_reason ? reason : "-",
+    DEBUG(c, "password step: code %d flags %#x -> %s", (int)code, (unsigned)flags,
           pam_strerror(c->pamh, rc));
     return rc;
 }
@@ -201,13 +201,13 @@ int tg_password_step(struct tg_call *c)
     if (asked == ASKED_NOWHERE)
         asked = ask_in_conversation(c, &line);
     if (asked == ASKED_GONE) {
-        rc = tg_outcome_to_pam(TG_ERR_APP_CANCEL, NULL);
+        rc = tg_outcome_to_pam(TG_ERR_APP_CANCEL, 0);
         goto done;
     }
     /* An empty password is never sent: it is how a person says "not now" (userCancel). */
     if (asked == ASKED_CANCEL || line.len == 0) {
         DEBUG(c, "password step cancelled");
-        rc = tg_outcome_to_pam(TG_ERR_USER_CANCEL, NULL);
+        rc = tg_outcome_to_pam(TG_ERR_USER_CANCEL, 0);
         goto done;
     }
     enum tg_io_status io = exchange(c, line.buf, buf, &frame, &malformed);

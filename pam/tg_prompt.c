@@ -28,6 +28,7 @@ struct prompt {
     bool typing_noted;   /* the "typing password" note was shown (once) */
     bool line_open;      /* that note ended without a newline, which is still owed */
     bool password_sent;  /* a PASSWORD went out: the RESULT judges it */
+    bool takes_password; /* the daemon said a password typed at this prompt is sent to it */
     bool ask_password;   /* the RESULT asks for the password step */
     struct tg_line line; /* the typed password, wiped on every way out */
 };
@@ -63,7 +64,7 @@ static int client_gone(struct prompt *p)
 {
     DEBUG(p, "conversation failed mid-prompt: prompt ended");
     finish_keys(p);
-    return tg_outcome_to_pam(TG_ERR_APP_CANCEL, NULL);
+    return tg_outcome_to_pam(TG_ERR_APP_CANCEL, 0);
 }
 
 /* Tells the daemon to stop the scan, without waiting for its answer. */
@@ -85,7 +86,7 @@ static int end_prompt(struct prompt *p, int32_t outcome, const char *why)
     tg_line_wipe(&p->line);
     send_cancel(p);
     DEBUG(p, "prompt ended by the terminal: %s", why);
-    return tg_outcome_to_pam(outcome, NULL);
+    return tg_outcome_to_pam(outcome, 0);
 }
 
 /* Sends the typed line as the PASSWORD of this request; the frame is wiped after use. */
@@ -109,7 +110,7 @@ static bool send_password(struct prompt *p)
 static int submit_password(struct prompt *p)
 {
     finish_keys(p); /* no more keys: the terminal is back to normal for the rest of the wait */
-    if (p->c->opt->policy == TG_POLICY_BIOMETRICS_OR_PASSWORD) {
+    if (p->takes_password) {
         if (send_password(p)) {
             p->password_sent = true;
             DEBUG(p, "typed password sent to the daemon");
@@ -117,8 +118,8 @@ static int submit_password(struct prompt *p)
         }
         DEBUG(p, "typed password could not be sent: handed to the password module");
     }
-    /* policy=biometrics: the daemon checks no password in this policy, so the password module
-     * that follows checks it, and the prompt ends as on Enter. */
+    /* The daemon takes no password at this prompt (policy biometrics): the password module that
+     * follows checks it, and the prompt ends as on Enter. */
     tg_hand_over(p->c, p->line.buf);
     return end_prompt(p, TG_ERR_USER_FALLBACK, "password typed");
 }
@@ -157,7 +158,7 @@ static int on_key(struct prompt *p)
 
 static const char *hint(const struct prompt *p)
 {
-    if (p->c->opt->policy == TG_POLICY_BIOMETRICS_OR_PASSWORD)
+    if (p->takes_password)
         return tg_text(&p->c->lang, N_("(or type your password and press Enter)"));
     return tg_text(&p->c->lang, N_("(or press Enter to use your password)"));
 }
@@ -207,41 +208,34 @@ static int on_progress(struct prompt *p, const struct tg_frame *frame)
     char text[TG_MAX_STRING + 1];
     int32_t kind = 0;
     int32_t style = TG_STYLE_INFO;
+    int32_t flags = 0;
 
     tg_frame_int(frame, TG_TAG_PROGRESS, &kind);
     tg_frame_int(frame, TG_TAG_STYLE, &style);
+    tg_frame_int(frame, TG_TAG_FLAGS, &flags); /* absent: 0, every flag "no" */
     if (tg_frame_string(frame, TG_TAG_MESSAGE, text, sizeof(text))) {
         DEBUG(p, "progress %d message relayed (style %d)", (int)kind, (int)style);
         if (!say_in_prompt(p, style == TG_STYLE_ERROR ? PAM_ERROR_MSG : PAM_TEXT_INFO, text))
             return client_gone(p);
     }
-    if (kind == TG_PROGRESS_PROMPT || kind == TG_PROGRESS_QUEUED)
+    if (kind == TG_PROGRESS_PROMPT || kind == TG_PROGRESS_QUEUED) {
+        p->takes_password = (flags & TG_FLAG_ACCEPTS_PASSWORD) != 0;
         return offer_keys(p);
+    }
     return KEEP_WAITING; /* a keepalive only restarts the silence deadline */
-}
-
-/* The password step may follow only where the module can ask: policy biometrics-or-password,
- * not noinput, and a refusal the daemon marked (it leaves the mark off during back-off). */
-static bool asks_password(const struct prompt *p, const struct tg_frame *frame, int32_t code)
-{
-    int32_t flags = 0;
-    return code != TG_OK && tg_frame_int(frame, TG_TAG_FLAGS, &flags) &&
-           (flags & TG_FLAG_ASK_PASSWORD) != 0 &&
-           p->c->opt->policy == TG_POLICY_BIOMETRICS_OR_PASSWORD && !p->c->opt->noinput &&
-           !p->password_sent;
 }
 
 static int on_result(struct prompt *p, const struct tg_frame *frame)
 {
     char text[TG_MAX_STRING + 1];
-    char reason[TG_MAX_STRING + 1];
     int32_t code;
+    int32_t flags = 0;
 
     if (!tg_frame_int(frame, TG_TAG_CODE, &code))
         return protocol_error(p, TG_FAIL_MALFORMED_REPLY, "result without CODE");
     finish_keys(p); /* the daemon decided: the terminal is put back before anything is shown */
-    bool has_reason = tg_frame_string(frame, TG_TAG_REASON, reason, sizeof(reason));
-    bool by_password = has_reason && strcmp(reason, "password") == 0;
+    tg_frame_int(frame, TG_TAG_FLAGS, &flags); /* absent: 0, every flag "no" */
+    bool by_password = (flags & TG_FLAG_BY_PASSWORD) != 0;
     if (code == TG_ERR_BUSY) {
         tg_say(p->c, PAM_ERROR_MSG, tg_busy_text(p->c)); /* too many connections: our own words */
     } else if (code != TG_OK && tg_frame_string(frame, TG_TAG_MESSAGE, text, sizeof(text))) {
@@ -251,15 +245,18 @@ static int on_result(struct prompt *p, const struct tg_frame *frame)
         else
             tg_say(p->c, PAM_ERROR_MSG, text); /* every other refusal says why */
     }
-    int rc = tg_outcome_to_pam(code, has_reason ? reason : NULL);
+    int rc = tg_outcome_to_pam(code, flags);
     if (rc == PAM_SUCCESS && by_password && p->password_sent)
         tg_hand_over(p->c,
                      p->line.buf); /* verified: later modules (pam_gnome_keyring) may use it */
     else if (rc == PAM_SUCCESS && !by_password)
         pam_set_data(p->c->pamh, TG_MATCH_KEY, "fingerprint", NULL); /* report mode stays quiet */
-    p->ask_password = asks_password(p, frame, code);
+    /* The daemon decides whether the password step follows (from the policy, NO_INPUT and the
+     * back-off); a success needs no second step, and under noinput the module asks nothing,
+     * whatever a reply says (its own fact, docs/spec.md §6). */
+    p->ask_password = code != TG_OK && (flags & TG_FLAG_ASK_PASSWORD) != 0 && !p->c->opt->noinput;
     tg_line_wipe(&p->line); /* a half-typed line is dropped when the daemon answers first */
-    DEBUG(p, "result code %d reason %s -> %s%s", (int)code, has_reason ? reason : "-",
+    DEBUG(p, "result code %d flags %#x -> %s%s", (int)code, (unsigned)flags,
           pam_strerror(p->c->pamh, rc), p->ask_password ? ", password next" : "");
     return rc;
 }

@@ -3,7 +3,7 @@ import TouchGatePolicy
 import TouchGateWire
 
 /// The rights of docs/spec.md §5's table.
-enum Right {
+public enum Right: Sendable {
     /// evaluate, canEvaluate, list, status, disable, domain state: root, or the user themself.
     case selfOrRoot
     /// lock, reset, password-success reports: root only.
@@ -21,29 +21,51 @@ extension Core {
         origin: Origin = Origin(), policy: EvaluationPolicy? = nil
     ) async -> Refusal? {
         guard isValidAccountName(user) else { return Refusal(.userUnknown, reason: nil, text: .userUnknown(user)) }
-        if !caller.isRoot && !(right != .rootOnly && caller.grants.contains(.actForOthers)) {
-            guard await names.name(of: caller.uid) == user else {
-                log.notice("refused a request for another user", metadata: ["user": "\(user)", "uid": "\(caller.uid)"])
-                return Refusal(.notPermitted, reason: nil, text: .notPermitted)
-            }
-            if right == .rootOnly {
-                log.notice("refused: needs root", metadata: ["user": "\(user)", "uid": "\(caller.uid)"])
-                return Refusal(.notPermitted, reason: nil, text: .notPermitted)
-            }
-        }
+        if let refusal = await refusalForAnotherAccount(caller, user, right) { return refusal }
         guard await names.exists(user) == true else {
             return Refusal(.userUnknown, reason: nil, text: .userUnknown(user))
         }
-        guard right == .selfWithPasswordOrRoot, !caller.isRoot, !caller.grants.contains(.changePrints) else {
-            return nil
-        }
-        guard let password else { return Refusal(.notPermitted, reason: "passwordNeeded", text: .passwordNeeded) }
+        guard Self.needsPassword(caller, right) else { return nil }
+        guard let password else { return Self.passwordNeeded }
         let ctx = EventContext(user: user, origin: origin, policy: policy, byUID: caller.uid)
         switch await verifyPassword(ctx, password) {
         case .correct: return nil
         case .refused(let refusal): return refusal
         }
     }
+
+    /// docs/spec.md §5's table alone, before any account is looked up: nil when `caller` may act
+    /// on `user` with `right` (`withPassword`: the request carries the user's password);
+    /// otherwise notPermitted, with reason `passwordNeeded` when only the password is missing.
+    /// For a front-end that has no authority of its own to ask (D-Bus without polkit).
+    public func permission(_ caller: Caller, _ user: String, _ right: Right, withPassword: Bool = false) async
+        -> Refusal?
+    {
+        if let refusal = await refusalForAnotherAccount(caller, user, right) { return refusal }
+        return Self.needsPassword(caller, right) && !withPassword ? Self.passwordNeeded : nil
+    }
+
+    /// notPermitted when the caller acts on an account not theirs without being root (or being
+    /// granted it by polkit), or asks a root-only action.
+    private func refusalForAnotherAccount(_ caller: Caller, _ user: String, _ right: Right) async -> Refusal? {
+        if caller.isRoot || (right != .rootOnly && caller.grants.contains(.actForOthers)) { return nil }
+        guard await names.name(of: caller.uid) == user else {
+            log.notice("refused a request for another user", metadata: ["user": "\(user)", "uid": "\(caller.uid)"])
+            return Refusal(.notPermitted, reason: nil, text: .notPermitted)
+        }
+        if right == .rootOnly {
+            log.notice("refused: needs root", metadata: ["user": "\(user)", "uid": "\(caller.uid)"])
+            return Refusal(.notPermitted, reason: nil, text: .notPermitted)
+        }
+        return nil
+    }
+
+    /// The user's own prints change only with their password, unless root or polkit's enroll says so.
+    private static func needsPassword(_ caller: Caller, _ right: Right) -> Bool {
+        right == .selfWithPasswordOrRoot && !caller.isRoot && !caller.grants.contains(.changePrints)
+    }
+
+    static let passwordNeeded = Refusal(.notPermitted, reason: .passwordNeeded, text: .passwordNeeded)
 
     /// The caller's account name (nil for root callers that need none, or an unknown uid).
     func name(of caller: Caller) async -> String? {

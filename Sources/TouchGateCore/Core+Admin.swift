@@ -11,7 +11,7 @@ extension Core {
         if case .unsafe(let why) = found {
             // Prints that cannot be read are not "no prints": the caller is told, never misled.
             log.error("prints of \(user) cannot be listed: \(why)")
-            return Refusal(.internalError, reason: "printsUnsafe", text: .printsUnsafe)
+            return Refusal(.internalError, reason: .printsUnsafe, text: .printsUnsafe)
         }
         var reply = Reply.success()
         reply.fingers = found.prints.map(\.finger)
@@ -128,7 +128,7 @@ extension Core {
         let refusal = await preflight(user: user, rhost: nil)
         doc.canEvaluate = .init(
             code: refusal?.outcome.rawValue ?? 0, name: refusal?.outcome.name ?? "success",
-            reason: refusal?.reason ?? "")
+            reason: refusal?.reason?.rawValue ?? "")
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         var reply = Reply.success()

@@ -12,7 +12,7 @@ extension Core {
             return refusal
         }
         guard let info = await readerInfo() else {
-            return Refusal(.biometryNotAvailable, reason: "noReader", text: .noReader)
+            return Refusal(.biometryNotAvailable, reason: .noReader, text: .noReader)
         }
         let ctx = EventContext(user: user, origin: origin, policy: nil, byUID: caller.uid)
         let scanned: Result<[UInt8], Reply>? = await runPrompt(input, acceptsPassword: false) { prompt in
@@ -60,7 +60,7 @@ extension Core {
                 return .failure(refusal(for: failure, timeout: 0))
             }
         }
-        guard let scanned else { return Refusal(.appCancel, reason: "clientGone", text: .cancelled) }
+        guard let scanned else { return Refusal(.appCancel, reason: .clientGone, text: .cancelled) }
         let template: [UInt8]
         switch scanned {
         case .failure(let reply): return reply
@@ -114,14 +114,14 @@ extension Core {
                 caller.isRoot
                 ? .alreadyEnrolledFor(found.finger, user: found.user)
                 : found.user == user ? .alreadyEnrolled(found.finger) : .enrolledForAnotherUser
-            return .some(.failure(Refusal(.duplicate, reason: "duplicate", text: text)))
+            return .some(.failure(Refusal(.duplicate, reason: .duplicate, text: text)))
         }
     }
 
     /// nil: the client went away (nothing to answer).
     private func interrupted(_ interrupt: Interrupt) -> Result<[UInt8], Reply>? {
         switch interrupt {
-        case .cancelled, .typedPassword: return .failure(Refusal(.appCancel, reason: "cancelled", text: .cancelled))
+        case .cancelled, .typedPassword: return .failure(Refusal(.appCancel, reason: .cancelled, text: .cancelled))
         case .clientGone: return nil
         case .systemCancel(let refusal): return .failure(refusal)
         }

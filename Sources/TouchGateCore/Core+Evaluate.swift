@@ -4,6 +4,26 @@ import TouchGatePolicy
 import TouchGateReader
 import TouchGateWire
 
+/// The one place that decides what a password may do in an evaluation (deviceOwnerAuthentication).
+/// The client says only what it alone knows (the policy its configuration names, whether it takes
+/// input at all, whether it reads keys during the prompt); the replies carry the decision as flags
+/// (docs/spec.md §6), and front-ends and the PAM module follow them.
+extension EvaluateRequest {
+    /// A password typed at the prompt is sent to the daemon and checked here (PASSWORD frame).
+    public var acceptsTypedPassword: Bool { policy == .biometricsOrPassword && !noInput && !noTerminal }
+
+    /// A refused or failed fingerprint is followed by the password, which the client asks for and
+    /// sends back (VERIFY_PASSWORD); it needs input, not keys during the prompt.
+    public var offersPasswordStep: Bool { policy == .biometricsOrPassword && !noInput }
+
+    /// A prompt's progress, marked when a password typed at it is taken.
+    func offering(_ progress: ProgressEvent) -> ProgressEvent {
+        var marked = progress
+        marked.acceptsPassword = acceptsTypedPassword
+        return marked
+    }
+}
+
 extension Core {
     /// canEvaluatePolicy: the answer an evaluation would start with, without touching the reader.
     public func canEvaluate(user: String, policy: EvaluationPolicy, rhost: String?, caller: Caller) async -> Reply {
@@ -18,20 +38,17 @@ extension Core {
     {
         if let refusal = await authorize(caller, r.user, .selfOrRoot) { return refusal }
         let ctx = EventContext(user: r.user, origin: r.origin, policy: r.policy, byUID: caller.uid)
-        let acceptsPassword = r.policy == .biometricsOrPassword
-        // deviceOwnerAuthentication: a refused or failed fingerprint is followed by the password,
-        // which the client asks for and sends back (VERIFY_PASSWORD) — not when it takes no input.
-        let offersPassword = acceptsPassword && !r.noInput
         func finish(_ refusal: Refusal, method: String?) -> Reply {
             publishOutcome(ctx, method: method, outcome: refusal.outcome, reason: refusal.reason)
-            return offersPassword ? offeringPassword(refusal, user: r.user) : refusal
+            return r.offersPasswordStep ? offeringPassword(refusal, user: r.user) : refusal
         }
         if let refusal = await preflight(user: r.user, rhost: r.origin.rhost) {
             log.debug(
-                "evaluate refused: \(refusal.outcome.name) \(refusal.reason ?? "")", metadata: ["user": "\(r.user)"])
+                "evaluate refused: \(refusal.outcome.name) \(refusal.reason?.rawValue ?? "")",
+                metadata: ["user": "\(r.user)"])
             return finish(refusal, method: nil)
         }
-        let scan = await runPrompt(input, acceptsPassword: acceptsPassword) { prompt in
+        let scan = await runPrompt(input, acceptsPassword: r.acceptsTypedPassword) { prompt in
             await scanPhase(r, ctx, client: client, prompt: prompt)
         }
         switch scan {
@@ -39,8 +56,8 @@ extension Core {
             return reply.isSuccess ? reply : finish(reply, method: method)
         case .clientGone:
             log.info("client left mid-prompt: cancelled", metadata: ["user": "\(r.user)"])
-            publishOutcome(ctx, method: nil, outcome: .appCancel, reason: "clientGone")
-            return Refusal(.appCancel, reason: "clientGone", text: .cancelled)
+            publishOutcome(ctx, method: nil, outcome: .appCancel, reason: .clientGone)
+            return Refusal(.appCancel, reason: .clientGone, text: .cancelled)
         case .typedPassword(let password):
             // biometrics-or-password: the daemon checks the typed password itself, so back-off applies.
             return await answerTypedPassword(ctx, password)
@@ -64,7 +81,7 @@ extension Core {
         let ticket = queue.enqueue()
         defer { queue.leave(ticket) }
         if !ticket.granted.isSet {
-            client.show(ProgressEvent(.queued, .queued(ahead: queue.ahead(ticket))))
+            client.show(r.offering(ProgressEvent(.queued, .queued(ahead: queue.ahead(ticket)))))
             if case .second(let interrupt) = await firstOf(ticket.granted, prompt.interrupt) {
                 return ended(by: interrupt)
             }
@@ -80,10 +97,10 @@ extension Core {
         guard !usable.isEmpty || list.allSatisfy(\.damaged) else {
             // Only damaged prints for the fingers asked for: say which, as when every print is.
             guard !wanted.isEmpty else {
-                return .reply(Refusal(.biometryNotEnrolled, reason: "noPrints", text: .notEnrolled), method: nil)
+                return .reply(Refusal(.biometryNotEnrolled, reason: .noPrints, text: .notEnrolled), method: nil)
             }
             var refusal = Refusal(
-                .templateDamaged, reason: "templateDamaged", text: .templatesDamaged(wanted.map(\.finger)))
+                .templateDamaged, reason: .templateDamaged, text: .templatesDamaged(wanted.map(\.finger)))
             refusal.fingers = wanted.map(\.finger)
             return .reply(refusal, method: nil)
         }
@@ -98,7 +115,7 @@ extension Core {
             client.show(ProgressEvent(.retry, .templateDamaged(damaged.finger), style: .error))
         }
         if let interrupt = prompt.interrupt.value { return ended(by: interrupt) }
-        client.show(ProgressEvent(.prompt, .placeFinger(swipe: info.isSwipe)))
+        client.show(r.offering(ProgressEvent(.prompt, .placeFinger(swipe: info.isSwipe))))
 
         var failures = 0
         while true {
@@ -134,7 +151,7 @@ extension Core {
                 if let lockout { return .reply(lockout, method: "fingerprint") }
                 if failures >= maxTries {
                     return .reply(
-                        Refusal(.authenticationFailed, reason: "maxTries", text: .notRecognised(tries: failures)),
+                        Refusal(.authenticationFailed, reason: .maxTries, text: .notRecognised(tries: failures)),
                         method: "fingerprint")
                 }
                 client.show(ProgressEvent(.noMatch, .noMatch(triesLeft: maxTries - failures), style: .error))
@@ -147,7 +164,7 @@ extension Core {
 
     private func ended(by interrupt: Interrupt) -> ScanOutcome {
         switch interrupt {
-        case .cancelled: return .reply(Refusal(.appCancel, reason: "cancelled", text: .cancelled), method: nil)
+        case .cancelled: return .reply(Refusal(.appCancel, reason: .cancelled, text: .cancelled), method: nil)
         case .typedPassword(let p): return .typedPassword(p)
         case .clientGone: return .clientGone
         case .systemCancel(let refusal): return .reply(refusal, method: nil)
@@ -164,7 +181,7 @@ extension Core {
             return next
         }
         guard locked else { return nil }
-        var e = event("lockout", ctx, method: "fingerprint", outcome: .biometryLockout, reason: "lockout")
+        var e = event("lockout", ctx, method: "fingerprint", outcome: .biometryLockout, reason: .lockout)
         e.failedMatches = s.consecutiveFailedMatches
         events.publish(e)
         return refusal(for: .lockout)

@@ -71,7 +71,7 @@ extension Core {
         log.info(ok ? "reader reopened after sleep" : "no reader after sleep")
     }
 
-    static let suspendRefusal = Refusal(.systemCancel, reason: "suspend", text: .suspending)
+    static let suspendRefusal = Refusal(.systemCancel, reason: .suspend, text: .suspending)
 }
 
 /// The core as a service: its state is read on demand, so starting is nothing; stopping writes every

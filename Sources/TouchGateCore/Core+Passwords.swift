@@ -16,9 +16,9 @@ extension Core {
         if case .state(let s) = stored,
             case .refused(.backoff(let left)) = policyEngine.canAttemptPassword(s, at: clock.now())
         {
-            publishOutcome(ctx, method: "password", outcome: .passwordBackoff, reason: "backoff")
+            publishOutcome(ctx, method: "password", outcome: .passwordBackoff, reason: .backoff)
             return .refused(
-                Refusal(.passwordBackoff, reason: "backoff", text: .backoff(seconds: Int(left)), seconds: Int(left)))
+                Refusal(.passwordBackoff, reason: .backoff, text: .backoff(seconds: Int(left)), seconds: Int(left)))
         }
         switch await checkWithDeadline(user: ctx.user, password: password) {
         case .correct:
@@ -41,22 +41,22 @@ extension Core {
                 log.error("cannot record wrong password: \(error)")
                 return .refused(Self.storageFailure)
             }
-            var e = event("outcome", ctx, method: "password", outcome: .authenticationFailed, reason: "wrongPassword")
+            var e = event("outcome", ctx, method: "password", outcome: .authenticationFailed, reason: .wrongPassword)
             e.wrongPasswords = count
             events.publish(e)
+            var wrong = Refusal(.authenticationFailed, reason: .wrongPassword, text: .wrongPassword)
             if let backoff {
-                return .refused(
-                    Refusal(
-                        .authenticationFailed, reason: "wrongPassword",
-                        text: .wrongPasswordBackoff(seconds: Int(backoff)), seconds: Int(backoff)))
+                wrong.text = .wrongPasswordBackoff(seconds: Int(backoff))
+                wrong.seconds = Int(backoff)
             }
-            return .refused(Refusal(.authenticationFailed, reason: "wrongPassword", text: .wrongPassword))
+            wrong.byPassword = true
+            return .refused(wrong)
         case .notSet:
-            publishOutcome(ctx, method: "password", outcome: .passwordNotSet, reason: "passwordNotSet")
-            return .refused(Refusal(.passwordNotSet, reason: "passwordNotSet", text: .passwordNotSet))
+            publishOutcome(ctx, method: "password", outcome: .passwordNotSet, reason: .passwordNotSet)
+            return .refused(Refusal(.passwordNotSet, reason: .passwordNotSet, text: .passwordNotSet))
         case .unavailable(let why):
             log.error("password check unavailable: \(why)")
-            return .refused(Refusal(.internalError, reason: "passwordService", text: .internalError))
+            return .refused(Refusal(.internalError, reason: .passwordService, text: .internalError))
         }
     }
 
@@ -100,7 +100,7 @@ extension Core {
             return policyEngine.recordPasswordSuccess(s, in: env)
         }
         if wasLocked {
-            events.publish(event("unlock", ctx, method: "password", outcome: .success, reason: "passwordSuccess"))
+            events.publish(event("unlock", ctx, method: "password", outcome: .success, reason: .passwordSuccess))
         }
     }
 
@@ -110,7 +110,7 @@ extension Core {
     func offeringPassword(_ refusal: Refusal, user: String) -> Refusal {
         let passwordNext =
             refusal.outcome == .biometryLockout || refusal.outcome == .passwordRequired
-            || (refusal.outcome == .authenticationFailed && refusal.reason == "maxTries")
+            || (refusal.outcome == .authenticationFailed && refusal.reason == .maxTries)
         guard passwordNext else { return refusal }
         var offer = refusal
         if case .state(let s)? = states.cached(user),
@@ -139,7 +139,7 @@ extension Core {
         switch await verifyPassword(ctx, password) {
         case .correct:
             publishOutcome(ctx, method: "password", outcome: .success, reason: nil)
-            return .success(.passwordAccepted, reason: "password")
+            return .passwordVerified
         case .refused(let refusal):
             return refusal  // already published by verifyPassword
         }
@@ -154,7 +154,7 @@ extension Core {
             log.error("cannot record password success: \(error)")
             return Self.storageFailure
         }
-        publishOutcome(ctx, method: "password", outcome: .success, reason: "pamStack")
+        publishOutcome(ctx, method: "password", outcome: .success, reason: .pamStack)
         return .success()
     }
 }

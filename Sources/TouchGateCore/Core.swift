@@ -109,21 +109,21 @@ public struct CoreSetup: Sendable {
     /// Never touches the reader; prints and states are cached, so it answers in microseconds.
     func preflight(user: String, rhost: String?) async -> Refusal? {
         if let rhost, !rhost.isEmpty, !allowRemote {
-            return Refusal(.biometryNotAvailable, reason: "remote", text: .remoteSession)
+            return Refusal(.biometryNotAvailable, reason: .remote, text: .remoteSession)
         }
         let info = await readerInfo()
         let stored = await states.load(user)
         guard case .state(let state) = stored else {
-            return Refusal(.biometryLockout, reason: "stateUnreadable", text: .stateUnreadable)
+            return Refusal(.biometryLockout, reason: .stateUnreadable, text: .stateUnreadable)
         }
         let list = await prints.list(user, device: info?.deviceKey)
         if case .unsafe(let why) = list {
             log.error("prints of \(user) refused: \(why)")
-            return Refusal(.biometryNotAvailable, reason: "printsUnsafe", text: .printsUnsafe)
+            return Refusal(.biometryNotAvailable, reason: .printsUnsafe, text: .printsUnsafe)
         }
         let env = environment(prints: list.prints, readerAvailable: info != nil)
         if env.enrollmentSnapshot != nil && !state.enabled {
-            return Refusal(.biometryNotEnrolled, reason: "notEnabled", text: .notEnabled)
+            return Refusal(.biometryNotEnrolled, reason: .notEnabled, text: .notEnabled)
         }
         let damaged = list.prints.filter(\.damaged).map(\.finger)
         if case .refused(let r) = policyEngine.canEvaluateBiometrics(state, in: env) {
@@ -135,7 +135,7 @@ public struct CoreSetup: Sendable {
             return refused
         }
         if damaged.count == list.prints.count {
-            var refusal = Refusal(.templateDamaged, reason: "templateDamaged", text: .templatesDamaged(damaged))
+            var refusal = Refusal(.templateDamaged, reason: .templateDamaged, text: .templatesDamaged(damaged))
             refusal.fingers = damaged
             return refusal
         }
@@ -155,35 +155,35 @@ public struct CoreSetup: Sendable {
 
     func refusal(for r: BiometricRefusal) -> Refusal {
         switch r {
-        case .notAvailable: return Refusal(.biometryNotAvailable, reason: "noReader", text: .noReader)
-        case .notEnrolled: return Refusal(.biometryNotEnrolled, reason: "noPrints", text: .notEnrolled)
+        case .notAvailable: return Refusal(.biometryNotAvailable, reason: .noReader, text: .noReader)
+        case .notEnrolled: return Refusal(.biometryNotEnrolled, reason: .noPrints, text: .notEnrolled)
         case .lockout:
-            return Refusal(.biometryLockout, reason: "lockout", text: .lockout(attempts: config.lockoutThreshold))
+            return Refusal(.biometryLockout, reason: .lockout, text: .lockout(attempts: config.lockoutThreshold))
         case .passwordRequired(let reason):
-            return Refusal(.passwordRequired, reason: reason.rawValue, text: .passwordRequired(reason))
+            return Refusal(.passwordRequired, reason: Reason(reason), text: .passwordRequired(reason))
         }
     }
 
     /// The one mapping from a reader failure to what the client is told.
     func refusal(for failure: ReaderFailure, timeout: Int) -> Refusal {
         switch failure {
-        case .noReader: return Refusal(.biometryNotAvailable, reason: "noReader", text: .noReader)
-        case .removed: return Refusal(.biometryNotAvailable, reason: "removed", text: .readerRemoved)
-        case .tooHot: return Refusal(.biometryNotAvailable, reason: "tooHot", text: .readerTooHot)
-        case .busy: return Refusal(.biometryNotAvailable, reason: "busy", text: .readerBusy)
-        case .timedOut: return Refusal(.timeout, reason: "timeout", text: .timedOut(seconds: timeout))
-        case .cancelled: return Refusal(.systemCancel, reason: "cancelled", text: .cancelled)
-        case .protocolError: return Refusal(.biometryNotAvailable, reason: "protocol", text: .readerProtocolError)
-        case .storageFull: return Refusal(.internalError, reason: "storageFull", text: .readerStorageFull)
-        case .duplicate: return Refusal(.duplicate, reason: "duplicate", text: .enrolledOnReader)
-        case .deviceError: return Refusal(.biometryNotAvailable, reason: "readerError", text: .readerFailed)
+        case .noReader: return Refusal(.biometryNotAvailable, reason: .noReader, text: .noReader)
+        case .removed: return Refusal(.biometryNotAvailable, reason: .removed, text: .readerRemoved)
+        case .tooHot: return Refusal(.biometryNotAvailable, reason: .tooHot, text: .readerTooHot)
+        case .busy: return Refusal(.biometryNotAvailable, reason: .busy, text: .readerBusy)
+        case .timedOut: return Refusal(.timeout, reason: .timeout, text: .timedOut(seconds: timeout))
+        case .cancelled: return Refusal(.systemCancel, reason: .cancelled, text: .cancelled)
+        case .protocolError: return Refusal(.biometryNotAvailable, reason: .readerProtocol, text: .readerProtocolError)
+        case .storageFull: return Refusal(.internalError, reason: .storageFull, text: .readerStorageFull)
+        case .duplicate: return Refusal(.duplicate, reason: .duplicate, text: .enrolledOnReader)
+        case .deviceError: return Refusal(.biometryNotAvailable, reason: .readerError, text: .readerFailed)
         case .invalidTemplate, .failed:
-            return Refusal(.biometryNotAvailable, reason: "readerError", text: .internalError)
+            return Refusal(.biometryNotAvailable, reason: .readerError, text: .internalError)
         }
     }
 
-    static let storageFailure = Refusal(.internalError, reason: "storage", text: .internalError)
-    static let shutdownRefusal = Refusal(.systemCancel, reason: "shutdown", text: .shuttingDown)
+    static let storageFailure = Refusal(.internalError, reason: .storage, text: .internalError)
+    static let shutdownRefusal = Refusal(.systemCancel, reason: .shutdown, text: .shuttingDown)
 
     // MARK: events
 
@@ -201,7 +201,11 @@ public struct CoreSetup: Sendable {
         return e
     }
 
-    func publishOutcome(_ ctx: EventContext, method: String?, outcome: Outcome, reason: String?) {
+    func event(_ kind: String, _ ctx: EventContext, method: String?, outcome: Outcome, reason: Reason?) -> AuthEvent {
+        event(kind, ctx, method: method, outcome: outcome, reason: reason?.rawValue)
+    }
+
+    func publishOutcome(_ ctx: EventContext, method: String?, outcome: Outcome, reason: Reason?) {
         var e = event("outcome", ctx, method: method, outcome: outcome, reason: reason)
         if case .state(let s)? = states.cached(ctx.user) {
             e.failedMatches = s.consecutiveFailedMatches
@@ -217,6 +221,19 @@ struct EventContext: Sendable {
     var origin: Origin
     var policy: EvaluationPolicy?
     var byUID: UInt32
+}
+
+extension Reason {
+    /// passwordRequired's reasons travel under the same names.
+    init(_ r: PasswordRequiredReason) {
+        switch r {
+        case .boot: self = .boot
+        case .idle: self = .idle
+        case .interval: self = .interval
+        case .enrollmentChanged: self = .enrollmentChanged
+        case .adminLock: self = .adminLock
+        }
+    }
 }
 
 extension ReaderInfo {

@@ -1,5 +1,6 @@
 // Which events the Linux audit system hears, and as what: pure; the daemon's LinuxAudit sends them.
 import Glibc
+import TouchGateWire
 
 /// One record for libaudit's audit_log_acct_message, as pam_unix and pam_faillock write theirs.
 public struct LinuxAuditRecord: Equatable, Sendable {
@@ -19,7 +20,7 @@ public struct LinuxAuditRecord: Equatable, Sendable {
     /// Passwords the daemon did not check itself: one refused during the back-off is never
     /// checked, and one the PAM stack accepted (the report line) was checked, and audited, by
     /// pam_unix through libpam.
-    static let uncheckedPasswordReasons: Set<String> = ["backoff", "pamStack"]
+    static let uncheckedPasswordReasons: Set<Reason> = [.backoff, .pamStack]
 
     /// An authentication outcome of the reader or of a password the daemon checked is a
     /// USER_AUTH record (res=success or failed); a lockout is also an ANOM_LOGIN_FAILURES record,
@@ -28,7 +29,8 @@ public struct LinuxAuditRecord: Equatable, Sendable {
     public static func records(for event: AuthEvent) -> [LinuxAuditRecord] {
         let operation: String, kind: Kind, success: Bool
         switch (event.event, event.method) {
-        case ("outcome", "password"?) where event.reason.map(uncheckedPasswordReasons.contains) ?? false:
+        case ("outcome", "password"?)
+        where event.reason.flatMap(Reason.init(rawValue:)).map(uncheckedPasswordReasons.contains) ?? false:
             return []
         case ("outcome", "fingerprint"?), ("outcome", "password"?):
             operation = "touchgate:\(event.method!)"

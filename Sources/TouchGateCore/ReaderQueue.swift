@@ -74,6 +74,7 @@ extension Core {
     /// task is cancelled (the client went away).
     func runPrompt<T>(_ input: PromptInput, acceptsPassword: Bool, _ body: (ActivePrompt) async -> T) async -> T {
         let prompt = ActivePrompt(input: input, acceptsPassword: acceptsPassword)
+        if acceptsPassword { input.acceptsPassword = true }  // kept to the end: a late one is ignored, not refused
         let key = ObjectIdentifier(prompt)
         activePrompts[key] = prompt
         defer { activePrompts[key] = nil }

@@ -42,14 +42,17 @@ public struct EvaluateRequest: Sendable {
     public var timeoutSeconds: Int?
     /// The client takes no input (GDM style): it cannot ask for a password afterwards.
     public var noInput: Bool
+    /// The client reads no keys during the prompt (no terminal); it may still ask a password after it.
+    public var noTerminal: Bool
     /// Only these fingers (fprintd's VerifyStart with a finger name); nil: any enrolled finger.
     public var fingers: [Finger]?
     public init(
         user: String, policy: EvaluationPolicy, origin: Origin = Origin(), maxTries: Int? = nil,
-        timeoutSeconds: Int? = nil, noInput: Bool = false, fingers: [Finger]? = nil
+        timeoutSeconds: Int? = nil, noInput: Bool = false, noTerminal: Bool = false, fingers: [Finger]? = nil
     ) {
         self.user = user; self.policy = policy; self.origin = origin; self.maxTries = maxTries
-        self.timeoutSeconds = timeoutSeconds; self.noInput = noInput; self.fingers = fingers
+        self.timeoutSeconds = timeoutSeconds; self.noInput = noInput; self.noTerminal = noTerminal
+        self.fingers = fingers
     }
 }
 
@@ -57,29 +60,38 @@ public struct EvaluateRequest: Sendable {
 /// and the values some requests return.
 public struct Reply: Error, Sendable, Equatable {
     public var outcome: Outcome
-    public var reason: String?
+    public var reason: Reason?
     public var text: Text?
     public var seconds: Int?
     /// deviceOwnerAuthentication: the client should ask for the password now (VERIFY_PASSWORD).
     public var askPassword = false
+    /// The answer judges a password the daemon checked (verified, or wrong), not a fingerprint.
+    public var byPassword = false
     public var fingers: [Finger] = []
     public var devices: [String] = []
     public var domainState: String?
     public var json: String?
 
-    public init(_ outcome: Outcome, reason: String? = nil, text: Text? = nil, seconds: Int? = nil) {
+    public init(_ outcome: Outcome, reason: Reason? = nil, text: Text? = nil, seconds: Int? = nil) {
         self.outcome = outcome; self.reason = reason; self.text = text; self.seconds = seconds
     }
 
-    public init(outcome: Outcome, reason: String?, text: Text?, seconds: Int? = nil) {
+    public init(outcome: Outcome, reason: Reason?, text: Text?, seconds: Int? = nil) {
         self.init(outcome, reason: reason, text: text, seconds: seconds)
     }
 
-    public static func success(_ text: Text? = nil, reason: String? = nil) -> Reply {
+    public static func success(_ text: Text? = nil, reason: Reason? = nil) -> Reply {
         Reply(.success, reason: reason, text: text)
     }
 
     public var isSuccess: Bool { outcome == .success }
+
+    /// A password the daemon checked and accepted (reason `password` kept for older clients).
+    public static var passwordVerified: Reply {
+        var r = Reply.success(.passwordAccepted, reason: .password)
+        r.byPassword = true
+        return r
+    }
 }
 
 /// A refusal as the client sees it: code, machine reason, sentence, seconds left.
@@ -92,6 +104,8 @@ public struct ProgressEvent: Sendable, Equatable {
     public var text: Text?
     public var stage: Int?
     public var stages: Int?
+    /// A prompt (or its place in the queue) at which a typed password is taken and checked by the daemon.
+    public var acceptsPassword = false
     public init(_ kind: ProgressKind, _ text: Text?, style: MessageStyle = .info, stage: Int? = nil, stages: Int? = nil)
     {
         self.kind = kind; self.text = text; self.style = style; self.stage = stage; self.stages = stages
@@ -113,6 +127,9 @@ public struct ProgressEvent: Sendable, Equatable {
     }
 
     let events = OneShot<Event>()
+    /// Whether the running prompt takes a typed password: set by the core when the prompt starts,
+    /// so a front-end passes `.password` on only then (and refuses it as out of place otherwise).
+    public internal(set) var acceptsPassword = false
     public init() {}
 
     /// The first event counts; later ones are ignored (a prompt ends once).

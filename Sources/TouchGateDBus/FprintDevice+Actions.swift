@@ -65,14 +65,16 @@ enum FprintStatus {
         }
     }
 
+    /// fprintd: a removed reader or a protocol error is a disconnection.
+    static let disconnections: Set<Reason> = [.removed, .tooHot, .readerProtocol]
+
     /// The final VerifyStatus for the core's answer; nil when the client stopped it.
     static func verifyResult(_ r: Reply) -> String? {
         switch r.outcome {
         case .success: return "verify-match"
         // A failed match (also the one that locked biometrics out: the next VerifyStart says so).
         case .authenticationFailed, .biometryLockout: return "verify-no-match"
-        // fprintd: a removed reader or a protocol error is a disconnection.
-        case .biometryNotAvailable where ["removed", "tooHot", "protocol"].contains(r.reason):
+        case .biometryNotAvailable where r.reason.map(disconnections.contains) ?? false:
             return "verify-disconnected"
         case .appCancel: return nil
         // Suspend or shutdown ended it: not a failed match (fprintd says no-match), so clients such
@@ -84,14 +86,24 @@ enum FprintStatus {
     static func enrollResult(_ r: Reply) -> String? {
         switch r.outcome {
         case .success: return "enroll-completed"
-        case .biometryNotAvailable where ["removed", "tooHot", "protocol"].contains(r.reason):
+        case .biometryNotAvailable where r.reason.map(disconnections.contains) ?? false:
             return "enroll-disconnected"
         case .duplicate: return "enroll-duplicate"
-        case .internalError where r.reason == "storageFull": return "enroll-data-full"
+        case .internalError where r.reason == .storageFull: return "enroll-data-full"
         case .appCancel: return nil
         // The daemon ended it (suspend, shutdown): fprintd's word for a cancelled enrollment.
         case .internalError, .notPermitted, .systemCancel: return "enroll-failed"
         default: return "enroll-unknown-error"
+        }
+    }
+}
+
+extension FprintAction {
+    /// The right of the core's table (docs/spec.md §5) this action stands for when polkit is absent.
+    var right: Right {
+        switch self {
+        case .verify, .setUsername: return .selfOrRoot
+        case .enroll: return .selfWithPasswordOrRoot
         }
     }
 }
@@ -104,8 +116,14 @@ extension FprintDevice {
                 .alreadyInUse(action.verify ? "Verification already in progress" : "Enrollment already in progress"))
         }
         guard let claim else { return .failure(.claimDevice()) }
-        var caller = claim.caller
-        if let denied = await permit(call, &caller, [.verify]) { return .failure(denied) }
+        return await authorized(call, [.verify], as: claim) { _, caller in
+            await startVerifying(call, claim, caller)
+        }
+    }
+
+    private func startVerifying(_ call: Invocation, _ claim: Claim, _ caller: Caller) async
+        -> Result<[Variant], BusError>
+    {
         let name = call.string(0) ?? ""
         let finger = Finger(rawValue: name)  // "any", "" or an unknown name: any finger, as fprintd
         let enrolled = await core.list(user: claim.username, caller: caller)
@@ -160,8 +178,14 @@ extension FprintDevice {
                 .alreadyInUse(action.verify ? "Verification already in progress" : "Enrollment already in progress"))
         }
         guard let claim else { return .failure(.claimDevice()) }
-        var caller = claim.caller
-        if let denied = await permit(call, &caller, [.enroll]) { return .failure(denied) }
+        return await authorized(call, [.enroll], as: claim) { _, caller in
+            startEnrolling(call, claim, caller, finger)
+        }
+    }
+
+    private func startEnrolling(_ call: Invocation, _ claim: Claim, _ caller: Caller, _ finger: Finger)
+        -> Result<[Variant], BusError>
+    {
         if self.action != nil || self.claim?.sender != call.sender {
             return .failure(.alreadyInUse("Another operation is already in progress"))
         }

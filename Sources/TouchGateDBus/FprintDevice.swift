@@ -101,35 +101,45 @@ import TouchGateWire
 
     // MARK: who may
 
-    /// The user a call is for: "" (or the caller's own name) is the caller; another name needs
-    /// polkit's setusername (or, without polkit, root).
-    func resolveUser(_ call: Invocation, _ requested: String) async -> Result<(String, Caller), BusError> {
+    /// The one answer to "for whom, and may they": the user a call is for ("" or the caller's own
+    /// name is the caller; once claimed, the claim's user) and the caller with what polkit granted,
+    /// handed to `body`. Where polkit runs it decides, as fprintd has it, for every caller, root
+    /// included: `.setusername` for another user, then any one of `actions`. Without polkit the
+    /// core's own table (docs/spec.md §5) decides. Either way before anything else is answered.
+    func authorized(
+        _ call: Invocation, _ actions: [FprintAction], as claimed: Claim? = nil,
+        _ body: (_ user: String, _ caller: Caller) async -> Result<[Variant], BusError>
+    ) async -> Result<[Variant], BusError> {
         guard let authority = service.authority else { return .failure(.internalError("no bus")) }
-        var caller: Caller
-        switch await authority.caller(call.sender) {
-        case .failure(let e): return .failure(e)
-        case .success(let c): caller = c
+        var user: String, caller: Caller
+        if let claimed {
+            (user, caller) = (claimed.username, claimed.caller)
+        } else {
+            switch await authority.caller(call.sender) {
+            case .failure(let e): return .failure(e)
+            case .success(let c): caller = c
+            }
+            guard let own = await core.accountName(uid: caller.uid) else {
+                return .failure(.internalError("Failed to get information about user UID \(caller.uid)"))
+            }
+            let requested = call.string(0) ?? ""
+            user = requested.isEmpty ? own : requested
+            if user != own {
+                switch await authority.check(.setUsername, sender: call.sender, caller: caller) {
+                case .allowed: caller.grants.insert(.actForOthers)
+                case .denied(let why): return .failure(.permissionDenied(why))
+                case .noAuthority: break  // the core's table, below, lets only root act for another user
+                }
+            }
         }
-        guard let own = await core.accountName(uid: caller.uid) else {
-            return .failure(.internalError("Failed to get information about user UID \(caller.uid)"))
-        }
-        if requested.isEmpty || requested == own { return .success((own, caller)) }
-        switch await authority.check(.setUsername, sender: call.sender, caller: caller) {
-        case .allowed:
-            caller.grants.insert(.actForOthers)
-            return .success((requested, caller))
-        case .denied(let why): return .failure(.permissionDenied(why))
-        // Without polkit, docs/spec.md §5: root may act for anyone.
-        case .noAuthority where caller.isRoot:
-            caller.grants.insert(.actForOthers)
-            return .success((requested, caller))
-        case .noAuthority: return .failure(.permissionDenied("Not Authorized: only root may act for another user"))
-        }
+        if let denied = await permit(call, user, &caller, actions) { return .failure(denied) }
+        return await body(user, caller)
     }
 
-    /// fprintd's permission check: any one of `actions` suffices. Without polkit, docs/spec.md §5: the user
-    /// (or root) may verify; changing prints needs the password, which D-Bus cannot ask for.
-    func permit(_ call: Invocation, _ caller: inout Caller, _ actions: [FprintAction]) async -> BusError? {
+    /// fprintd's permission check: any one of `actions` suffices; without polkit, the core's table.
+    private func permit(_ call: Invocation, _ user: String, _ caller: inout Caller, _ actions: [FprintAction]) async
+        -> BusError?
+    {
         guard let authority = service.authority else { return .internalError("no bus") }
         var denial: BusError?
         for action in actions {
@@ -139,13 +149,21 @@ import TouchGateWire
                 return nil
             case .denied(let why): denial = .permissionDenied(why)
             case .noAuthority:
-                if action == .verify || caller.isRoot { return nil }
-                denial = .permissionDenied(
-                    "Not Authorized: enrolling or deleting fingerprints needs your password, which this interface "
-                        + "cannot ask for without polkit; use 'touchgate enroll' or 'touchgate delete'")
+                guard let refusal = await core.permission(caller, user, action.right) else { return nil }
+                denial = Self.permissionDenied(refusal)
             }
         }
         return denial ?? .permissionDenied("Not Authorized")
+    }
+
+    /// The core's refusal in fprintd's words; D-Bus cannot carry the password the core wants.
+    static func permissionDenied(_ refusal: Refusal) -> BusError {
+        guard refusal.reason == .passwordNeeded else {
+            return .permissionDenied("Not Authorized: only root may act for another user")
+        }
+        return .permissionDenied(
+            "Not Authorized: enrolling or deleting fingerprints needs your password, which this interface "
+                + "cannot ask for without polkit; use 'touchgate enroll' or 'touchgate delete'")
     }
 
     /// nil when `call` comes from the client that claimed the device and nothing else runs.
@@ -159,20 +177,15 @@ import TouchGateWire
 
     private func claimDevice(_ call: Invocation) async -> Result<[Variant], BusError> {
         if claim != nil { return .failure(.alreadyInUse("Device was already claimed")) }
-        let user: String
-        var caller: Caller
-        switch await resolveUser(call, call.string(0) ?? "") {
-        case .failure(let e): return .failure(e)
-        case .success(let r): (user, caller) = r
+        return await authorized(call, [.verify, .enroll]) { user, caller in
+            // Re-checked after the awaits: a second claimer may have won meanwhile.
+            if claim != nil { return .failure(.alreadyInUse("Device was already claimed")) }
+            let sender = call.sender
+            let watch = service.watch(sender) { [weak self] in self?.clientVanished(sender) }
+            claim = Claim(sender: sender, username: user, caller: caller, watch: watch)
+            service.core.log.info("device claimed over D-Bus", metadata: ["user": "\(user)", "uid": "\(caller.uid)"])
+            return .success([])
         }
-        if let denied = await permit(call, &caller, [.verify, .enroll]) { return .failure(denied) }
-        // Re-checked after the awaits: a second claimer may have won meanwhile.
-        if claim != nil { return .failure(.alreadyInUse("Device was already claimed")) }
-        let sender = call.sender
-        let watch = service.watch(sender) { [weak self] in self?.clientVanished(sender) }
-        claim = Claim(sender: sender, username: user, caller: caller, watch: watch)
-        service.core.log.info("device claimed over D-Bus", metadata: ["user": "\(user)", "uid": "\(caller.uid)"])
-        return .success([])
     }
 
     private func release(_ call: Invocation) async -> Result<[Variant], BusError> {
@@ -200,33 +213,25 @@ import TouchGateWire
     // MARK: prints
 
     private func listEnrolled(_ call: Invocation) async -> Result<[Variant], BusError> {
-        let user: String
-        var caller: Caller
-        switch await resolveUser(call, call.string(0) ?? "") {
-        case .failure(let e): return .failure(e)
-        case .success(let r): (user, caller) = r
+        await authorized(call, [.verify]) { user, caller in
+            let reply = await core.list(user: user, caller: caller)
+            guard reply.isSuccess else { return .failure(Self.error(for: reply)) }
+            guard !reply.fingers.isEmpty else { return .failure(.noEnrolledPrints("Failed to discover prints")) }
+            return .success([V.array("s", reply.fingers.map { V.string($0.rawValue) })])
         }
-        if let denied = await permit(call, &caller, [.verify]) { return .failure(denied) }
-        let reply = await core.list(user: user, caller: caller)
-        guard reply.isSuccess else { return .failure(Self.error(for: reply)) }
-        guard !reply.fingers.isEmpty else { return .failure(.noEnrolledPrints("Failed to discover prints")) }
-        return .success([V.array("s", reply.fingers.map { V.string($0.rawValue) })])
     }
 
     private func delete(_ call: Invocation, finger: Finger?, needsClaim: Bool) async -> Result<[Variant], BusError> {
-        let user: String
-        var caller: Caller
         if needsClaim || claim != nil {
             if let e = checkClaimed(call) { return .failure(e) }
             if action != nil { return .failure(.alreadyInUse("Another operation is already in progress")) }
-            (user, caller) = (claim!.username, claim!.caller)
-        } else {
-            switch await resolveUser(call, call.string(0) ?? "") {
-            case .failure(let e): return .failure(e)
-            case .success(let r): (user, caller) = r
-            }
         }
-        if let denied = await permit(call, &caller, [.enroll]) { return .failure(denied) }
+        return await authorized(call, [.enroll], as: claim) { user, caller in
+            await deletePrints(user, caller, finger: finger)
+        }
+    }
+
+    private func deletePrints(_ user: String, _ caller: Caller, finger: Finger?) async -> Result<[Variant], BusError> {
         let reply = await core.delete(
             user: user, fingers: finger.map { [$0] } ?? [], all: finger == nil, password: nil,
             origin: Origin(service: FprintNames.bus), caller: caller)

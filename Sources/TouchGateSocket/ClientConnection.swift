@@ -17,7 +17,7 @@ import TouchGateWire
     private var partialSince: Int64?
     private(set) var closed = false
     /// The request in progress: its id, what the person does at it, and its task.
-    private var request: (id: UInt32, input: PromptInput?, task: Task<Void, Never>?, acceptsPassword: Bool)?
+    private var request: (id: UInt32, input: PromptInput?, task: Task<Void, Never>?)?
     private var keepalive: LoopTimer?
     private var lastSent = monotonicMilliseconds()
     private var subscription: UInt64?
@@ -86,12 +86,15 @@ import TouchGateWire
 
     private func handle(_ frame: Frame) {
         if let running = request {
-            // Mid-request only this request's CANCEL, or the password typed at its prompt.
+            // Mid-request only this request's CANCEL, or the password typed at a prompt the core
+            // said takes one.
             guard frame.requestID == running.id else { return protocolViolation("a frame for another request") }
             if frame.kind == .cancel {
                 running.input?.deliver(.cancel)
                 if subscription != nil { close(reason: nil) }  // a monitor ends when cancelled
-            } else if frame.kind == .password, running.acceptsPassword, let p = frame.string(.password) {
+            } else if frame.kind == .password, running.input?.acceptsPassword == true,
+                let p = frame.string(.password)
+            {
                 running.input?.deliver(.password(p))
             } else {
                 protocolViolation("\(frame.kind) during a request")
@@ -121,8 +124,7 @@ import TouchGateWire
     private func start(_ frame: Frame) {
         guard let core else { return close(reason: nil) }
         let input = PromptInput()
-        let accepts = frame.kind == .evaluate && frame.int(.policy) == EvaluationPolicy.biometricsOrPassword.rawValue
-        request = (frame.requestID, input, nil, accepts)
+        request = (frame.requestID, input, nil)
         keepalive = LoopTimer(milliseconds: WireLimits.keepaliveMilliseconds / 2) { [weak self] in
             self?.sendKeepaliveIfQuiet() ?? false
         }
@@ -182,14 +184,16 @@ import TouchGateWire
             fields.append(Field(.stage, Int32(stage)))
             fields.append(Field(.stages, Int32(stages)))
         }
+        if progress.acceptsPassword { fields.append(Field(.flags, WireLimits.flagAcceptsPassword)) }
         send(Frame(.progress, requestID: id, fields))
     }
 
     func reply(_ id: UInt32, _ r: Reply) {
         var fields = [Field(.code, r.outcome.rawValue)]
-        if let reason = r.reason { fields.append(Field(.reason, reason)) }
+        if let reason = r.reason { fields.append(Field(.reason, reason.rawValue)) }
         if let seconds = r.seconds { fields.append(Field(.seconds, Int32(clamping: seconds))) }
-        if r.askPassword { fields.append(Field(.flags, WireLimits.flagAskPassword)) }
+        let flags = (r.askPassword ? WireLimits.flagAskPassword : 0) | (r.byPassword ? WireLimits.flagByPassword : 0)
+        if flags != 0 { fields.append(Field(.flags, flags)) }
         if let text = r.text { fields.append(Field(.message, text.render(language))) }
         fields += r.fingers.map { Field(.finger, $0.rawValue) }
         fields += r.devices.map { Field(.device, $0) }

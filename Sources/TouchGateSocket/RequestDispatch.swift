@@ -15,10 +15,12 @@ import TouchGateWire
                 user: try frame.requireString(.user), policy: try policy(frame),
                 rhost: origin.rhost, caller: caller)
         case .evaluate:
+            // What only the client knows; the core decides from it (unknown bits are ignored).
+            let flags = frame.int(.flags) ?? 0
             let request = EvaluateRequest(
                 user: try frame.requireString(.user), policy: try policy(frame), origin: origin,
                 maxTries: frame.int(.maxTries).map(Int.init), timeoutSeconds: frame.int(.timeout).map(Int.init),
-                noInput: (frame.int(.flags) ?? 0) & WireLimits.flagNoInput != 0)
+                noInput: flags & WireLimits.flagNoInput != 0, noTerminal: flags & WireLimits.flagNoTerminal != 0)
             return await core.evaluate(request, caller: caller, client: connection, input: input)
         case .enroll:
             guard let finger = Finger(rawValue: try frame.requireString(.finger)) else { throw .wrongType(.finger) }

@@ -18,6 +18,12 @@ public enum WireLimits {
     public static let flagNoInput = Int32(TG_FLAG_NO_INPUT)
     /// A RESULT's FLAGS: ask for the password now and send it in VERIFY_PASSWORD.
     public static let flagAskPassword = Int32(TG_FLAG_ASK_PASSWORD)
+    /// EVALUATE's FLAGS: the client reads no keys at the prompt (it may still ask a password after it).
+    public static let flagNoTerminal = Int32(TG_FLAG_NO_TERMINAL)
+    /// A prompt's PROGRESS FLAGS: a password typed at it may be sent in PASSWORD; the daemon checks it.
+    public static let flagAcceptsPassword = Int32(TG_FLAG_ACCEPTS_PASSWORD)
+    /// A RESULT's FLAGS: the answer judges a password the daemon checked.
+    public static let flagByPassword = Int32(TG_FLAG_BY_PASSWORD)
 }
 
 public enum Kind: UInt8, Sendable, CaseIterable {

@@ -14,7 +14,8 @@ func sentence(for code: Int32, reason: String?, seconds: Int32?) -> String {
     switch outcome {
     case .success: return L("success", cli)
     case .authenticationFailed:
-        return reason == "wrongPassword" ? L("wrong password", cli) : L("fingerprint not recognised", cli)
+        return reason.flatMap(Reason.init(rawValue:)) == .wrongPassword
+            ? L("wrong password", cli) : L("fingerprint not recognised", cli)
     case .userCancel: return L("cancelled", cli)
     case .userFallback: return L("the password was chosen instead", cli)
     case .systemCancel: return L("cancelled by the system", cli)

@@ -138,6 +138,9 @@ def test_a_non_root_client_cannot_clear_its_own_lockout_without_the_password(wor
 # --- password back-off -------------------------------------------------------------------------
 
 
+BY_PASSWORD = 0x10  # TG_FLAG_BY_PASSWORD
+
+
 def wrong_password(world):
     return wire.request_as(ALICE_UID, world.socket, "enable", user="alice", password="not-it")
 
@@ -146,11 +149,13 @@ def test_five_wrong_passwords_lock_password_entry_for_a_minute(world, alice):
     for n in range(1, 5):
         r = wrong_password(world)
         assert (r["code"], r["reason"], r.get("seconds")) == (-1, "wrongPassword", None), (n, r)
+        assert r.get("flags") == BY_PASSWORD, r  # a judgement of a password, as clients follow it
     r = wrong_password(world)
     assert (r["code"], r["reason"], r["seconds"]) == (-1, "wrongPassword", 60), r
     # The sixth is refused without being checked, with about a minute left — even the right one.
     r = wire.request_as(ALICE_UID, world.socket, "enable", user="alice", password=PASSWORDS["alice"])
     assert r["code"] == -12 and r["reason"] == "backoff" and 55 <= r["seconds"] <= 60, r
+    assert r.get("flags") is None, r  # not checked, so not judged
     # The sentence says the same time, rounded up (a slow machine may already be under a minute).
     left = r["seconds"]
     assert ("1 minute" if left == 60 else "%d seconds" % left) in r["message"], r

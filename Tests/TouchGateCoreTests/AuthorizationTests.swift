@@ -94,7 +94,7 @@ import TouchGateWire
                     #expect(withPassword.outcome != .notPermitted, "\(request): \(withPassword)")
                     let without = try #require(await perform(request, core, who.caller, password: nil))
                     #expect(
-                        without == Refusal(.notPermitted, reason: "passwordNeeded", text: .passwordNeeded), "\(request)"
+                        without == Refusal(.notPermitted, reason: .passwordNeeded, text: .passwordNeeded), "\(request)"
                     )
                 case .no:
                     #expect(withPassword == notPermitted, "\(request): \(withPassword)")
@@ -102,6 +102,46 @@ import TouchGateWire
                     #expect(bed.passwords.calls == checksBefore, "\(request)")
                 }
             }
+        }
+    }
+
+    /// The table a front-end without an authority of its own asks (D-Bus without polkit) is the one
+    /// the requests are decided by: the same answer for a right as for its requests.
+    @Test(arguments: Who.allCases)
+    func theTableAloneAnswersAsTheRequestsAre(_ who: Who) async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            let stands: [(TouchGateCore.Right, Request)] = [
+                (.selfOrRoot, .list), (.selfWithPasswordOrRoot, .enroll), (.rootOnly, .lock),
+            ]
+            for (right, request) in stands {
+                let answer = await core.permission(who.caller, "alice", right)
+                let withPassword = await core.permission(who.caller, "alice", right, withPassword: true)
+                switch Self.right(who, request) {
+                case .yes:
+                    #expect(answer == nil && withPassword == nil, "\(right)")
+                case .withTheirPassword:
+                    #expect(answer == Refusal(.notPermitted, reason: .passwordNeeded, text: .passwordNeeded))
+                    #expect(withPassword == nil, "\(right)")
+                case .no:
+                    #expect(answer?.outcome == .notPermitted && answer?.reason == nil, "\(right)")
+                    #expect(withPassword == answer, "\(right)")
+                }
+            }
+            #expect(bed.passwords.calls == 0)  // the table never checks a password
+        }
+    }
+
+    @Test func whatPolkitGrantsWidensTheTableAsItSays() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            let changer = Caller(uid: Caller.alice.uid, pid: 1, grants: [.changePrints])
+            #expect(await core.permission(changer, "alice", .selfWithPasswordOrRoot) == nil)
+            let helper = Caller(uid: Caller.bob.uid, pid: 1, grants: [.actForOthers])
+            #expect(await core.permission(helper, "alice", .selfOrRoot) == nil)
+            #expect(await core.permission(helper, "alice", .rootOnly)?.outcome == .notPermitted)
         }
     }
 

@@ -7,7 +7,7 @@ import TouchGateWire
 
 @Suite("Core: canEvaluate")
 @CoreActor struct CanEvaluateTests {
-    let remoteRefusal = Refusal(.biometryNotAvailable, reason: "remote", text: .remoteSession)
+    let remoteRefusal = Refusal(.biometryNotAvailable, reason: .remote, text: .remoteSession)
 
     @Test func aRemoteSessionIsRefusedUnlessRemoteIsAllowed() async throws {
         try await withTestBed { bed in
@@ -36,14 +36,14 @@ import TouchGateWire
             try await bed.readyUser(first)
             await first.states.flush()
             let readerless = try bed.makeCore(reader: StubReader(info: nil))
-            #expect(await readerless.preflight() == Refusal(.biometryNotAvailable, reason: "noReader", text: .noReader))
+            #expect(await readerless.preflight() == Refusal(.biometryNotAvailable, reason: .noReader, text: .noReader))
         }
     }
 
     @Test func withoutPrintsBiometryIsNotEnrolled() async throws {
         try await withTestBed { bed in
             let core = try bed.makeCore()
-            #expect(await core.preflight() == Refusal(.biometryNotEnrolled, reason: "noPrints", text: .notEnrolled))
+            #expect(await core.preflight() == Refusal(.biometryNotEnrolled, reason: .noPrints, text: .notEnrolled))
         }
     }
 
@@ -52,7 +52,7 @@ import TouchGateWire
             let core = try bed.makeCore()
             try bed.plantPrint("alice", .rightIndex, bed.reader.print(user: "alice", finger: 7))
             try await core.states.update("alice", .beforeReply) { _ in UserState(enabled: false) }
-            #expect(await core.preflight() == Refusal(.biometryNotEnrolled, reason: "notEnabled", text: .notEnabled))
+            #expect(await core.preflight() == Refusal(.biometryNotEnrolled, reason: .notEnabled, text: .notEnabled))
         }
     }
 
@@ -98,7 +98,7 @@ import TouchGateWire
             #expect(
                 await core.preflight()
                     == Refusal(
-                        .passwordRequired, reason: "enrollmentChanged",
+                        .passwordRequired, reason: .enrollmentChanged,
                         text: .passwordRequired(.enrollmentChanged)))
             _ = try await core.prints.delete("alice", device: nil, fingers: [.leftThumb])
             #expect(await core.preflight() == nil)

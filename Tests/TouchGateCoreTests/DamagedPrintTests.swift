@@ -47,7 +47,7 @@ import TouchGateWire
             try await core.recordPasswordSuccess(context())
 
             var expected = Refusal(
-                .templateDamaged, reason: "templateDamaged", text: .templatesDamaged([.leftThumb, .rightIndex]))
+                .templateDamaged, reason: .templateDamaged, text: .templatesDamaged([.leftThumb, .rightIndex]))
             expected.fingers = [.leftThumb, .rightIndex]
             #expect(await core.canEvaluate(user: "alice", policy: .biometrics, rhost: nil, caller: .alice) == expected)
             let (running, client, _) = core.startEvaluate()

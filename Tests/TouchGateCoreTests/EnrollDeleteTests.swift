@@ -46,7 +46,7 @@ import TouchGateWire
             let core = try bed.makeCore()
             try await bed.readyUser(core)
             #expect(await core.disable(user: "alice", origin: Origin(), caller: .alice) == .success())
-            #expect(await core.preflight()?.reason == "notEnabled")
+            #expect(await core.preflight()?.reason == .notEnabled)
             let events = await core.collectEvents()
 
             #expect(await enroll(core, .leftThumb) == .success(.enrolled(.leftThumb)))
@@ -58,7 +58,7 @@ import TouchGateWire
             #expect(
                 await core.preflight()
                     == Refusal(
-                        .passwordRequired, reason: "enrollmentChanged",
+                        .passwordRequired, reason: .enrollmentChanged,
                         text: .passwordRequired(.enrollmentChanged)))
         }
     }
@@ -68,7 +68,7 @@ import TouchGateWire
             let core = try bed.makeCore()
             #expect(
                 await enroll(core, caller: .alice)
-                    == Refusal(.notPermitted, reason: "passwordNeeded", text: .passwordNeeded))
+                    == Refusal(.notPermitted, reason: .passwordNeeded, text: .passwordNeeded))
             #expect(await enroll(core, password: "hunter2", caller: .alice) == wrongPasswordRefusal)
             #expect(bed.reader.enrollments.isEmpty)
             #expect(!exists(bed.printPath("alice", .rightIndex)))
@@ -97,7 +97,7 @@ import TouchGateWire
         try await withTestBed { bed in
             let core = try bed.makeCore()
             bed.reader.scriptEnrollment(.fail(.removed))
-            #expect(await enroll(core) == Refusal(.biometryNotAvailable, reason: "removed", text: .readerRemoved))
+            #expect(await enroll(core) == Refusal(.biometryNotAvailable, reason: .removed, text: .readerRemoved))
             #expect(directoryEntries(bed.storePath) == [])
             #expect(!exists(bed.statePath("alice")))
         }
@@ -115,7 +115,7 @@ import TouchGateWire
             }
             #expect(await client.waitFor(.prompt))
             input.deliver(.cancel)
-            #expect(await running.value() == Refusal(.appCancel, reason: "cancelled", text: .cancelled))
+            #expect(await running.value() == Refusal(.appCancel, reason: .cancelled, text: .cancelled))
             #expect(bed.reader.cancellations == 1)
             #expect(directoryEntries(bed.storePath) == [])
         }
@@ -124,7 +124,7 @@ import TouchGateWire
     @Test func enrollingWithoutAReaderIsRefused() async throws {
         try await withTestBed(reader: StubReader(info: nil)) { bed in
             let core = try bed.makeCore()
-            #expect(await enroll(core) == Refusal(.biometryNotAvailable, reason: "noReader", text: .noReader))
+            #expect(await enroll(core) == Refusal(.biometryNotAvailable, reason: .noReader, text: .noReader))
             #expect(bed.reader.enrollments.isEmpty)
         }
     }
@@ -178,7 +178,7 @@ import TouchGateWire
             try await bed.enroll(core, finger: .leftThumb)
             #expect(await delete(core, [], all: true)?.fingers == [.leftThumb, .rightIndex])
             #expect(directoryEntries(bed.storePath) == [])
-            #expect(await core.preflight() == Refusal(.biometryNotEnrolled, reason: "noPrints", text: .notEnrolled))
+            #expect(await core.preflight() == Refusal(.biometryNotEnrolled, reason: .noPrints, text: .notEnrolled))
         }
     }
 
@@ -188,7 +188,7 @@ import TouchGateWire
             try await bed.readyUser(core)
             #expect(
                 await delete(core, [.rightIndex], caller: .alice)
-                    == Refusal(.notPermitted, reason: "passwordNeeded", text: .passwordNeeded))
+                    == Refusal(.notPermitted, reason: .passwordNeeded, text: .passwordNeeded))
             #expect(exists(bed.printPath("alice", .rightIndex)))
             #expect(
                 await delete(core, [.rightIndex], password: bed.passwords.correctPassword, caller: .alice)?.fingers == [

@@ -29,10 +29,10 @@ import TouchGateWire
             #expect(
                 await core.verifyPasswordRequest(
                     user: "alice", password: bed.passwords.correctPassword,
-                    origin: Origin(), caller: .alice) == .success(.passwordAccepted, reason: "password"))
+                    origin: Origin(), caller: .alice) == .passwordVerified)
             let (listening, typed) = await listeningPrompt(core, bed)
             typed.deliver(.password(bed.passwords.correctPassword))
-            #expect(await listening.value() == .success(.passwordAccepted, reason: "password"))
+            #expect(await listening.value() == .passwordVerified)
             #expect(bed.reader.cancellations == 1)
             #expect(bed.passwords.calls == 2)
             #expect(await core.state()?.biometryLockedOut == false)
@@ -66,7 +66,7 @@ import TouchGateWire
             input.deliver(.password(bed.passwords.correctPassword))
             #expect(
                 await running.value()
-                    == Refusal(.passwordBackoff, reason: "backoff", text: .backoff(seconds: 40), seconds: 40))
+                    == Refusal(.passwordBackoff, reason: .backoff, text: .backoff(seconds: 40), seconds: 40))
             #expect(bed.passwords.calls == 5)
         }
     }
@@ -77,7 +77,7 @@ import TouchGateWire
             try await bed.readyUser(core)
             let (running, input) = await listeningPrompt(core, bed, policy: .biometrics)
             input.deliver(.password(bed.passwords.correctPassword))
-            #expect(await running.value() == Refusal(.appCancel, reason: "cancelled", text: .cancelled))
+            #expect(await running.value() == Refusal(.appCancel, reason: .cancelled, text: .cancelled))
             #expect(bed.passwords.calls == 0)
         }
     }

@@ -24,11 +24,11 @@ import TouchGateWire
             #expect(!secondClient.kinds().contains(.prompt))
 
             firstInput.deliver(.cancel)
-            #expect(await first.value() == Refusal(.appCancel, reason: "cancelled", text: .cancelled))
+            #expect(await first.value() == Refusal(.appCancel, reason: .cancelled, text: .cancelled))
             #expect(await second.value() == .success(.recognised))
             #expect(secondClient.kinds() == [.queued, .prompt])
             // The third was next in line; its scan is not scripted, so the reader fails it.
-            #expect(await third.value()?.reason == "readerError")
+            #expect(await third.value()?.reason == .readerError)
             #expect(bed.reader.verifications.count == 3)
         }
     }
@@ -42,7 +42,7 @@ import TouchGateWire
 
             #expect(
                 await running.value()
-                    == Refusal(.authenticationFailed, reason: "maxTries", text: .notRecognised(tries: 3)))
+                    == Refusal(.authenticationFailed, reason: .maxTries, text: .notRecognised(tries: 3)))
             #expect(client.texts(.noMatch) == [.noMatch(triesLeft: 2), .noMatch(triesLeft: 1)])
             #expect(bed.reader.verifications.count == 3)
             #expect(await core.state()?.consecutiveFailedMatches == 3)
@@ -57,7 +57,7 @@ import TouchGateWire
                 .retry(.tooShort), .noMatch, .retry(.centerFinger), .retry(.removeFinger), .noMatch, .noMatch)
             let (running, client, _) = core.startEvaluate()
 
-            #expect(await running.value()?.reason == "maxTries")
+            #expect(await running.value()?.reason == .maxTries)
             #expect(client.texts(.retry) == [.retry(.tooShort), .retry(.centerFinger), .retry(.removeFinger)])
             #expect(bed.reader.verifications.count == 3)
             #expect(await core.state()?.consecutiveFailedMatches == 3)
@@ -70,7 +70,7 @@ import TouchGateWire
             try await bed.readyUser(core)
             let events = await core.collectEvents()
             bed.reader.script(.noMatch, .noMatch, .noMatch)
-            #expect(await core.startEvaluate().0.value()?.reason == "maxTries")
+            #expect(await core.startEvaluate().0.value()?.reason == .maxTries)
             #expect(try bed.stateOnDisk("alice")?.consecutiveFailedMatches == 3)
 
             // Across prompts: the second failure of the next one is the fifth in a row.
@@ -99,7 +99,7 @@ import TouchGateWire
             bed.reader.script(.noMatch)
 
             #expect(
-                await core.startEvaluate().0.value() == Refusal(.internalError, reason: "storage", text: .internalError)
+                await core.startEvaluate().0.value() == Refusal(.internalError, reason: .storage, text: .internalError)
             )
         }
     }
@@ -109,7 +109,7 @@ import TouchGateWire
             let core = try bed.makeCore()
             try await bed.readyUser(core)
             bed.reader.script(.noMatch, .noMatch, .noMatch, .noMatch, .match)
-            #expect(await core.startEvaluate().0.value()?.reason == "maxTries")
+            #expect(await core.startEvaluate().0.value()?.reason == .maxTries)
             #expect(await core.startEvaluate().0.value() == .success(.recognised))
             #expect(await core.state()?.consecutiveFailedMatches == 0)
             await core.states.flush()
@@ -117,8 +117,8 @@ import TouchGateWire
 
             // Four more in a row are still short of the five that lock.
             bed.reader.script(.noMatch, .noMatch, .noMatch, .noMatch)
-            #expect(await core.startEvaluate().0.value()?.reason == "maxTries")
-            #expect(await core.startEvaluate().0.value()?.reason == "readerError")  // unscripted: not counted
+            #expect(await core.startEvaluate().0.value()?.reason == .maxTries)
+            #expect(await core.startEvaluate().0.value()?.reason == .readerError)  // unscripted: not counted
             #expect(await core.preflight() == nil)
         }
     }
@@ -133,7 +133,7 @@ import TouchGateWire
             #expect(await client.waitFor(.prompt))
 
             input.deliver(.cancel)
-            #expect(await running.value() == Refusal(.appCancel, reason: "cancelled", text: .cancelled))
+            #expect(await running.value() == Refusal(.appCancel, reason: .cancelled, text: .cancelled))
             #expect(bed.reader.cancellations == 1)
             #expect(core.runningPrompts == 0)
             #expect(!core.queue.isBusy)
@@ -159,13 +159,13 @@ import TouchGateWire
 
             // A queued client goes: it is out at once, while the reader is still held.
             leaver.cancel()
-            #expect(await leaver.value() == Refusal(.appCancel, reason: "clientGone", text: .cancelled))
+            #expect(await leaver.value() == Refusal(.appCancel, reason: .clientGone, text: .cancelled))
             #expect(!holder.isFinished)
             #expect(TouchGateCoreTests.events(events.all, "outcome").last?.contains(#""reason":"clientGone""#) == true)
 
             // The holder's client goes: its scan is cancelled and the next in line gets the reader.
             holder.cancel()
-            #expect(await holder.value()?.reason == "clientGone")
+            #expect(await holder.value()?.reason == .clientGone)
             #expect(await waiter.value() == .success(.recognised))
             #expect(waiterClient.kinds() == [.queued, .prompt])
             #expect(!leaverClient.kinds().contains(.prompt))
@@ -185,7 +185,7 @@ import TouchGateWire
             #expect(await waiterClient.waitFor(.queued))
 
             core.beginShutdown()
-            let shutdown = Refusal(.systemCancel, reason: "shutdown", text: .shuttingDown)
+            let shutdown = Refusal(.systemCancel, reason: .shutdown, text: .shuttingDown)
             #expect(await holder.value() == shutdown)
             #expect(await waiter.value() == shutdown)
             let (late, lateClient, _) = core.startEvaluate()
@@ -200,12 +200,12 @@ import TouchGateWire
     }
 
     @Test(arguments: [
-        (ReaderFailure.removed, Refusal(.biometryNotAvailable, reason: "removed", text: .readerRemoved)),
-        (.tooHot, Refusal(.biometryNotAvailable, reason: "tooHot", text: .readerTooHot)),
-        (.noReader, Refusal(.biometryNotAvailable, reason: "noReader", text: .noReader)),
-        (.busy, Refusal(.biometryNotAvailable, reason: "busy", text: .readerBusy)),
-        (.timedOut, Refusal(.timeout, reason: "timeout", text: .timedOut(seconds: 30))),
-        (.invalidTemplate, Refusal(.biometryNotAvailable, reason: "readerError", text: .internalError)),
+        (ReaderFailure.removed, Refusal(.biometryNotAvailable, reason: .removed, text: .readerRemoved)),
+        (.tooHot, Refusal(.biometryNotAvailable, reason: .tooHot, text: .readerTooHot)),
+        (.noReader, Refusal(.biometryNotAvailable, reason: .noReader, text: .noReader)),
+        (.busy, Refusal(.biometryNotAvailable, reason: .busy, text: .readerBusy)),
+        (.timedOut, Refusal(.timeout, reason: .timeout, text: .timedOut(seconds: 30))),
+        (.invalidTemplate, Refusal(.biometryNotAvailable, reason: .readerError, text: .internalError)),
     ])
     func aReaderFailureEndsThePromptAtOnceAndSaysWhy(_ failure: ReaderFailure, _ expected: Refusal) async throws {
         try await withTestBed { bed in
@@ -228,7 +228,7 @@ import TouchGateWire
             let one = await within {
                 await core.evaluate(tight, caller: .root, client: CollectingClient(), input: PromptInput())
             }
-            #expect(one == Refusal(.authenticationFailed, reason: "maxTries", text: .notRecognised(tries: 1)))
+            #expect(one == Refusal(.authenticationFailed, reason: .maxTries, text: .notRecognised(tries: 1)))
 
             var loose = core.evaluateRequest()
             loose.maxTries = 50
@@ -243,7 +243,7 @@ import TouchGateWire
             let timedOut = await within {
                 await core.evaluate(quick, caller: .root, client: CollectingClient(), input: PromptInput())
             }
-            #expect(timedOut == Refusal(.timeout, reason: "timeout", text: .timedOut(seconds: 5)))
+            #expect(timedOut == Refusal(.timeout, reason: .timeout, text: .timedOut(seconds: 5)))
         }
     }
 }

@@ -24,7 +24,7 @@ import TouchGateWire
             let core = try bed.makeCore()
             try await bed.readyUser(core)
             #expect(await core.disable(user: "alice", origin: Origin(), caller: .alice) == .success())
-            #expect(await core.preflight() == Refusal(.biometryNotEnrolled, reason: "notEnabled", text: .notEnabled))
+            #expect(await core.preflight() == Refusal(.biometryNotEnrolled, reason: .notEnabled, text: .notEnabled))
             #expect(exists(bed.printPath("alice", .rightIndex)))
             #expect(await core.enable(user: "alice", password: nil, origin: Origin(), caller: .root) == .success())
             #expect(await core.preflight() == nil)
@@ -39,7 +39,7 @@ import TouchGateWire
             #expect(await core.lock(user: "alice", origin: Origin(), caller: .root) == .success())
             #expect(
                 await core.preflight()
-                    == Refusal(.passwordRequired, reason: "adminLock", text: .passwordRequired(.adminLock)))
+                    == Refusal(.passwordRequired, reason: .adminLock, text: .passwordRequired(.adminLock)))
             // On disk before it is confirmed.
             #expect(try bed.stateOnDisk("alice")?.adminLocked == true)
 

@@ -50,19 +50,22 @@ extension Core {
         return s
     }
 
-    func evaluateRequest(_ user: String = "alice", policy: EvaluationPolicy = .biometrics, noInput: Bool = false)
-        -> EvaluateRequest
-    {
-        EvaluateRequest(user: user, policy: policy, origin: Origin(service: "sudo", tty: "pts/3"), noInput: noInput)
+    func evaluateRequest(
+        _ user: String = "alice", policy: EvaluationPolicy = .biometrics, noInput: Bool = false,
+        noTerminal: Bool = false
+    ) -> EvaluateRequest {
+        EvaluateRequest(
+            user: user, policy: policy, origin: Origin(service: "sudo", tty: "pts/3"), noInput: noInput,
+            noTerminal: noTerminal)
     }
 
     /// An evaluation started as a front-end starts it; the test talks to its prompt meanwhile.
     func startEvaluate(
         _ user: String = "alice", policy: EvaluationPolicy = .biometrics, caller: Caller = .root,
-        noInput: Bool = false
+        noInput: Bool = false, noTerminal: Bool = false
     ) -> (Running<Reply>, CollectingClient, PromptInput) {
         let client = CollectingClient(), input = PromptInput()
-        let request = evaluateRequest(user, policy: policy, noInput: noInput)
+        let request = evaluateRequest(user, policy: policy, noInput: noInput, noTerminal: noTerminal)
         let running = Running { await self.evaluate(request, caller: caller, client: client, input: input) }
         return (running, client, input)
     }
@@ -77,11 +80,16 @@ extension Core {
     }
 }
 
-let lockoutRefusal = Refusal(.biometryLockout, reason: "lockout", text: .lockout(attempts: 5))
-let bootRefusal = Refusal(.passwordRequired, reason: "boot", text: .passwordRequired(.boot))
-let stateUnreadableRefusal = Refusal(.biometryLockout, reason: "stateUnreadable", text: .stateUnreadable)
-let printsUnsafeRefusal = Refusal(.biometryNotAvailable, reason: "printsUnsafe", text: .printsUnsafe)
-let wrongPasswordRefusal = Refusal(.authenticationFailed, reason: "wrongPassword", text: .wrongPassword)
+let lockoutRefusal = Refusal(.biometryLockout, reason: .lockout, text: .lockout(attempts: 5))
+let bootRefusal = Refusal(.passwordRequired, reason: .boot, text: .passwordRequired(.boot))
+let stateUnreadableRefusal = Refusal(.biometryLockout, reason: .stateUnreadable, text: .stateUnreadable)
+let printsUnsafeRefusal = Refusal(.biometryNotAvailable, reason: .printsUnsafe, text: .printsUnsafe)
+/// A wrong password: the daemon's judgement of a password (BY_PASSWORD on the wire).
+let wrongPasswordRefusal = {
+    var r = Refusal(.authenticationFailed, reason: .wrongPassword, text: .wrongPassword)
+    r.byPassword = true
+    return r
+}()
 
 /// Plain SHA-256 in lowercase hex, from swift-crypto (the reference, not the code under test).
 func sha256Hex(_ bytes: [UInt8]) -> String {

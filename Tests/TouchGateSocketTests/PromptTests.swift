@@ -36,13 +36,32 @@ import TouchGateWire
             socket.bed.reader.script(.hold)
             let client = try await socket.connect(as: 1000)
             try client.send(evaluateFrame(3, policy: .biometricsOrPassword))
-            #expect(await client.progress(.prompt) != nil)
+            let prompt = try #require(await client.progress(.prompt))
+            #expect(prompt.int(.flags) == WireLimits.flagAcceptsPassword)
             try client.send(Frame(.password, requestID: 3, [Field(.password, socket.bed.passwords.correctPassword)]))
             let result = try #require(await client.untilResult()?.result)
             #expect(result.code == .success && result.string(.reason) == "password")
+            #expect(result.int(.flags) == WireLimits.flagByPassword)
             #expect(result.string(.message) == Text.passwordAccepted.render(.english))
             #expect(socket.bed.passwords.calls == 1)
             #expect(socket.bed.reader.cancellations == 1)
+        }
+    }
+
+    /// The front-end takes a PASSWORD only at a prompt the core marked: here the client said it
+    /// reads no keys, so the prompt is unmarked and a PASSWORD is out of place.
+    @Test func aPasswordAtAPromptThatTakesNoneIsABadRequest() async throws {
+        try await withSocketBed { socket in
+            try await socket.readyAlice()
+            socket.bed.reader.script(.hold)
+            let client = try await socket.connect(as: 1000)
+            try client.send(evaluateFrame(6, policy: .biometricsOrPassword, flags: WireLimits.flagNoTerminal))
+            let prompt = try #require(await client.progress(.prompt))
+            #expect(prompt.int(.flags) == nil)
+            try client.send(Frame(.password, requestID: 6, [Field(.password, socket.bed.passwords.correctPassword)]))
+            let result = try #require(await client.untilResult()?.result)
+            #expect(result.code == .badRequest)
+            #expect(socket.bed.passwords.calls == 0)
         }
     }
 
@@ -57,6 +76,7 @@ import TouchGateWire
             let verify = Frame(.verifyPassword, requestID: 5, [Field(.user, "alice"), Field(.password, "wrong")])
             let wrong = try #require(try await client.request(verify))
             #expect(wrong.code == .authenticationFailed && wrong.string(.reason) == "wrongPassword")
+            #expect(wrong.int(.flags) == WireLimits.flagByPassword)
         }
     }
 

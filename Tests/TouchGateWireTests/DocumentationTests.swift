@@ -7,13 +7,13 @@ import TouchGateWire
 private let repositoryRoot = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-private func text(_ relativePath: String) throws -> String {
+func text(_ relativePath: String) throws -> String {
     try String(contentsOf: repositoryRoot.appendingPathComponent(relativePath), encoding: .utf8)
 }
 
 /// `#define NAME VALUE` lines of the header whose name starts with `prefix`: name → value as written
 /// (`(-2007)` → `-2007`, `0x0A` stays hex).
-private func defines(_ header: String, prefix: String) -> [String: String] {
+func defines(_ header: String, prefix: String) -> [String: String] {
     var found: [String: String] = [:]
     for line in header.split(separator: "\n") where line.hasPrefix("#define \(prefix)") {
         let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
@@ -26,7 +26,7 @@ private func defines(_ header: String, prefix: String) -> [String: String] {
 
 /// The rows of the first Markdown table after the line that starts with `heading`: each row's
 /// cells, trimmed, with backquotes removed. Empty when the heading is missing.
-private func tableRows(_ document: String, after heading: String) -> [[String]] {
+func tableRows(_ document: String, after heading: String) -> [[String]] {
     let lines = document.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
     guard let start = lines.firstIndex(where: { $0.hasPrefix(heading) }),
         let first = lines[start...].firstIndex(where: { $0.hasPrefix("|") })
@@ -39,7 +39,7 @@ private func tableRows(_ document: String, after heading: String) -> [[String]] 
 }
 
 /// First cell → second cell of a table; a number written twice is recorded as a problem.
-private func firstTwoCells(_ rows: [[String]], _ what: String) -> [String: String] {
+func firstTwoCells(_ rows: [[String]], _ what: String) -> [String: String] {
     var map: [String: String] = [:]
     for row in rows where row.count >= 2 {
         if map[row[0]] != nil { Issue.record("\(what): two rows for \(row[0])") }

@@ -96,6 +96,24 @@ private let goodVectors: [(String, Frame)] = [
             ])
     ),
     ("progress_keepalive", Frame(.progress, requestID: 5, [Field(.progress, 6)])),
+    (
+        "progress_prompt_accepts_password",
+        Frame(
+            .progress, requestID: 12,
+            [
+                Field(.progress, 1), Field(.style, 1), Field(.message, "Place your finger on the fingerprint reader"),
+                Field(.flags, WireLimits.flagAcceptsPassword),
+            ])
+    ),
+    (
+        "result_password_accepted",
+        Frame(
+            .result, requestID: 12,
+            [
+                Field(.code, 0), Field(.reason, Reason.password.rawValue), Field(.flags, WireLimits.flagByPassword),
+                Field(.message, "Password accepted"),
+            ])
+    ),
 ]
 
 private let badVectors: [(String, WireError)] = [

@@ -43,9 +43,9 @@ static inline void fake_send(int fd, struct tg_writer *w)
         tg_send_all(fd, w->buf, len, tg_deadline_after(2000));
 }
 
-/* A RESULT; reason and message may be NULL. */
-static inline void fake_result(int fd, uint32_t id, int32_t code, const char *reason,
-                               const char *message)
+/* A RESULT with FLAGS (0: none sent); reason and message may be NULL. */
+static inline void fake_result_flags(int fd, uint32_t id, int32_t code, const char *reason,
+                                     const char *message, int32_t flags)
 {
     uint8_t buf[TG_FRAME_BUFFER];
     struct tg_writer w;
@@ -53,13 +53,23 @@ static inline void fake_result(int fd, uint32_t id, int32_t code, const char *re
     tg_put_int(&w, TG_TAG_CODE, code);
     if (reason != NULL)
         tg_put_string(&w, TG_TAG_REASON, reason);
+    if (flags != 0)
+        tg_put_int(&w, TG_TAG_FLAGS, flags);
     if (message != NULL)
         tg_put_string(&w, TG_TAG_MESSAGE, message);
     fake_send(fd, &w);
 }
 
-static inline void fake_progress(int fd, uint32_t id, int32_t progress, int32_t style,
-                                 const char *message)
+/* A RESULT; reason and message may be NULL. */
+static inline void fake_result(int fd, uint32_t id, int32_t code, const char *reason,
+                               const char *message)
+{
+    fake_result_flags(fd, id, code, reason, message, 0);
+}
+
+/* A PROGRESS with FLAGS (0: none sent); message may be NULL. */
+static inline void fake_progress_flags(int fd, uint32_t id, int32_t progress, int32_t style,
+                                       const char *message, int32_t flags)
 {
     uint8_t buf[TG_FRAME_BUFFER];
     struct tg_writer w;
@@ -69,7 +79,15 @@ static inline void fake_progress(int fd, uint32_t id, int32_t progress, int32_t 
         tg_put_int(&w, TG_TAG_STYLE, style);
         tg_put_string(&w, TG_TAG_MESSAGE, message);
     }
+    if (flags != 0)
+        tg_put_int(&w, TG_TAG_FLAGS, flags);
     fake_send(fd, &w);
+}
+
+static inline void fake_progress(int fd, uint32_t id, int32_t progress, int32_t style,
+                                 const char *message)
+{
+    fake_progress_flags(fd, id, progress, style, message, 0);
 }
 
 /* Reads and decodes one frame into buf/frame; false on EOF, timeout or a malformed frame. */

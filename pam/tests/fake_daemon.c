@@ -31,7 +31,7 @@ static void serve_one(int fd, struct fake_conn *c)
 {
     if (c->behaviour == BUSY_UNSOLICITED) {
         /* Refused at accept: the daemon answers before it reads anything. */
-        result(fd, TG_UNSOLICITED_ID, TG_ERR_BUSY, "busy", "Too many connections", 0, 0);
+        result(fd, TG_UNSOLICITED_ID, TG_ERR_BUSY, TG_REASON_BUSY, "Too many connections", 0, 0);
         c->saw_close = fake_await_close(fd, 10000);
         return;
     }
@@ -69,11 +69,11 @@ static void serve_one(int fd, struct fake_conn *c)
     case CLOSE_AT_ONCE:
         return;
     case REFUSE_LOCKOUT:
-        fake_result(fd, id, TG_ERR_BIOMETRY_LOCKOUT, "lockout", FAKE_TEXT_LOCKED);
+        fake_result(fd, id, TG_ERR_BIOMETRY_LOCKOUT, TG_REASON_LOCKOUT, FAKE_TEXT_LOCKED);
         break;
     case NO_MATCH_TWICE:
         fake_progress(fd, id, TG_PROGRESS_NO_MATCH, TG_STYLE_ERROR, "Fingerprint not recognised");
-        fake_result(fd, id, TG_ERR_AUTHENTICATION_FAILED, "maxTries", FAKE_TEXT_MAXTRIES);
+        fake_result(fd, id, TG_ERR_AUTHENTICATION_FAILED, TG_REASON_MAX_TRIES, FAKE_TEXT_MAXTRIES);
         break;
     case KEEPALIVES_THEN_OK:
         for (int i = 0; i < 3; i++)
@@ -89,7 +89,8 @@ static void serve_one(int fd, struct fake_conn *c)
         break;
     }
     case NOT_ENROLLED:
-        fake_result(fd, id, TG_ERR_BIOMETRY_NOT_ENROLLED, "noPrints", "No fingerprints enrolled");
+        fake_result(fd, id, TG_ERR_BIOMETRY_NOT_ENROLLED, TG_REASON_NO_PRINTS,
+                    "No fingerprints enrolled");
         break;
     case MATCH:
         fake_result(fd, id, TG_OK, NULL, "Fingerprint recognised");
@@ -108,37 +109,40 @@ static void serve_one(int fd, struct fake_conn *c)
         fake_result(fd, id, TG_ERR_NOT_PERMITTED, NULL, "Not permitted");
         break;
     case ASK_LOCKOUT:
-        result(fd, id, TG_ERR_BIOMETRY_LOCKOUT, "lockout", FAKE_TEXT_LOCKED, TG_FLAG_ASK_PASSWORD,
-               0);
+        result(fd, id, TG_ERR_BIOMETRY_LOCKOUT, TG_REASON_LOCKOUT, FAKE_TEXT_LOCKED,
+               TG_FLAG_ASK_PASSWORD, 0);
         break;
     case ASK_BOOT:
-        result(fd, id, TG_ERR_PASSWORD_REQUIRED, "boot", FAKE_TEXT_BOOT, TG_FLAG_ASK_PASSWORD, 0);
+        result(fd, id, TG_ERR_PASSWORD_REQUIRED, TG_REASON_BOOT, FAKE_TEXT_BOOT,
+               TG_FLAG_ASK_PASSWORD, 0);
         break;
     case ASK_MAX_TRIES:
         fake_progress(fd, id, TG_PROGRESS_PROMPT, TG_STYLE_INFO, FAKE_TEXT_PROMPT);
-        result(fd, id, TG_ERR_AUTHENTICATION_FAILED, "maxTries", FAKE_TEXT_MAXTRIES,
+        result(fd, id, TG_ERR_AUTHENTICATION_FAILED, TG_REASON_MAX_TRIES, FAKE_TEXT_MAXTRIES,
                TG_FLAG_ASK_PASSWORD, 0);
         break;
     case LOCKOUT_IN_BACKOFF:
-        result(fd, id, TG_ERR_BIOMETRY_LOCKOUT, "lockout", FAKE_TEXT_LOCKED "\n" FAKE_TEXT_BACKOFF,
-               0, 0);
+        result(fd, id, TG_ERR_BIOMETRY_LOCKOUT, TG_REASON_LOCKOUT,
+               FAKE_TEXT_LOCKED "\n" FAKE_TEXT_BACKOFF, 0, 0);
         break;
     case PASSWORD_OK:
         fake_progress(fd, id, TG_PROGRESS_KEEPALIVE, 0, NULL);
         fake_progress(fd, id, TG_PROGRESS_KEEPALIVE, 0, NULL);
-        fake_result(fd, id, TG_OK, "password", "Password accepted");
+        fake_result_flags(fd, id, TG_OK, TG_REASON_PASSWORD, "Password accepted",
+                          TG_FLAG_BY_PASSWORD);
         break;
     case PASSWORD_WRONG:
-        fake_result(fd, id, TG_ERR_AUTHENTICATION_FAILED, "wrongPassword", FAKE_TEXT_WRONG);
+        fake_result_flags(fd, id, TG_ERR_AUTHENTICATION_FAILED, TG_REASON_WRONG_PASSWORD,
+                          FAKE_TEXT_WRONG, TG_FLAG_BY_PASSWORD);
         break;
     case PASSWORD_BACKOFF:
-        result(fd, id, TG_ERR_PASSWORD_BACKOFF, "backoff", FAKE_TEXT_BACKOFF, 0, 60);
+        result(fd, id, TG_ERR_PASSWORD_BACKOFF, TG_REASON_BACKOFF, FAKE_TEXT_BACKOFF, 0, 60);
         break;
     case PASSWORD_NOT_SET:
-        fake_result(fd, id, TG_ERR_PASSWORD_NOT_SET, "passwordNotSet", FAKE_TEXT_NOT_SET);
+        fake_result(fd, id, TG_ERR_PASSWORD_NOT_SET, TG_REASON_PASSWORD_NOT_SET, FAKE_TEXT_NOT_SET);
         break;
     case PASSWORD_INTERNAL:
-        fake_result(fd, id, TG_ERR_INTERNAL, "passwordService",
+        fake_result(fd, id, TG_ERR_INTERNAL, TG_REASON_PASSWORD_SERVICE,
                     "The fingerprint service had an internal error");
         break;
     }

@@ -35,8 +35,8 @@ enum behaviour {
     ASK_MAX_TRIES,      /* PROGRESS prompt, then authenticationFailed "maxTries" */
     LOCKOUT_IN_BACKOFF, /* biometryLockout with the back-off line and no ASK_PASSWORD flag */
     /* Answers to VERIFY_PASSWORD. */
-    PASSWORD_OK,       /* two keepalives, then TG_OK "password" "Password accepted" */
-    PASSWORD_WRONG,    /* authenticationFailed "wrongPassword" "Wrong password" */
+    PASSWORD_OK,       /* two keepalives, then TG_OK "password" BY_PASSWORD "Password accepted" */
+    PASSWORD_WRONG,    /* authenticationFailed "wrongPassword" BY_PASSWORD "Wrong password" */
     PASSWORD_BACKOFF,  /* passwordBackoff "backoff" SECONDS 60 */
     PASSWORD_NOT_SET,  /* passwordNotSet "passwordNotSet" */
     PASSWORD_INTERNAL, /* TG_ERR_INTERNAL "passwordService" */

@@ -87,6 +87,22 @@ static const struct good_vector good[] = {
       3,
       { { TG_TAG_PROGRESS, 5, NULL }, { TG_TAG_STAGE, 2, NULL }, { TG_TAG_STAGES, 5, NULL } } },
     { "progress_keepalive", TG_KIND_PROGRESS, 5, 1, { { TG_TAG_PROGRESS, 6, NULL } } },
+    { "progress_prompt_accepts_password",
+      TG_KIND_PROGRESS,
+      12,
+      4,
+      { { TG_TAG_PROGRESS, 1, NULL },
+        { TG_TAG_STYLE, 1, NULL },
+        { TG_TAG_MESSAGE, 0, "Place your finger on the fingerprint reader" },
+        { TG_TAG_FLAGS, TG_FLAG_ACCEPTS_PASSWORD, NULL } } },
+    { "result_password_accepted",
+      TG_KIND_RESULT,
+      12,
+      4,
+      { { TG_TAG_CODE, 0, NULL },
+        { TG_TAG_REASON, 0, TG_REASON_PASSWORD },
+        { TG_TAG_FLAGS, TG_FLAG_BY_PASSWORD, NULL },
+        { TG_TAG_MESSAGE, 0, "Password accepted" } } },
 };
 
 struct bad_vector {

@@ -6,9 +6,9 @@
 #include "tg_outcome.h"
 #include "touchgate_wire.h"
 
-#define EXPECT(code, reason, want)                                                        \
-    CHECK(tg_outcome_to_pam((code), (reason)) == (want), "%s (%s) -> %d, want %s", #code, \
-          (reason) ? (reason) : "no reason", tg_outcome_to_pam((code), (reason)), #want)
+#define EXPECT(code, flags, want)                                                               \
+    CHECK(tg_outcome_to_pam((code), (flags)) == (want), "%s (flags %#x) -> %d, want %s", #code, \
+          (unsigned)(flags), tg_outcome_to_pam((code), (flags)), #want)
 
 #define EXPECT_FAILURE(failure, want)                                          \
     CHECK(tg_failure_to_pam(failure) == (want), "%s -> %d, want %s", #failure, \
@@ -16,34 +16,35 @@
 
 int main(void)
 {
-    const char *none = NULL;
+    const int32_t none = 0;
+    const int32_t by_password = TG_FLAG_BY_PASSWORD;
 
     /* fingerprint match, or password verified by the daemon */
     EXPECT(TG_OK, none, PAM_SUCCESS);
     /* authenticationFailed after max_tries no-matches */
     EXPECT(TG_ERR_AUTHENTICATION_FAILED, none, PAM_MAXTRIES);
-    EXPECT(TG_ERR_AUTHENTICATION_FAILED, "noMatch", PAM_MAXTRIES);
-    /* wrong password, passwordBackoff */
-    EXPECT(TG_ERR_AUTHENTICATION_FAILED, "wrongPassword", PAM_AUTH_ERR);
-    EXPECT(TG_ERR_AUTHENTICATION_FAILED, "wrongpassword", PAM_MAXTRIES); /* exact match only */
-    EXPECT(TG_ERR_PASSWORD_BACKOFF, "backoff", PAM_AUTH_ERR);
+    EXPECT(TG_ERR_AUTHENTICATION_FAILED, TG_FLAG_ASK_PASSWORD, PAM_MAXTRIES);
+    /* wrong password (the daemon marks its judgement of a password), passwordBackoff */
+    EXPECT(TG_ERR_AUTHENTICATION_FAILED, by_password, PAM_AUTH_ERR);
+    EXPECT(TG_ERR_AUTHENTICATION_FAILED, ~by_password, PAM_MAXTRIES); /* that flag only */
+    EXPECT(TG_ERR_PASSWORD_BACKOFF, by_password, PAM_AUTH_ERR);
     EXPECT(TG_ERR_PASSWORD_BACKOFF, none, PAM_AUTH_ERR);
     /* user does not exist */
     EXPECT(TG_ERR_USER_UNKNOWN, none, PAM_USER_UNKNOWN);
     /* everything that must let the password module run */
-    EXPECT(TG_ERR_BIOMETRY_NOT_AVAILABLE, "tooHot", PAM_AUTHINFO_UNAVAIL);
+    EXPECT(TG_ERR_BIOMETRY_NOT_AVAILABLE, none, PAM_AUTHINFO_UNAVAIL);
     EXPECT(TG_ERR_BIOMETRY_NOT_ENROLLED, none, PAM_AUTHINFO_UNAVAIL);
     EXPECT(TG_ERR_BIOMETRY_LOCKOUT, none, PAM_AUTHINFO_UNAVAIL);
-    EXPECT(TG_ERR_PASSWORD_REQUIRED, "boot", PAM_AUTHINFO_UNAVAIL);
+    EXPECT(TG_ERR_PASSWORD_REQUIRED, TG_FLAG_ASK_PASSWORD, PAM_AUTHINFO_UNAVAIL);
     EXPECT(TG_ERR_USER_FALLBACK, none, PAM_AUTHINFO_UNAVAIL);
     EXPECT(TG_ERR_USER_CANCEL, none, PAM_AUTHINFO_UNAVAIL);
-    EXPECT(TG_ERR_SYSTEM_CANCEL, "removed", PAM_AUTHINFO_UNAVAIL);
+    EXPECT(TG_ERR_SYSTEM_CANCEL, none, PAM_AUTHINFO_UNAVAIL);
     EXPECT(TG_ERR_APP_CANCEL, none, PAM_AUTHINFO_UNAVAIL);
     EXPECT(TG_ERR_TIMEOUT, none, PAM_AUTHINFO_UNAVAIL);
     EXPECT(TG_ERR_NOT_INTERACTIVE, none, PAM_AUTHINFO_UNAVAIL);
     EXPECT(TG_ERR_PASSWORD_NOT_SET, none, PAM_AUTHINFO_UNAVAIL);
     EXPECT(TG_ERR_INVALID_CONTEXT, none, PAM_AUTHINFO_UNAVAIL);
-    EXPECT(TG_ERR_NOT_PERMITTED, "remote", PAM_AUTHINFO_UNAVAIL);
+    EXPECT(TG_ERR_NOT_PERMITTED, none, PAM_AUTHINFO_UNAVAIL);
     EXPECT(TG_ERR_TEMPLATE_DAMAGED, none, PAM_AUTHINFO_UNAVAIL);
     EXPECT(TG_ERR_BUSY, none, PAM_AUTHINFO_UNAVAIL);
     /* internal errors: never SUCCESS or IGNORE */
@@ -53,7 +54,8 @@ int main(void)
     EXPECT(-13, none, PAM_SYSTEM_ERR);
     EXPECT(1, none, PAM_SYSTEM_ERR);
     EXPECT(INT32_MIN, none, PAM_SYSTEM_ERR);
-    EXPECT(INT32_MAX, "wrongPassword", PAM_SYSTEM_ERR);
+    EXPECT(INT32_MAX, by_password, PAM_SYSTEM_ERR);
+    EXPECT(TG_ERR_INTERNAL, by_password, PAM_SYSTEM_ERR);
 
     /* Module-internal failures. */
     EXPECT_FAILURE(TG_FAIL_UNREACHABLE, PAM_AUTHINFO_UNAVAIL);
@@ -66,22 +68,22 @@ int main(void)
     EXPECT_FAILURE(TG_FAIL_NO_MEMORY, PAM_BUF_ERR);
     EXPECT_FAILURE((enum tg_failure)999, PAM_SYSTEM_ERR);
 
-    /* Sweep: only TG_OK may give PAM_SUCCESS, nothing may give PAM_IGNORE, whatever the reason. */
-    static const char *const reasons[] = { NULL, "", "wrongPassword", "backoff", "boot" };
+    /* Sweep: only TG_OK may give PAM_SUCCESS, nothing may give PAM_IGNORE, whatever the flags. */
+    static const int32_t flag_sets[] = { 0, TG_FLAG_BY_PASSWORD, TG_FLAG_ASK_PASSWORD, -1,
+                                         TG_FLAG_ACCEPTS_PASSWORD };
     long violations = 0, tried = 0;
     for (long code = -70000; code <= 70000; code++) {
-        for (size_t r = 0; r < sizeof(reasons) / sizeof(reasons[0]); r++) {
-            int rc = tg_outcome_to_pam((int32_t)code, reasons[r]);
+        for (size_t r = 0; r < sizeof(flag_sets) / sizeof(flag_sets[0]); r++) {
+            int rc = tg_outcome_to_pam((int32_t)code, flag_sets[r]);
             tried++;
             if ((rc == PAM_SUCCESS) != (code == TG_OK) || rc == PAM_IGNORE) {
                 violations++;
-                fprintf(stderr, "code %ld reason %s -> %d\n", code, reasons[r] ? reasons[r] : "-",
-                        rc);
+                fprintf(stderr, "code %ld flags %#x -> %d\n", code, (unsigned)flag_sets[r], rc);
             }
         }
     }
     for (int32_t code = INT32_MIN;; code += 65521) {
-        int rc = tg_outcome_to_pam(code, NULL);
+        int rc = tg_outcome_to_pam(code, 0);
         tried++;
         if ((rc == PAM_SUCCESS) != (code == TG_OK) || rc == PAM_IGNORE)
             violations++;

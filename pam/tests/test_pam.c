@@ -94,8 +94,8 @@ static void test_fake_daemon(void)
     CHECK(frame_string_is(req, TG_TAG_LOCALE, "en_US.UTF-8"), "LOCALE from LANG");
     CHECK(frame_string_is(req, TG_TAG_TTY, "/dev/pts/9"), "TTY");
     CHECK(frame_string_is(req, TG_TAG_RHOST, NULL), "RHOST sent though not set");
-    CHECK(frame_int_is(req, TG_TAG_FLAGS, TG_FLAG_NO_INPUT, true),
-          "FLAGS NO_INPUT not sent without a terminal (policy biometrics)");
+    CHECK(frame_int_is(req, TG_TAG_FLAGS, TG_FLAG_NO_TERMINAL, true),
+          "FLAGS NO_TERMINAL (alone) not sent without a terminal (policy biometrics)");
     CHECK(sv.conn[0].saw_close, "module did not hang up");
 
     /* A daemon that never answers (frozen): AUTHINFO_UNAVAIL within 2 s, with a word. */
@@ -176,7 +176,8 @@ static void test_fake_daemon(void)
     CHECK(frame_int_is(req, TG_TAG_POLICY, TG_POLICY_BIOMETRICS_OR_PASSWORD, true),
           "policy= option");
     CHECK(frame_int_is(req, TG_TAG_TIMEOUT, 15, true), "timeout= option");
-    CHECK(frame_int_is(req, TG_TAG_FLAGS, 0, false), "NO_INPUT sent for biometrics-or-password");
+    CHECK(frame_int_is(req, TG_TAG_FLAGS, TG_FLAG_NO_TERMINAL, true),
+          "FLAGS not NO_TERMINAL alone for biometrics-or-password without a terminal");
 
     /* Keepalives are not answers: skipped, nothing shown, the RESULT after them counts. (That
      * they restart the silence deadline is test_client's, with an injected clock.) */
@@ -198,7 +199,8 @@ static void test_quiet_when_not_enrolled(void)
     CHECK(sv.conn[0].saw_close, "not enrolled: module did not hang up");
 }
 
-/* No terminal (this test runs without one) or the noinput option: only messages, FLAGS NO_INPUT. */
+/* No terminal (this test runs without one) or the noinput option: only messages; the module says
+ * which (FLAGS NO_TERMINAL, NO_INPUT) and the daemon decides from them. */
 static void test_noinput(void)
 {
     static struct fake_server sv;
@@ -213,14 +215,16 @@ static void test_noinput(void)
     CHECK(r.rc == PAM_SUCCESS, "noinput match: %d", r.rc);
     CHECK(shown_once(&r, PAM_TEXT_INFO, FAKE_TEXT_PROMPT) && r.shown.n == 1,
           "noinput match: %d messages shown", r.shown.n);
-    CHECK(frame_int_is(&sv.conn[0].request, TG_TAG_FLAGS, TG_FLAG_NO_INPUT, true),
+    CHECK(frame_int_is(&sv.conn[0].request, TG_TAG_FLAGS, TG_FLAG_NO_INPUT | TG_FLAG_NO_TERMINAL,
+                       true),
           "noinput: FLAGS NO_INPUT not sent");
 
     /* GDM style with biometrics-or-password: NO_INPUT, and the refusal line only; the password
      * service beside it takes over. Even a (wrong) ASK_PASSWORD mark asks nothing here. */
     run_against(&sv, ASK_LOCKOUT, "tg-noinput-bop", NULL, &r);
     CHECK(r.rc == PAM_AUTHINFO_UNAVAIL, "noinput lockout: %d", r.rc);
-    CHECK(frame_int_is(&sv.conn[0].request, TG_TAG_FLAGS, TG_FLAG_NO_INPUT, true),
+    CHECK(frame_int_is(&sv.conn[0].request, TG_TAG_FLAGS, TG_FLAG_NO_INPUT | TG_FLAG_NO_TERMINAL,
+                       true),
           "noinput biometrics-or-password: NO_INPUT not sent");
     CHECK(shown_once(&r, PAM_ERROR_MSG, FAKE_TEXT_LOCKED) && r.shown.n == 1 && r.shown.prompts == 0,
           "noinput lockout: %d messages, %d prompts", r.shown.n, r.shown.prompts);
@@ -235,8 +239,8 @@ static void test_noinput(void)
     /* Without a terminal there is no need for the option. */
     run_against(&sv, PROMPT_THEN_MATCH, "tg-server", NULL, &r);
     CHECK(r.rc == PAM_SUCCESS && r.shown.n == 1, "no terminal: %d, %d messages", r.rc, r.shown.n);
-    CHECK(frame_int_is(&sv.conn[0].request, TG_TAG_FLAGS, TG_FLAG_NO_INPUT, true),
-          "no terminal: FLAGS NO_INPUT not sent");
+    CHECK(frame_int_is(&sv.conn[0].request, TG_TAG_FLAGS, TG_FLAG_NO_TERMINAL, true),
+          "no terminal: FLAGS not NO_TERMINAL alone");
 }
 
 /* sudo or su inside an SSH session leave PAM_RHOST unset: the daemon must still see a remote. */

@@ -75,8 +75,9 @@ static void test_correct_password(void)
               frame_string_is(v, TG_TAG_LOCALE, "en_US.UTF-8") &&
               frame_string_is(v, TG_TAG_RHOST, NULL),
           "correct: VERIFY_PASSWORD fields");
-    CHECK(frame_int_is(&sv.conn[0].request, TG_TAG_FLAGS, 0, false),
-          "correct: NO_INPUT sent though the password step may follow");
+    CHECK(
+        frame_int_is(&sv.conn[0].request, TG_TAG_FLAGS, TG_FLAG_NO_TERMINAL, true),
+        "correct: FLAGS not NO_TERMINAL alone (NO_INPUT sent though the password step may follow)");
     CHECK(sv.conn[0].saw_close && sv.conn[1].saw_close, "correct: a connection not closed");
 }
 
@@ -209,17 +210,20 @@ static void test_daemon_fails_after_the_refusal(void)
           r.shown.text[2]);
 }
 
-/* The password step is a biometrics-or-password thing: policy biometrics never asks. */
+/* The password step is the daemon's decision: the module tells it the policy, and under policy
+ * biometrics the daemon leaves ASK_PASSWORD off its refusal, so nothing is asked. */
 static void test_biometrics_never_asks(void)
 {
     static struct fake_server sv;
     struct run r;
     struct run_setup setup = { .wait_fd = -1, .answer = PASSWORD };
-    enum behaviour b = ASK_LOCKOUT;
+    enum behaviour b = REFUSE_LOCKOUT;
 
     bool pending = fake_run_against(&sv, &env, 1, &b, "tg-bio", &setup, &r);
     CHECK(!pending && r.rc == PAM_AUTHINFO_UNAVAIL && r.shown.prompts == 0,
           "biometrics: rc %d, %d prompts", r.rc, r.shown.prompts);
+    CHECK(frame_int_is(&sv.conn[0].request, TG_TAG_POLICY, TG_POLICY_BIOMETRICS, true),
+          "biometrics: POLICY not sent to the daemon");
 }
 
 /* A zh_CN client: the refusal comes from the daemon in Chinese, the prompt is the module's. */

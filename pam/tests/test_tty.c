@@ -61,7 +61,7 @@ static void test_password_checked_by_daemon(void)
 {
     struct daemon d = { .act = ANSWER_INPUT,
                         .answer = TG_OK,
-                        .answer_reason = "password",
+                        .answer_reason = TG_REASON_PASSWORD,
                         .answer_message = "Password accepted" };
     struct outcome o;
     struct script s = { "tg-tty-bop", TEXT_HINT_BOP, "pw\r", NULL };
@@ -79,7 +79,7 @@ static void test_password_checked_by_daemon(void)
 
 static void test_password_edited(void)
 {
-    struct daemon d = { .act = ANSWER_INPUT, .answer = TG_OK, .answer_reason = "password" };
+    struct daemon d = { .act = ANSWER_INPUT, .answer = TG_OK, .answer_reason = TG_REASON_PASSWORD };
     struct outcome o;
     /* Ctrl-U clears "junk"; two DELs take "xw" back off "pxw". */
     struct script s = { "tg-tty-bop", TEXT_HINT_BOP, "junk\x15pxw\x7f\x7fw\r", NULL };
@@ -94,7 +94,7 @@ static void test_password_edited(void)
 static void test_password_while_queued(void)
 {
     struct daemon d = {
-        .act = ANSWER_INPUT, .queued = true, .answer = TG_OK, .answer_reason = "password"
+        .act = ANSWER_INPUT, .queued = true, .answer = TG_OK, .answer_reason = TG_REASON_PASSWORD
     };
     struct outcome o;
     struct script s = { "tg-tty-bop", TEXT_HINT_BOP, "pw\r", NULL };
@@ -111,7 +111,7 @@ static void test_wrong_password(void)
 {
     struct daemon d = { .act = ANSWER_INPUT,
                         .answer = TG_ERR_AUTHENTICATION_FAILED,
-                        .answer_reason = "wrongPassword",
+                        .answer_reason = TG_REASON_WRONG_PASSWORD,
                         .answer_message = TEXT_WRONG };
     struct outcome o;
     struct script s = { "tg-tty-bop", TEXT_HINT_BOP, "bad\r", NULL };
@@ -125,7 +125,7 @@ static void test_wrong_password(void)
 
 static void test_overlong_password(void)
 {
-    struct daemon d = { .act = ANSWER_INPUT, .answer = TG_OK, .answer_reason = "password" };
+    struct daemon d = { .act = ANSWER_INPUT, .answer = TG_OK, .answer_reason = TG_REASON_PASSWORD };
     struct outcome o;
     char keys[TG_LINE_MAX + 64];
     memset(keys, 'a', TG_LINE_MAX + 10);
@@ -153,6 +153,39 @@ static void test_password_for_the_password_module(void)
     CHECK(d.next_kind == TG_KIND_CANCEL, "biometrics password: daemon saw %d, not CANCEL",
           d.next_kind);
     CHECK(strstr(o.after, "secret") == NULL, "biometrics password: echoed: '%s'", o.after);
+}
+
+/* The module follows the daemon: policy biometrics-or-password, but a prompt not marked as taking
+ * a typed password (an older daemon, or its decision): the line goes to the password module. */
+static void test_unmarked_prompt_keeps_the_password(void)
+{
+    struct daemon d = { .act = ANSWER_INPUT, .takes_no_password = true };
+    struct outcome o;
+    struct script s = { "tg-tty-bop", TEXT_HINT_BIO, "secret\r", NULL };
+
+    run_tty(&s, &d, &o);
+    expect_restored(&o, "unmarked prompt");
+    CHECK(o.rep.rc == PAM_AUTHINFO_UNAVAIL, "unmarked prompt: %d", o.rep.rc);
+    CHECK(o.rep.has_authtok && strcmp(o.rep.authtok, "secret") == 0,
+          "unmarked prompt: PAM_AUTHTOK '%s'", o.rep.authtok);
+    CHECK(d.next_kind == TG_KIND_CANCEL, "unmarked prompt: daemon saw %d, not CANCEL", d.next_kind);
+}
+
+/* A password answer without BY_PASSWORD is not taken as a verified password: the failure stays
+ * a failure and the line is not handed on. */
+static void test_unjudged_answer_is_no_verified_password(void)
+{
+    struct daemon d = { .act = ANSWER_INPUT,
+                        .answer = TG_ERR_AUTHENTICATION_FAILED,
+                        .answer_reason = TG_REASON_WRONG_PASSWORD,
+                        .unjudged = true };
+    struct outcome o;
+    struct script s = { "tg-tty-bop", TEXT_HINT_BOP, "bad\r", NULL };
+
+    run_tty(&s, &d, &o);
+    expect_restored(&o, "unjudged");
+    CHECK(o.rep.rc == PAM_MAXTRIES, "unjudged: %d", o.rep.rc);
+    CHECK(!o.rep.has_authtok, "unjudged: PAM_AUTHTOK set");
 }
 
 static void test_match_while_idle(void)
@@ -222,7 +255,7 @@ static void test_noinput_on_terminal(void)
     CHECK((o.mid.c_lflag & (ICANON | ECHO)) == (ICANON | ECHO), "noinput: terminal changed");
     CHECK(strstr(o.before, TEXT_HINT_BIO) == NULL && strstr(o.after, TEXT_HINT_BIO) == NULL,
           "noinput: key hint shown");
-    CHECK(frame_int_is(&d.request, TG_TAG_FLAGS, TG_FLAG_NO_INPUT, true),
+    CHECK(frame_int_is(&d.request, TG_TAG_FLAGS, TG_FLAG_NO_INPUT | TG_FLAG_NO_TERMINAL, true),
           "noinput: FLAGS NO_INPUT not sent");
     CHECK(o.reported && termios_same(&o.rep.before, &o.rep.after), "noinput: termios changed");
 }
@@ -239,6 +272,8 @@ int main(int argc, char **argv)
         test_wrong_password();
         test_overlong_password();
         test_password_for_the_password_module();
+        test_unmarked_prompt_keeps_the_password();
+        test_unjudged_answer_is_no_verified_password();
         test_match_while_idle();
         test_match_while_typing();
         test_daemon_gone();

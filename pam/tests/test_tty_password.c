@@ -25,7 +25,7 @@ static void test_password_step_correct(void)
 {
     struct daemon d = { .act = ASK_PASSWORD,
                         .answer = TG_OK,
-                        .answer_reason = "password",
+                        .answer_reason = TG_REASON_PASSWORD,
                         .answer_message = "Password accepted" };
     struct outcome o;
 
@@ -44,7 +44,7 @@ static void test_password_step_wrong(void)
 {
     struct daemon d = { .act = ASK_PASSWORD,
                         .answer = TG_ERR_AUTHENTICATION_FAILED,
-                        .answer_reason = "wrongPassword",
+                        .answer_reason = TG_REASON_WRONG_PASSWORD,
                         .answer_message = TEXT_WRONG };
     struct outcome o;
 
@@ -67,7 +67,9 @@ static void test_password_step_cancelled(void)
         { "ab\x03", "step ctrl-c after typing" },
     };
     for (size_t i = 0; i < sizeof(ways) / sizeof(ways[0]); i++) {
-        struct daemon d = { .act = ASK_PASSWORD, .answer = TG_OK, .answer_reason = "password" };
+        struct daemon d = { .act = ASK_PASSWORD,
+                            .answer = TG_OK,
+                            .answer_reason = TG_REASON_PASSWORD };
         struct outcome o;
         run_password_step(ways[i].keys, TEXT_PASSWORD, &d, &o, ways[i].name);
         CHECK(o.rep.rc == PAM_AUTHINFO_UNAVAIL, "%s: %d", ways[i].name, o.rep.rc);
@@ -78,7 +80,7 @@ static void test_password_step_cancelled(void)
 
 static void test_password_step_in_chinese(void)
 {
-    struct daemon d = { .act = ASK_PASSWORD, .answer = TG_OK, .answer_reason = "password" };
+    struct daemon d = { .act = ASK_PASSWORD, .answer = TG_OK, .answer_reason = TG_REASON_PASSWORD };
     struct outcome o;
 
     setenv("LANG", "zh_CN.UTF-8", 1);

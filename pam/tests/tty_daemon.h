@@ -20,6 +20,8 @@ struct daemon {
     int32_t answer; /* RESULT code for a PASSWORD */
     const char *answer_reason;
     const char *answer_message;
+    bool takes_no_password; /* the prompt is not marked ACCEPTS_PASSWORD, whatever the policy */
+    bool unjudged;          /* a password's answer lacks BY_PASSWORD (as from an older daemon) */
     int listen_fd;
     int go[2]; /* pipe: the test's "go" */
     pthread_t thread;
@@ -40,6 +42,24 @@ static inline bool wait_go(struct daemon *d)
     return poll(&pfd, 1, 10000) == 1 && read(d->go[0], &c, 1) == 1;
 }
 
+/* As the daemon marks them: a success or authenticationFailed answering a password judges it. */
+static inline int32_t judged(const struct daemon *d)
+{
+    bool judgement = d->answer == TG_OK || d->answer == TG_ERR_AUTHENTICATION_FAILED;
+    return judgement && !d->unjudged ? TG_FLAG_BY_PASSWORD : 0;
+}
+
+/* As the daemon decides it: policy biometrics-or-password, from a client that reads keys. */
+static inline int32_t prompt_flags(const struct daemon *d)
+{
+    int32_t policy = 0, flags = 0;
+    tg_frame_int(&d->request, TG_TAG_POLICY, &policy);
+    tg_frame_int(&d->request, TG_TAG_FLAGS, &flags);
+    bool takes = policy == TG_POLICY_BIOMETRICS_OR_PASSWORD &&
+                 (flags & (TG_FLAG_NO_INPUT | TG_FLAG_NO_TERMINAL)) == 0 && !d->takes_no_password;
+    return takes ? TG_FLAG_ACCEPTS_PASSWORD : 0;
+}
+
 static inline void answer_input(struct daemon *d, int fd, uint32_t id)
 {
     uint8_t buf[TG_FRAME_BUFFER];
@@ -55,7 +75,7 @@ static inline void answer_input(struct daemon *d, int fd, uint32_t id)
     d->next_kind = f.kind;
     if (f.kind == TG_KIND_PASSWORD) {
         tg_frame_string(&f, TG_TAG_PASSWORD, d->password, sizeof(d->password));
-        fake_result(fd, id, d->answer, d->answer_reason, d->answer_message);
+        fake_result_flags(fd, id, d->answer, d->answer_reason, d->answer_message, judged(d));
     }
     /* A CANCEL is deliberately left unanswered, and the prompt kept alive with keepalives at
      * the daemon's pace until the module hangs up: a module that waited for an answer would
@@ -84,7 +104,8 @@ static inline void verify_password(struct daemon *d)
     if (fake_read(fd, buf, &f, 5000) && f.kind == TG_KIND_VERIFY_PASSWORD) {
         d->verify_came = true;
         tg_frame_string(&f, TG_TAG_PASSWORD, d->password, sizeof(d->password));
-        fake_result(fd, f.request_id, d->answer, d->answer_reason, d->answer_message);
+        fake_result_flags(fd, f.request_id, d->answer, d->answer_reason, d->answer_message,
+                          judged(d));
     }
     fake_await_close(fd, 10000);
     close(fd);
@@ -105,7 +126,7 @@ static inline void *daemon_main(void *arg)
         struct tg_writer w;
         tg_writer_init(&w, buf, sizeof(buf), TG_KIND_RESULT, id);
         tg_put_int(&w, TG_TAG_CODE, TG_ERR_BIOMETRY_LOCKOUT);
-        tg_put_string(&w, TG_TAG_REASON, "lockout");
+        tg_put_string(&w, TG_TAG_REASON, TG_REASON_LOCKOUT);
         tg_put_int(&w, TG_TAG_FLAGS, TG_FLAG_ASK_PASSWORD);
         tg_put_string(&w, TG_TAG_MESSAGE, TEXT_LOCKED);
         fake_send(fd, &w);
@@ -115,9 +136,11 @@ static inline void *daemon_main(void *arg)
         return NULL;
     }
     if (d->queued)
-        fake_progress(fd, id, TG_PROGRESS_QUEUED, TG_STYLE_INFO, TEXT_QUEUED);
+        fake_progress_flags(fd, id, TG_PROGRESS_QUEUED, TG_STYLE_INFO, TEXT_QUEUED,
+                            prompt_flags(d));
     else
-        fake_progress(fd, id, TG_PROGRESS_PROMPT, TG_STYLE_INFO, FAKE_TEXT_PROMPT);
+        fake_progress_flags(fd, id, TG_PROGRESS_PROMPT, TG_STYLE_INFO, FAKE_TEXT_PROMPT,
+                            prompt_flags(d));
     switch (d->act) {
     case ANSWER_INPUT:
         answer_input(d, fd, id);

@@ -70,7 +70,7 @@
 
 /* Reply kinds (daemon -> client). */
 #define TG_KIND_RESULT           0x40  /* CODE [MESSAGE] [REASON] [SECONDS] [FLAGS] [FINGER…] [DEVICE…] [DOMAIN_STATE] [JSON] */
-#define TG_KIND_PROGRESS         0x41  /* PROGRESS [STYLE] [MESSAGE] [STAGE STAGES] */
+#define TG_KIND_PROGRESS         0x41  /* PROGRESS [STYLE] [MESSAGE] [STAGE STAGES] [FLAGS] */
 #define TG_KIND_EVENT            0x42  /* JSON (monitor stream) */
 
 /* Field tags. */
@@ -91,9 +91,10 @@
 #define TG_TAG_STAGE         15  /* int */
 #define TG_TAG_STAGES        16  /* int */
 #define TG_TAG_DEVICE        17  /* string: reader name; repeatable in RESULT */
-#define TG_TAG_REASON        18  /* string: machine reason (boot, idle, interval, enrollmentChanged, adminLock, timeout, tooHot, removed, shutdown, …) */
+#define TG_TAG_REASON        18  /* string: machine reason, TG_REASON_* */
 #define TG_TAG_SECONDS       19  /* int: seconds left (passwordBackoff) */
-#define TG_TAG_FLAGS         20  /* int: TG_FLAG_* (EVALUATE: NO_INPUT; RESULT: ASK_PASSWORD) */
+#define TG_TAG_FLAGS         20  /* int: TG_FLAG_* (EVALUATE: NO_INPUT NO_TERMINAL; PROGRESS: ACCEPTS_PASSWORD;
+                                 * RESULT: ASK_PASSWORD BY_PASSWORD) */
 #define TG_TAG_PASSWORD      21  /* string: never logged */
 #define TG_TAG_DOMAIN_STATE  22  /* string: hex */
 #define TG_TAG_JSON          23  /* string: a JSON document (status, events) */
@@ -121,17 +122,62 @@
 #define TG_PROGRESS_ENROLL_STAGE  5  /* STAGE of STAGES done */
 #define TG_PROGRESS_KEEPALIVE     6  /* nothing to show; proves the daemon is alive */
 
+/* Flags (FLAGS field). The client sends what only it knows; the daemon decides from them and says
+ * what the client may do. A flag that is absent means "no": a client never infers one. */
 #define TG_FLAG_NO_INPUT        0x1  /* EVALUATE: the client will not send input (GDM-style fingerprint stack) */
-#define TG_FLAG_ASK_PASSWORD    0x2  /* RESULT of EVALUATE (policy biometrics-or-password): the fingerprint
-                                      * cannot be used now; show MESSAGE, ask for the password and send it
-                                      * in a VERIFY_PASSWORD request */
+#define TG_FLAG_ASK_PASSWORD    0x2  /* RESULT of EVALUATE: the fingerprint cannot be used now; show MESSAGE,
+                                      * ask for the password and send it in a VERIFY_PASSWORD request */
+#define TG_FLAG_NO_TERMINAL     0x4  /* EVALUATE: the client reads no keys during the prompt (no terminal);
+                                      * it may still ask a password afterwards */
+#define TG_FLAG_ACCEPTS_PASSWORD 0x8 /* PROGRESS (prompt, queued): a password typed at this prompt may be
+                                      * sent in a PASSWORD frame and the daemon checks it; without the flag
+                                      * a typed password is the next module's (userFallback) */
+#define TG_FLAG_BY_PASSWORD     0x10 /* RESULT: the answer judges a password the daemon checked (success:
+                                      * verified; authenticationFailed: wrong); absent: not a password */
+
+/* Machine reasons (REASON): which case of a code applies (docs/spec.md §2 has the table). */
+#define TG_REASON_MAX_TRIES          "maxTries"
+#define TG_REASON_WRONG_PASSWORD     "wrongPassword"
+#define TG_REASON_SUSPEND            "suspend"
+#define TG_REASON_SHUTDOWN           "shutdown"
+#define TG_REASON_CANCELLED          "cancelled"
+#define TG_REASON_CLIENT_GONE        "clientGone"
+#define TG_REASON_NO_READER          "noReader"
+#define TG_REASON_REMOVED            "removed"
+#define TG_REASON_TOO_HOT            "tooHot"
+#define TG_REASON_BUSY               "busy"
+#define TG_REASON_READER_ERROR       "readerError"
+#define TG_REASON_REMOTE             "remote"
+#define TG_REASON_PRINTS_UNSAFE      "printsUnsafe"
+#define TG_REASON_PROTOCOL           "protocol"
+#define TG_REASON_NO_PRINTS          "noPrints"
+#define TG_REASON_NOT_ENABLED        "notEnabled"
+#define TG_REASON_LOCKOUT            "lockout"
+#define TG_REASON_STATE_UNREADABLE   "stateUnreadable"
+#define TG_REASON_BOOT               "boot"
+#define TG_REASON_IDLE               "idle"
+#define TG_REASON_INTERVAL           "interval"
+#define TG_REASON_ENROLLMENT_CHANGED "enrollmentChanged"
+#define TG_REASON_ADMIN_LOCK         "adminLock"
+#define TG_REASON_BACKOFF            "backoff"
+#define TG_REASON_PASSWORD_NOT_SET   "passwordNotSet"
+#define TG_REASON_PASSWORD_NEEDED    "passwordNeeded"
+#define TG_REASON_STORAGE            "storage"
+#define TG_REASON_PASSWORD_SERVICE   "passwordService"
+#define TG_REASON_STORAGE_FULL       "storageFull"
+#define TG_REASON_TIMEOUT            "timeout"
+#define TG_REASON_TEMPLATE_DAMAGED   "templateDamaged"
+#define TG_REASON_DUPLICATE          "duplicate"
+#define TG_REASON_PASSWORD           "password"
+#define TG_REASON_PAM_STACK          "pamStack"
+#define TG_REASON_PASSWORD_SUCCESS   "passwordSuccess"
 
 #define TG_MAX_TRIES_LIMIT  100
 #define TG_TIMEOUT_LIMIT    3600
 
 /* Outcome codes: 0 = success; LAError numbers (docs/spec.md §2); touchgate's own below -2000. */
 #define TG_OK                          0
-#define TG_ERR_AUTHENTICATION_FAILED  (-1)   /* REASON "wrongPassword" when it was a password */
+#define TG_ERR_AUTHENTICATION_FAILED  (-1)   /* FLAGS BY_PASSWORD (REASON wrongPassword) when it was a password */
 #define TG_ERR_USER_CANCEL            (-2)
 #define TG_ERR_USER_FALLBACK          (-3)
 #define TG_ERR_SYSTEM_CANCEL          (-4)

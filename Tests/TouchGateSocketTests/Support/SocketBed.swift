@@ -68,8 +68,12 @@ func limits(
 
 // MARK: requests as clients send them
 
-func evaluateFrame(_ id: UInt32, user: String = "alice", policy: EvaluationPolicy = .biometrics) -> Frame {
-    Frame(.evaluate, requestID: id, [Field(.user, user), Field(.policy, policy.rawValue), Field(.service, "sudo")])
+func evaluateFrame(
+    _ id: UInt32, user: String = "alice", policy: EvaluationPolicy = .biometrics, flags: Int32? = nil
+) -> Frame {
+    var fields = [Field(.user, user), Field(.policy, policy.rawValue), Field(.service, "sudo")]
+    if let flags { fields.append(Field(.flags, flags)) }
+    return Frame(.evaluate, requestID: id, fields)
 }
 
 func canEvaluateFrame(_ id: UInt32, user: String = "alice", locale: String? = nil) -> Frame {
