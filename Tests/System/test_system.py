@@ -5,6 +5,7 @@ asserts what the person at the console or the administrator sees.
 
 The screens of the console are printed (-s) so that a run shows what a person saw."""
 
+import json
 import os
 import re
 
@@ -198,16 +199,23 @@ def daemon_pid(guest):
 
 def test_e_a_suspend_during_a_prompt_ends_it_with_the_sleep_sentence_and_the_reader_works_after_resume(guest):
     """`systemctl suspend` (S3: QEMU reports SUSPEND) while sudo's fingerprint prompt is open; the
-    machine is woken from QEMU's side (system_wakeup), as a key press or the lid would."""
+    machine is woken from QEMU's side (system_wakeup, as a key press or the lid would) unless it
+    woke by itself first (QEMU then refuses the wakeup: the guest is not suspended)."""
     pid = daemon_pid(guest)
     start = s.sudo(guest)
     guest.console.expect(PROMPT, s.WAIT)
+    since = guest.qmp.mark()
     guest.control.run("systemctl suspend")
     guest.console.expect(SLEEPING, s.WAIT)
-    guest.qmp.event("SUSPEND", s.WAIT)
-    vm.log("the guest is suspended (QEMU: SUSPEND); waking it")
-    guest.qmp.execute("system_wakeup")
-    guest.qmp.event("WAKEUP", s.WAIT)
+    suspended = json.loads(guest.qmp.event("SUSPEND", s.WAIT, since))["timestamp"]
+    answer = guest.qmp.execute("system_wakeup")
+    woke = json.loads(guest.qmp.event("WAKEUP", s.WAIT, since))["timestamp"]
+    vm.log("the guest suspended (QEMU: SUSPEND) and resumed %.3f s later (system_wakeup: %s)"
+           % (woke["seconds"] - suspended["seconds"] + (woke["microseconds"] - suspended["microseconds"]) / 1e6,
+              answer.strip()))
+    vm.log("the guest's kernel on the resume: " + guest.control.out(
+        "echo wakeup irq: $(cat /sys/power/pm_wakeup_irq 2>&1); dmesg | grep -E 'PM: |ACPI: (PM|Waking)' | tail -4"
+    ).strip().replace("\n", " / "))
     s.password_typed(guest)
     assert s.sudo_result(guest) == 0
     show("sudo while the computer goes to sleep, then the password after resume", s.seen(guest, start))

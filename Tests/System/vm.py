@@ -200,16 +200,22 @@ class Qmp(Port):
 
     def __init__(self, path):
         super().__init__(path, "qmp")
-        self.next_line(re.compile(r'"QMP"'), 30)
+        self.answered = self.lines.wait_for(re.compile(r'"QMP"'), 30, 0) + 1
         self.execute("qmp_capabilities")
 
     def execute(self, command):
+        """Runs a command; its answer line ({"return"…} or {"error"…})."""
         self.send('{"execute": "%s"}\n' % command)
-        self.next_line(re.compile(r'^\{"return"'), 30)
+        i = self.lines.wait_for(re.compile(r'^\{"(return|error)"'), 30, self.answered)
+        self.answered = i + 1
+        return self.lines.lines[i][1]
 
-    def event(self, name, timeout):
-        """The next event `name` (one JSON line), waited for with a deadline."""
-        return self.next_line(re.compile(r'"event": "%s"' % name), timeout)
+    def mark(self):
+        return len(self.lines.lines)
+
+    def event(self, name, timeout, start=0):
+        """The first event `name` since line `start` (one JSON line), waited for with a deadline."""
+        return self.lines.lines[self.lines.wait_for(re.compile(r'"event": "%s"' % name), timeout, start)][1]
 
 
 class Guest:
