@@ -90,10 +90,15 @@ let package = Package(
                 // No dynamic symbol table of our own (swiftc passes -export-dynamic): nothing loads
                 // the daemon's symbols, and 7,500 exported names cost 0.6 MB of RSS and a longer
                 // search for every symbol the shared libraries resolve at start.
+                // The functions that run at start and per authentication linked first, side by
+                // side (data/touchgated.order, made and explained by bench/order.py): the kernel
+                // maps file pages 64 KB at a time, so code spread over the binary keeps it resident.
                 .unsafeFlags(
                     [
                         "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
                         "-Xlinker", "--no-export-dynamic",
+                        "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/data/touchgated.order",
+                        "-Xlinker", "--no-warn-symbol-ordering",
                     ], .when(platforms: [.linux]))
             ]),
         .executableTarget(
