@@ -11,6 +11,9 @@ import TouchGateWire
     let ended = OneShot<Void>()
     init(verify: Bool) { self.verify = verify }
 
+    /// fprintd's refusal of another action while this one runs (its own words).
+    var busy: BusError { .alreadyInUse(verify ? "Verification already in progress" : "Enrollment already in progress") }
+
     /// Ends it (VerifyStop, Release, the client gone) and waits until the reader is free.
     func cancelAndWait() async {
         if !ended.isSet { input.deliver(.cancel) }
@@ -112,8 +115,7 @@ extension FprintDevice {
     func verifyStart(_ call: Invocation) async -> Result<[Variant], BusError> {
         if let e = checkClaimed(call) { return .failure(e) }
         if let action {
-            return .failure(
-                .alreadyInUse(action.verify ? "Verification already in progress" : "Enrollment already in progress"))
+            return .failure(action.busy)
         }
         guard let claim else { return .failure(.claimDevice()) }
         return await authorized(call, [.verify], as: claim) { _, caller in
@@ -174,8 +176,7 @@ extension FprintDevice {
         if let e = checkClaimed(call) { return .failure(e) }
         guard let finger = call.string(0).flatMap(Finger.init(rawValue:)) else { return .failure(.invalidFingername()) }
         if let action {
-            return .failure(
-                .alreadyInUse(action.verify ? "Verification already in progress" : "Enrollment already in progress"))
+            return .failure(action.busy)
         }
         guard let claim else { return .failure(.claimDevice()) }
         return await authorized(call, [.enroll], as: claim) { _, caller in

@@ -224,7 +224,7 @@ import TouchGateWire
     private func delete(_ call: Invocation, finger: Finger?, needsClaim: Bool) async -> Result<[Variant], BusError> {
         if needsClaim || claim != nil {
             if let e = checkClaimed(call) { return .failure(e) }
-            if action != nil { return .failure(.alreadyInUse("Another operation is already in progress")) }
+            if let action { return .failure(action.busy) }  // as fprintd: the running action is named
         }
         return await authorized(call, [.enroll], as: claim) { user, caller in
             await deletePrints(user, caller, finger: finger)

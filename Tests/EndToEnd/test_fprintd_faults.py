@@ -67,6 +67,10 @@ def test_unknown_finger_names_and_fingers_without_prints(alice_enrolled):
     assert root.signals[root.wait_signal("VerifyFingerSelected", start=mark)]["args"] == ["right-index-finger"]
     assert err(root.error("VerifyStart", "any")) == (ERROR + "AlreadyInUse", "Verification already in progress")
     assert err(root.error("EnrollStart", "left-thumb")) == (ERROR + "AlreadyInUse", "Verification already in progress")
+    # Deleting while the verify runs is refused as fprintd refuses it, and the print stays.
+    for method, args in (("DeleteEnrolledFingers2", ()), ("DeleteEnrolledFinger", ("right-index-finger",))):
+        assert err(root.error(method, *args)) == (ERROR + "AlreadyInUse", "Verification already in progress"), method
+    assert world.cli("list", "--user", "alice").stdout.split() == ["right-index-finger"]
     root.call("VerifyStop")
     root.call("Release")
     assert status(world)["failedMatches"] == 0  # a stopped verify is no failure
