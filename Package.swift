@@ -99,6 +99,8 @@ let package = Package(
                         "-Xlinker", "--no-export-dynamic",
                         "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/data/touchgated.order",
                         "-Xlinker", "--no-warn-symbol-ordering",
+                        // The Swift runtime's C++ library linked in (data/link/libstdc++.so says how).
+                        "-L\(Context.packageDirectory)/data/link",
                     ], .when(platforms: [.linux]))
             ]),
         .executableTarget(
