@@ -34,8 +34,8 @@ import TouchGateWire
         // fprintd counts one more stage on identify-capable readers (its duplicate check).
         case "num-enroll-stages": return V.int32(Int32(info.enrollScans))
         case "scan-type": return V.string(info.isSwipe ? "swipe" : "press")
-        case "finger-present": return V.bool(false)
-        case "finger-needed": return V.bool(fingerNeeded)
+        case "finger-present": return V.bool(info.fingerPresent)
+        case "finger-needed": return V.bool(needsFinger)
         default: return nil
         }
     }
@@ -46,28 +46,32 @@ import TouchGateWire
         V.vardict(Self.propertyNames.compactMap { name in property(name).map { (name, $0) } })
     }
 
-    /// The driver changed its stage count: clients waiting for it hear it, as from fprintd.
+    /// finger-needed: the driver waits for a finger, or a verify or enrollment of ours runs.
+    private var needsFinger: Bool { fingerNeeded || info.fingerNeeded }
+
+    /// The driver changed its stage count or the finger's status: clients waiting for it hear it
+    /// (PropertiesChanged with what changed), as from fprintd.
     func update(_ new: ReaderInfo) {
-        let old = info
+        let before = (info.enrollScans, info.fingerPresent, needsFinger)
         info = new
-        guard new.enrollScans != old.enrollScans else { return }
-        service.emit(
-            "PropertiesChanged", interface: "org.freedesktop.DBus.Properties",
-            [
-                V.string(FprintNames.deviceInterface),
-                V.vardict([("num-enroll-stages", V.int32(Int32(new.enrollScans)))]),
-                V.array("s", []),
-            ])
+        var changed: [(String, Variant)] = []
+        if new.enrollScans != before.0 { changed.append(("num-enroll-stages", V.int32(Int32(new.enrollScans)))) }
+        if new.fingerPresent != before.1 { changed.append(("finger-present", V.bool(new.fingerPresent))) }
+        if needsFinger != before.2 { changed.append(("finger-needed", V.bool(needsFinger))) }
+        emitChanged(changed)
     }
 
     func setFingerNeeded(_ needed: Bool) {
-        guard needed != fingerNeeded else { return }
+        let before = needsFinger
         fingerNeeded = needed
+        if needsFinger != before { emitChanged([("finger-needed", V.bool(needsFinger))]) }
+    }
+
+    private func emitChanged(_ changed: [(String, Variant)]) {
+        guard !changed.isEmpty else { return }
         service.emit(
             "PropertiesChanged", interface: "org.freedesktop.DBus.Properties",
-            [
-                V.string(FprintNames.deviceInterface), V.vardict([("finger-needed", V.bool(needed))]), V.array("s", []),
-            ])
+            [V.string(FprintNames.deviceInterface), V.vardict(changed), V.array("s", [])])
     }
 
     // MARK: dispatch

@@ -9,6 +9,9 @@ public struct ReaderInfo: Sendable, Equatable {
     public var supportsIdentify: Bool
     /// Swipe sensor (else press): decides the prompt's wording.
     public var isSwipe: Bool
+    /// What the driver says of the finger (libfprint's finger-status): it waits for one, one is on it.
+    public var fingerNeeded = false
+    public var fingerPresent = false
 
     /// Scans an enrollment takes: the driver's stages, and on a reader that can identify one more
     /// first, which checks that the finger is not enrolled already (fprintd counts it the same way).

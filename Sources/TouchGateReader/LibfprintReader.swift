@@ -100,33 +100,43 @@ public final class LibfprintReader: FingerprintReader, Sendable {
         current.withLock { $0 = info }
         readChipPrints()
         log("reader: \(info.name) (\(info.driver)), \(info.enrollStages) enroll stages")
-        // The driver may change its stage count while open (libfprint notifies the property).
+        // The driver may change its stage count and the finger's status while open (libfprint
+        // notifies both properties).
         let notify: @convention(c) (gpointer?, gpointer?, gpointer?) -> Void = { object, _, data in
             let reader = Unmanaged<LibfprintReader>.fromOpaque(data!).takeUnretainedValue()
-            reader.enrollStagesChanged(object)
+            reader.deviceChanged(object)
         }
-        _ = g_signal_connect_data(
-            dev, "notify::nr-enroll-stages", unsafeBitCast(notify, to: GCallback.self),
-            Unmanaged.passUnretained(self).toOpaque(), nil, GConnectFlags(rawValue: 0))
+        for property in ["notify::nr-enroll-stages", "notify::finger-status"] {
+            _ = g_signal_connect_data(
+                dev, property, unsafeBitCast(notify, to: GCallback.self),
+                Unmanaged.passUnretained(self).toOpaque(), nil, GConnectFlags(rawValue: 0))
+        }
     }
 
     public func onInfoChanged(_ handler: @escaping @Sendable (ReaderInfo) -> Void) {
         infoHandlers.withLock { $0.append(handler) }
     }
 
-    /// On the reader thread, from libfprint's notify::nr-enroll-stages.
-    private func enrollStagesChanged(_ object: gpointer?) {
+    /// On the reader thread, from libfprint's notify::nr-enroll-stages and notify::finger-status.
+    private func deviceChanged(_ object: gpointer?) {
         guard let dev = device, UnsafeMutableRawPointer(dev) == object else { return }
         let stages = Int(tgfp_device_get_nr_enroll_stages(dev))
+        let status = tgfp_device_get_finger_status(dev).rawValue
+        let needed = status & FP_FINGER_STATUS_NEEDED.rawValue != 0
+        let present = status & FP_FINGER_STATUS_PRESENT.rawValue != 0
         guard
-            let info = current.withLock({ s -> ReaderInfo? in
-                guard var info = s, info.enrollStages != stages else { return nil }
+            let (info, stagesChanged) = current.withLock({ s -> (ReaderInfo, Bool)? in
+                guard var info = s else { return nil }
+                let before = info
                 info.enrollStages = stages
+                info.fingerNeeded = needed
+                info.fingerPresent = present
+                guard info != before else { return nil }
                 s = info
-                return info
+                return (info, before.enrollStages != stages)
             })
         else { return }
-        log("reader: now \(stages) enroll stages")
+        if stagesChanged { log("reader: now \(stages) enroll stages") }
         for handler in infoHandlers.withLock({ $0 }) { handler(info) }
     }
 

@@ -31,6 +31,7 @@ bool tg_fprint_load(const char **error);
     X(gint, fp_device_get_nr_enroll_stages, (FpDevice *d), (d))                                     \
     X(gboolean, fp_device_has_feature, (FpDevice *d, FpDeviceFeature f), (d, f))                    \
     X(FpScanType, fp_device_get_scan_type, (FpDevice *d), (d))                                      \
+    X(FpFingerStatusFlags, fp_device_get_finger_status, (FpDevice *d), (d))                         \
     X(FpPrint *, fp_device_enroll_sync,                                                             \
       (FpDevice *d, FpPrint *t, GCancellable *k, FpEnrollProgress cb, gpointer data, GError **e),  \
       (d, t, k, cb, data, e))                                                                       \
