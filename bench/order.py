@@ -6,7 +6,7 @@ resident (bench/attribution.py shows it). Linked first and side by side, the fun
 fill few windows. Which ones run is taken, not guessed: touchgated (a release build) runs under
 valgrind's callgrind on libfprint's virtual reader through a start, an enrollment and an
 authentication with a matching finger (through pam_touchgate.so), and the functions of its own binary that executed are listed, mangled, in
-the order of their cost. lld's --symbol-ordering-file reads the list (Package.swift); a name that
+the order of their cost (those of the prebuilt libraries' monolithic `.text` sections last). lld's --symbol-ordering-file reads the list (Package.swift); a name that
 a later build no longer has is skipped. Re-run after larger changes:
 
     python3 bench/order.py --touchgate-bin .build/release   (as root, with Debian's python3 and valgrind)
@@ -16,6 +16,7 @@ import argparse
 import collections
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -59,6 +60,44 @@ def executed(profile, binary):
     return cost
 
 
+def archive_functions(archive, only_big=False):
+    """Names of the functions in an archive's `.text` sections; with only_big, those in the plain
+    `.text` of objects where it exceeds 16 KB."""
+    big, names, member = set(), set(), None
+    if only_big:
+        for line in subprocess.run(["objdump", "-h", archive], capture_output=True, text=True).stdout.splitlines():
+            if ":     file format" in line:
+                member = line.split(":")[0]
+            fields = line.split()
+            if len(fields) >= 3 and fields[1] == ".text" and int(fields[2], 16) > 16 * 1024:
+                big.add(member)
+    for line in subprocess.run(["objdump", "-t", archive], capture_output=True, text=True).stdout.splitlines():
+        if ":     file format" in line:
+            member = line.split(":")[0]
+        elif (" F .text\t" in line if only_big else " F .text" in line) and (not only_big or member in big):
+            names.add(line.split()[-1])
+    return names
+
+
+def monolithic_symbols():
+    """Functions of the Swift toolchain's static libraries that sit in a large plain `.text` of
+    their object (the standard library's Swift.o holds 1.5 MB of it): lld moves whole sections,
+    so ordering one of them moves all of it to the front, and the list's later functions behind."""
+    swiftc = shutil.which("swiftc") or "/opt/swift/usr/bin/swiftc"
+    static = Path(swiftc).resolve().parents[1] / "lib" / "swift_static" / "linux"
+    names = set()
+    for archive in sorted(static.glob("*.a")):
+        names |= archive_functions(archive, only_big=True)
+    return names
+
+
+def cxx_library_functions():
+    """GCC's libstdc++.a (linked into the daemon, data/link): left out of the order, where its
+    functions cost more resident pages than they save (measured: 1.2 MB more with them)."""
+    archive = subprocess.run(["gcc", "-print-file-name=libstdc++.a"], capture_output=True, text=True).stdout.strip()
+    return archive_functions(archive) if archive.startswith("/") else set()
+
+
 def profile(touchgated, out_dir):
     world = harness.World()
     system = None
@@ -97,7 +136,14 @@ def main():
             cost.update(executed(f, binary))
     if not cost:
         sys.exit("order.py: no function of %s ran under callgrind" % binary)
-    names = [name for name, _ in cost.most_common()]
+    # Only names a linker can look up: callgrind also lists code it found no symbol for by address
+    # ("0x…") and its own "(below main)".
+    ranked = [name for name, _ in cost.most_common() if not name.startswith(("0x", "(")) and " " not in name]
+    cxx = cxx_library_functions()
+    ranked = [n for n in ranked if n not in cxx]
+    dragging = monolithic_symbols()
+    # Functions in sections of their own first, by cost; those in a large monolithic `.text` last.
+    names = [n for n in ranked if n not in dragging] + [n for n in ranked if n in dragging]
     args.out.write_text(HEADER + "".join(n + "\n" for n in names))
     print("order.py: %d functions of touchgated written to %s" % (len(names), args.out))
 
