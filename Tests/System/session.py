@@ -57,6 +57,14 @@ def sudo(guest):
     return start
 
 
+def cancel_sudo_password(guest):
+    """Ctrl-C at sudo's own password prompt, once sudo reads it: the prompt is printed before sudo
+    catches signals and turns echo off, and a Ctrl-C typed in between is lost (seen under load)."""
+    guest.control.run("timeout 30 sh -c 'until stty -F /dev/ttyS0 -a | grep -q -- \" -echo \"; do sleep 0.05; done'",
+                      limit=45)
+    guest.console.type(CTRL_C)
+
+
 def sudo_result(guest):
     """sudo's exit status, from the line the shell printed after it."""
     con = guest.console
