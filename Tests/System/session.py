@@ -7,6 +7,7 @@ import re
 
 from harness import PASSWORD_AFTER_BOOT, PROMPT, no_match, not_recognised  # noqa: F401
 from image import PASSWORD, USER
+import vm
 
 PRINT = "tgtest-right-index"
 HINT_ENTER = "(or press Enter to use your password)"
@@ -94,3 +95,13 @@ def password_typed(guest, prompt=None):
     """Types the password once `prompt` (default: sudo's) is on the screen."""
     guest.console.expect(prompt or SUDO_PASSWORD, WAIT)
     guest.console.type(PASSWORD + "\n")
+
+
+def show(title, lines):
+    vm.log("--- %s" % title)
+    for line in lines:
+        vm.log("    | " + line)
+
+
+def daemon_pid(guest):
+    return guest.control.out("systemctl show -p MainPID --value touchgated.service").strip()

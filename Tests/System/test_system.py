@@ -1,17 +1,14 @@
 """touchgate on a booted Debian 12: systemd listening on touchgated.socket from boot, the first PAM
 call starting the service under its hardening, login(1) on the serial getty, sudo, su, logind's
-sessions, journald and auditd, a restart and a reboot. The steps run in order on one guest; each
-asserts what the person at the console or the administrator sees.
+sessions, journald and auditd, a restart, a suspend and a screen locker. The steps run in order on one guest (the
+reboot, fprintd's tools, the start loop and the upgrade follow in test_system_lifecycle.py, which
+pytest runs after this file); each asserts what the person at the console or the administrator sees.
 
 The screens of the console are printed (-s) so that a run shows what a person saw."""
 
 import json
-import os
 import re
 
-import pytest
-
-import image
 import session as s
 import vm
 from image import PASSWORD, USER
@@ -27,12 +24,6 @@ MESSAGE_IDS = {
     "enrollmentChanged": "220ec1066cf94048898e793aad447720",
     "admin": "e2d4602f8fb44870b2f1a5c70c8e1fe4",
 }
-
-
-def show(title, lines):
-    vm.log("--- %s" % title)
-    for line in lines:
-        vm.log("    | " + line)
 
 
 def sudo_until_locked(guest):
@@ -100,7 +91,7 @@ def test_b2_the_first_login_after_boot_asks_for_the_password(guest, state):
     s.password_typed(guest, s.PAM_UNIX_PASSWORD)
     s.shell(guest)
     screen = s.seen(guest, start)
-    show("login on ttyS0, the first after boot", screen)
+    s.show("login on ttyS0, the first after boot", screen)
     assert PASSWORD_AFTER_BOOT in screen, screen
     after = s.status(guest)
     assert after["passwordRequired"] == [], after
@@ -114,7 +105,7 @@ def test_c1_sudo_with_a_finger(guest):
     guest.reader.scan(PRINT)
     assert s.sudo_result(guest) == 0
     screen = s.seen(guest, start)
-    show("sudo with a finger", screen)
+    s.show("sudo with a finger", screen)
     assert "root" in screen and SUDO_PASSWORD.strip() not in " ".join(screen), screen
 
 
@@ -129,7 +120,7 @@ def test_c2_three_wrong_fingers_then_the_password(guest):
     s.password_typed(guest)
     assert s.sudo_result(guest) == 0
     screen = s.seen(guest, start)
-    show("sudo, three wrong fingers, the password", screen)
+    s.show("sudo, three wrong fingers, the password", screen)
     assert PASSWORD not in "\n".join(guest.console.screen(start))
 
 
@@ -138,7 +129,7 @@ def test_c3_a_lockout_after_five_is_cleared_by_the_password_through_pam_unix(gue
     start = sudo_until_locked(guest)
     guest.console.type(PASSWORD + "\n")
     assert s.sudo_result(guest) == 0
-    show("sudo: a lockout after five, then the password", s.seen(guest, start))
+    s.show("sudo: a lockout after five, then the password", s.seen(guest, start))
     cleared = s.status(guest)
     assert cleared["lockedOut"] is False and cleared["failedMatches"] == 0, cleared
     start = s.sudo(guest)
@@ -155,7 +146,7 @@ def test_b3_console_login_with_a_finger_and_loginctl_shows_the_session(guest):
     guest.reader.scan(PRINT)
     s.shell(guest)
     screen = s.seen(guest, start)
-    show("login on ttyS0 with a finger", screen)
+    s.show("login on ttyS0 with a finger", screen)
     assert not any(s.PAM_UNIX_PASSWORD.strip() in line for line in screen), screen
     sessions = guest.control.out("loginctl list-sessions --no-legend")
     vm.log("loginctl list-sessions: " + sessions.strip())
@@ -171,7 +162,7 @@ def test_b4_console_login_by_typing_the_password_while_the_reader_listens(guest)
     guest.console.type(PASSWORD + "\n")
     s.shell(guest)
     screen = s.seen(guest, start)
-    show("login on ttyS0, the password typed at the fingerprint prompt", screen)
+    s.show("login on ttyS0, the password typed at the fingerprint prompt", screen)
     assert TYPING in screen, screen
     assert PASSWORD not in "\n".join(guest.console.screen(start))
 
@@ -183,7 +174,7 @@ def test_f_a_restart_during_a_prompt_ends_it_with_a_sentence_and_the_next_sudo_w
     guest.console.expect(STOPPING, s.WAIT)
     s.password_typed(guest)
     assert s.sudo_result(guest) == 0
-    show("sudo while touchgated restarts", s.seen(guest, start))
+    s.show("sudo while touchgated restarts", s.seen(guest, start))
     start = s.sudo(guest)
     guest.console.expect(PROMPT, s.WAIT)
     guest.reader.scan(PRINT)
@@ -193,15 +184,11 @@ def test_f_a_restart_during_a_prompt_ends_it_with_a_sentence_and_the_next_sudo_w
 SLEEPING = "The computer is going to sleep: use your password"
 
 
-def daemon_pid(guest):
-    return guest.control.out("systemctl show -p MainPID --value touchgated.service").strip()
-
-
 def test_e_a_suspend_during_a_prompt_ends_it_with_the_sleep_sentence_and_the_reader_works_after_resume(guest):
     """`systemctl suspend` (S3: QEMU reports SUSPEND) while sudo's fingerprint prompt is open; the
     machine is woken from QEMU's side (system_wakeup, as a key press or the lid would) unless it
     woke by itself first (QEMU then refuses the wakeup: the guest is not suspended)."""
-    pid = daemon_pid(guest)
+    pid = s.daemon_pid(guest)
     start = s.sudo(guest)
     guest.console.expect(PROMPT, s.WAIT)
     since = guest.qmp.mark()
@@ -222,12 +209,12 @@ def test_e_a_suspend_during_a_prompt_ends_it_with_the_sleep_sentence_and_the_rea
     ).strip().replace("\n", " / "))
     s.password_typed(guest)
     assert s.sudo_result(guest) == 0
-    show("sudo while the computer goes to sleep, then the password after resume", s.seen(guest, start))
+    s.show("sudo while the computer goes to sleep, then the password after resume", s.seen(guest, start))
     start = s.sudo(guest)
     guest.console.expect(PROMPT, s.WAIT)
     guest.reader.scan(PRINT)
     assert s.sudo_result(guest) == 0, s.seen(guest, start)
-    assert daemon_pid(guest) == pid, "the daemon was restarted across the sleep"
+    assert s.daemon_pid(guest) == pid, "the daemon was restarted across the sleep"
 
 
 def test_i_the_journal_holds_each_record_once_with_its_fields_and_auditd_the_linux_records(guest, state):
@@ -273,7 +260,7 @@ def test_d1_su_with_a_finger(guest):
     rc = int(s.RESULT.search(con.screen(i)[0]).group(1))
     s.shell(guest)
     screen = s.seen(guest, start)
-    show("su with a finger", screen)
+    s.show("su with a finger", screen)
     assert rc == 0 and USER in screen, screen
 
 
@@ -304,7 +291,7 @@ def test_d2_vlock_with_a_lockout_asks_for_the_password_itself_and_it_unlocks(gue
     rc = int(s.RESULT.search(con.screen(i)[0]).group(1))
     s.shell(guest)
     screen = s.seen(guest, start)
-    show("vlock: locked out, touchgate's own password prompt", screen)
+    s.show("vlock: locked out, touchgate's own password prompt", screen)
     journal = ["%s: %s" % (e.get("SYSLOG_IDENTIFIER"), e.get("MESSAGE")) for e in s.journal_after(guest, cur)]
     assert rc == 0, (screen, journal)
     assert PASSWORD not in "\n".join(guest.console.screen(start))
@@ -322,159 +309,3 @@ def test_d2_vlock_with_a_lockout_asks_for_the_password_itself_and_it_unlocks(gue
     s.shell(guest)
     assert rc == 0, s.seen(guest, start)
     guest.control.run("rm /etc/pam.d/vlock")
-
-
-def test_g_after_a_reboot_the_password_comes_first_and_the_prints_and_counters_survived(guest, state):
-    # Two failed matches left standing (Ctrl-C twice cancels sudo): the counter to find again.
-    start = s.sudo(guest)
-    guest.console.expect(PROMPT, s.WAIT)
-    guest.reader.scan("x1")
-    guest.console.expect(no_match(2), s.WAIT)
-    guest.reader.scan("x2")
-    guest.console.expect(no_match(1), s.WAIT)
-    guest.console.type(s.CTRL_C)
-    guest.console.expect(SUDO_PASSWORD, s.WAIT)
-    s.cancel_sudo_password(guest)
-    assert s.sudo_result(guest) == 1, s.seen(guest, start)
-    before = s.status(guest)
-    assert before["failedMatches"] == 2, before
-    boot_id = guest.control.out("cat /proc/sys/kernel/random/boot_id").strip()
-
-    guest.control.send_only("systemctl reboot")
-    guest.started = vm.now()
-    seconds = guest.wait_login_prompt()
-    vm.log("reboot to the login prompt: %.1f s" % seconds)
-    guest.control.wait_ready(120)
-    assert guest.control.out("cat /proc/sys/kernel/random/boot_id").strip() != boot_id
-    # Started before the CLI asks: under TCG a start takes seconds, past the CLI's 1.5 s deadline
-    # for a short request (on hardware it takes 25 ms). The login below then finds it ready too.
-    guest.control.run("systemctl start touchgated.service", limit=120)
-    after = s.status(guest)
-    assert after["failedMatches"] == 2, after
-    assert guest.control.out("touchgate list --user %s" % USER).split() == ["right-index-finger"]
-
-    start = guest.console.mark()
-    s.login_name(guest)
-    s.password_typed(guest, s.PAM_UNIX_PASSWORD)
-    s.shell(guest)
-    screen = s.seen(guest, start)
-    show("the first login after the reboot", screen)
-    assert PASSWORD_AFTER_BOOT in screen, screen
-    start = s.sudo(guest)
-    guest.console.expect(PROMPT, s.WAIT)
-    guest.reader.scan(PRINT)
-    assert s.sudo_result(guest) == 0, s.seen(guest, start)
-
-
-def test_h_fprintds_tools_over_the_system_bus_and_polkit(guest):
-    """fprintd-list and fprintd-verify (Debian's, without fprintd's daemon) over the system bus, the
-    daemon asking the real polkitd: root lists and verifies the user's prints; the user on the
-    serial console is refused, their own prints and another's alike, since fprintd's action
-    (allow_active) does not cover a session without a seat, which a serial getty's is."""
-    rc, out = guest.control.run("fprintd-list %s" % USER, check=False)
-    vm.log("fprintd-list %s as root: %s" % (USER, out.strip().replace("\n", " / ")))
-    assert rc == 0 and "right-index-finger" in out, out
-    guest.control.run("setsid -f sh -c 'fprintd-verify %s > /run/tg-verify.log 2>&1; echo $? > /run/tg-verify.rc' "
-                      ">/dev/null 2>&1 </dev/null" % USER)
-    guest.reader.scan(PRINT)
-    rc, out = guest.control.run("timeout 60 sh -c 'until [ -s /run/tg-verify.rc ]; do sleep 0.1; done'; "
-                                "cat /run/tg-verify.log /run/tg-verify.rc", limit=90, check=False)
-    vm.log("fprintd-verify %s as root: %s" % (USER, out.strip().replace("\n", " / ")))
-    assert "verify-match" in out and out.strip().endswith("0"), out
-
-    con = guest.console
-    for whose in (USER, "tgother"):
-        start = con.mark()
-        con.type("fprintd-list %s; echo rc=$?\n" % whose)
-        i = con.expect(s.RESULT, s.WAIT)
-        s.shell(guest)
-        screen = s.seen(guest, start)
-        show("fprintd-list %s as the user on ttyS0" % whose, screen)
-        assert con.screen(i)[0] != "rc=0", screen
-        assert any("PermissionDenied" in line and "net.reactivated.fprint.device." in line for line in screen), screen
-
-
-STARTS = int(os.environ.get("TOUCHGATE_SYSTEM_STARTS", "10"))  # of each kind (100 for the full count)
-CHUNK = 25  # starts per guest command: progress shows while the loop runs
-
-
-@pytest.mark.parametrize("mode", ["stop", "restart"])
-def test_j_every_fresh_daemon_answers_its_first_request(guest, mode):
-    """`stop` then a PAM call (socket activation) or `systemctl restart` then a PAM call, STARTS
-    times each (the user has no prints: answered in time, the module says nothing). Every start
-    reaches READY=1 and the PAM call succeeds. A stall is a daemon silent past the module's 1.5 s
-    deadline when its start is not the reason: after `restart` (READY=1 came before the call), any
-    "not responding"; after socket activation, a start to READY=1 over three times this run's
-    median (the guest runs under TCG: a start takes seconds here, 25 ms on hardware). What the
-    daemon was doing is shown for each."""
-    results, evidence = [], []
-    for first in range(0, STARTS, CHUNK):
-        count = min(CHUNK, STARTS - first)
-        out = guest.control.out("/usr/local/lib/tg-test/starts %s %d tgother '%s'" % (mode, count, PASSWORD),
-                                limit=60 * count)
-        for line in out.splitlines():
-            fields = line.split()
-            if len(fields) == 6 and fields[2] in ("answered", "silent", "other"):
-                _, ms, kind, pid, ready, rc = fields
-                results.append({"ms": int(ms), "kind": kind, "pid": pid, "ready": int(ready), "rc": int(rc)})
-            elif line.strip():  # what the daemon was doing, systemctl's own words
-                evidence.append(line[2:] if line.startswith("| ") else line)
-    median = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
-    ready = [r["ready"] for r in results]
-    silent = [r for r in results if r["kind"] == "silent"]
-    if mode == "restart":
-        stalls = silent
-    else:
-        stalls = [r for r in results if r["ready"] > max(3 * median(ready), 1500)]
-    vm.log("%s, then a PAM call: %d starts (%d distinct daemons); exec to READY=1 median %d ms, max %d ms; "
-           "PAM call median %d ms, max %d ms; module saw no answer within 1.5 s: %d; stalls: %d"
-           % (mode, len(results), len(set(r["pid"] for r in results)), median(ready), max(ready),
-              median([r["ms"] for r in results]), max(r["ms"] for r in results), len(silent), len(stalls)))
-    if evidence:
-        show("what the daemon was doing when the module saw no answer in time", evidence[:200])
-    assert len(results) == STARTS and len(set(r["pid"] for r in results)) == STARTS, evidence
-    assert all(r["rc"] == 0 for r in results), [r for r in results if r["rc"] != 0]
-    assert not [r for r in results if r["kind"] == "other"], evidence
-    assert not stalls, "expected no stall; %d: %s" % (len(stalls), stalls)
-
-
-def test_k_an_upgrade_during_a_prompt_ends_it_with_a_sentence_then_purge_leaves_nothing(guest):
-    """apt-get install of the same packages under a higher version (image.upgraded) while sudo's
-    prompt is open; then apt-get purge: no daemon, no unit, no file, common-auth as Debian made it."""
-    old = guest.control.out("dpkg-query -W -f '${Version}' touchgate").strip()
-    start = s.sudo(guest)
-    guest.console.expect(PROMPT, s.WAIT)
-    pid = daemon_pid(guest)
-    rc, out = guest.control.run("apt-get install -y -q %s/*.deb" % image.UPGRADE_DIR, limit=600)
-    vm.log("apt-get install (upgrade): " + " / ".join(out.strip().splitlines()[-4:]))
-    guest.console.expect(STOPPING, s.WAIT)
-    s.password_typed(guest)
-    assert s.sudo_result(guest) == 0
-    show("sudo while the packages are upgraded", s.seen(guest, start))
-    assert guest.control.out("dpkg-query -W -f '${Version}' touchgate libpam-touchgate").strip() \
-        == (old + image.UPGRADE_SUFFIX) * 2
-    start = s.sudo(guest)
-    guest.console.expect(PROMPT, s.WAIT)
-    guest.reader.scan(PRINT)
-    assert s.sudo_result(guest) == 0, s.seen(guest, start)
-    assert daemon_pid(guest) not in ("0", pid), "the old daemon still serves"
-
-    rc, out = guest.control.run("apt-get purge -y -q touchgate libpam-touchgate", limit=600)
-    vm.log("apt-get purge: " + " / ".join(out.strip().splitlines()[-3:]))
-    assert guest.control.run("pgrep -x touchgated", check=False)[0] == 1, "purge left the daemon running"
-    # (systemctl exits 1 when no unit file matches)
-    assert guest.control.out("systemctl list-unit-files --no-legend 'touchgated*'; true").strip() == ""
-    for unit in ("touchgated.socket", "touchgated.service"):  # the test's drop-in is all that is left
-        shown = guest.control.out("systemctl show -p LoadState,ActiveState --value %s" % unit).split()
-        assert shown == ["not-found", "inactive"], (unit, shown)
-    left = guest.control.out("for f in /var/lib/touchgate /etc/touchgate /usr/libexec/touchgate /run/touchgate "
-                             "/etc/pam.d/touchgate /usr/share/pam-configs/touchgate /usr/share/pam-configs/touchgate-report "
-                             "/usr/bin/touchgate /lib/systemd/system/touchgated.socket "
-                             "/etc/systemd/system/sockets.target.wants/touchgated.socket "
-                             "/lib/x86_64-linux-gnu/security/pam_touchgate.so; do "
-                             "[ -e $f ] || [ -L $f ] && echo $f; done; true")
-    assert left.strip() == "", left
-    assert guest.control.run("cmp /etc/pam.d/common-auth %s" % image.BEFORE_COMMON_AUTH, check=False)[0] == 0, \
-        guest.control.out("diff %s /etc/pam.d/common-auth; true" % image.BEFORE_COMMON_AUTH)
-    listed = guest.control.out("dpkg-query -W -f '${db:Status-Abbrev}' touchgate libpam-touchgate 2>/dev/null; true")
-    assert listed.strip() in ("", "un un", "unun"), listed
