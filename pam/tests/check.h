@@ -27,4 +27,7 @@ static inline int check_summary(const char *name)
     return check_failed == 0 ? 0 : 1;
 }
 
+/* The number of elements of an array. */
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
 #endif /* TG_CHECK_H */
