@@ -105,3 +105,23 @@ def show(title, lines):
 
 def daemon_pid(guest):
     return guest.control.out("systemctl show -p MainPID --value touchgated.service").strip()
+
+
+def sudo_with_finger(guest):
+    """`sudo` with the enrolled finger on the reader at the prompt: it succeeds."""
+    start = sudo(guest)
+    guest.console.expect(PROMPT, WAIT)
+    guest.reader.scan(PRINT)
+    assert sudo_result(guest) == 0, seen(guest, start)
+
+
+def first_login_by_password(guest, title):
+    """The first login after a boot at the getty: touchgate says the password is required once,
+    pam_unix takes it, the shell starts; the screen is shown under `title`."""
+    start = guest.console.mark()
+    login_name(guest)
+    password_typed(guest, PAM_UNIX_PASSWORD)
+    shell(guest)
+    screen = seen(guest, start)
+    show(title, screen)
+    assert PASSWORD_AFTER_BOOT in screen, screen

@@ -12,7 +12,7 @@ import re
 import session as s
 import vm
 from image import PASSWORD, USER
-from session import (HINT_ENTER, LOCKED, PASSWORD_AFTER_BOOT, PRINT, PROMPT, STOPPING, SUDO_PASSWORD,
+from session import (HINT_ENTER, LOCKED, PRINT, PROMPT, STOPPING, SUDO_PASSWORD,
                      TYPING, no_match, not_recognised)
 from test_install import ENABLED_COMMON_AUTH, stack
 
@@ -86,13 +86,7 @@ def test_b1_root_enrolls_the_user_with_the_cli_on_the_virtual_reader(guest):
 
 
 def test_b2_the_first_login_after_boot_asks_for_the_password(guest, state):
-    start = guest.console.mark()
-    s.login_name(guest)
-    s.password_typed(guest, s.PAM_UNIX_PASSWORD)
-    s.shell(guest)
-    screen = s.seen(guest, start)
-    s.show("login on ttyS0, the first after boot", screen)
-    assert PASSWORD_AFTER_BOOT in screen, screen
+    s.first_login_by_password(guest, "login on ttyS0, the first after boot")
     after = s.status(guest)
     assert after["passwordRequired"] == [], after
     state["logged_in"] = True
@@ -132,10 +126,7 @@ def test_c3_a_lockout_after_five_is_cleared_by_the_password_through_pam_unix(gue
     s.show("sudo: a lockout after five, then the password", s.seen(guest, start))
     cleared = s.status(guest)
     assert cleared["lockedOut"] is False and cleared["failedMatches"] == 0, cleared
-    start = s.sudo(guest)
-    guest.console.expect(PROMPT, s.WAIT)
-    guest.reader.scan(PRINT)
-    assert s.sudo_result(guest) == 0, s.seen(guest, start)
+    s.sudo_with_finger(guest)
 
 
 def test_b3_console_login_with_a_finger_and_loginctl_shows_the_session(guest):
@@ -175,10 +166,7 @@ def test_f_a_restart_during_a_prompt_ends_it_with_a_sentence_and_the_next_sudo_w
     s.password_typed(guest)
     assert s.sudo_result(guest) == 0
     s.show("sudo while touchgated restarts", s.seen(guest, start))
-    start = s.sudo(guest)
-    guest.console.expect(PROMPT, s.WAIT)
-    guest.reader.scan(PRINT)
-    assert s.sudo_result(guest) == 0, s.seen(guest, start)
+    s.sudo_with_finger(guest)
 
 
 SLEEPING = "The computer is going to sleep: use your password"
@@ -210,10 +198,7 @@ def test_e_a_suspend_during_a_prompt_ends_it_with_the_sleep_sentence_and_the_rea
     s.password_typed(guest)
     assert s.sudo_result(guest) == 0
     s.show("sudo while the computer goes to sleep, then the password after resume", s.seen(guest, start))
-    start = s.sudo(guest)
-    guest.console.expect(PROMPT, s.WAIT)
-    guest.reader.scan(PRINT)
-    assert s.sudo_result(guest) == 0, s.seen(guest, start)
+    s.sudo_with_finger(guest)
     assert s.daemon_pid(guest) == pid, "the daemon was restarted across the sleep"
 
 

@@ -11,7 +11,7 @@ import image
 import session as s
 import vm
 from image import PASSWORD, USER
-from session import PASSWORD_AFTER_BOOT, PRINT, PROMPT, STOPPING, SUDO_PASSWORD, no_match
+from session import PRINT, PROMPT, STOPPING, SUDO_PASSWORD, no_match
 
 
 def test_g_after_a_reboot_the_password_comes_first_and_the_prints_and_counters_survived(guest, state):
@@ -43,17 +43,8 @@ def test_g_after_a_reboot_the_password_comes_first_and_the_prints_and_counters_s
     assert after["failedMatches"] == 2, after
     assert guest.control.out("touchgate list --user %s" % USER).split() == ["right-index-finger"]
 
-    start = guest.console.mark()
-    s.login_name(guest)
-    s.password_typed(guest, s.PAM_UNIX_PASSWORD)
-    s.shell(guest)
-    screen = s.seen(guest, start)
-    s.show("the first login after the reboot", screen)
-    assert PASSWORD_AFTER_BOOT in screen, screen
-    start = s.sudo(guest)
-    guest.console.expect(PROMPT, s.WAIT)
-    guest.reader.scan(PRINT)
-    assert s.sudo_result(guest) == 0, s.seen(guest, start)
+    s.first_login_by_password(guest, "the first login after the reboot")
+    s.sudo_with_finger(guest)
 
 
 def test_h_fprintds_tools_over_the_system_bus_and_polkit(guest):
@@ -143,10 +134,7 @@ def test_k_an_upgrade_during_a_prompt_ends_it_with_a_sentence_then_purge_leaves_
     s.show("sudo while the packages are upgraded", s.seen(guest, start))
     assert guest.control.out("dpkg-query -W -f '${Version}' touchgate libpam-touchgate").strip() \
         == (old + image.UPGRADE_SUFFIX) * 2
-    start = s.sudo(guest)
-    guest.console.expect(PROMPT, s.WAIT)
-    guest.reader.scan(PRINT)
-    assert s.sudo_result(guest) == 0, s.seen(guest, start)
+    s.sudo_with_finger(guest)
     assert s.daemon_pid(guest) not in ("0", pid), "the old daemon still serves"
 
     rc, out = guest.control.run("apt-get purge -y -q touchgate libpam-touchgate", limit=600)
