@@ -119,6 +119,18 @@ public enum ConfigFile {
         Setting(key: "fprintd_api") { v, c throws(ValueProblem) in
             c.fprintdAPI = try ConfigValues.boolean(v)
         },
+        Setting(key: "seal") { v, c throws(ValueProblem) in
+            guard let mode = SealMode(rawValue: v) else {
+                throw ValueProblem(reason: "must be auto, tpm or no, got '\(v)'")
+            }
+            c.seal = mode
+        },
+        Setting(key: "tpm") { v, c throws(ValueProblem) in
+            c.tpm = try ConfigValues.tcti(v)
+        },
+        Setting(key: "seal_pcrs") { v, c throws(ValueProblem) in
+            c.sealPCRs = try ConfigValues.pcrs(v)
+        },
     ]
 
     // MARK: reading

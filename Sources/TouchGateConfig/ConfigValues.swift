@@ -99,6 +99,30 @@ enum ConfigValues {
         return text
     }
 
+    /// tpm2-tss's TCTI configuration: `name` or `name:config`, printable ASCII without blanks.
+    static func tcti(_ text: String) throws(ValueProblem) -> String {
+        let printable = text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
+        guard printable, (1...256).contains(text.utf8.count), !text.hasPrefix(":") else {
+            throw ValueProblem(
+                reason: "must be a TPM interface such as device:/dev/tpmrm0 (printable, no blanks), got '\(text)'")
+        }
+        return text
+    }
+
+    /// `none`, or comma-separated PCR numbers 0 to 23, each once (`7` or `0,7`); sorted.
+    static func pcrs(_ text: String) throws(ValueProblem) -> [Int] {
+        if text == "none" { return [] }
+        var seen = Set<Int>()
+        for item in text.split(separator: ",", omittingEmptySubsequences: false).map({ trimmed($0) }) {
+            let n: Int
+            do { n = try count(item, in: 0...23) } catch {
+                throw ValueProblem(reason: "must be none or PCR numbers 0 to 23 such as 7 or 0,7, got '\(text)'")
+            }
+            guard seen.insert(n).inserted else { throw ValueProblem(reason: "names PCR \(n) twice") }
+        }
+        return seen.sorted()
+    }
+
     // MARK: helpers
 
     /// Whitespace around keys and values: spaces, tabs, and the CR of a CRLF file.

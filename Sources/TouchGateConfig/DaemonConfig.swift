@@ -16,20 +16,38 @@ public struct DaemonConfig: Sendable, Equatable {
     /// Whether fprintd's D-Bus API (net.reactivated.Fprint) is served on the system bus.
     public var fprintdAPI: Bool
 
+    /// Whether prints are sealed to the machine's TPM (docs/SECURITY.md, "Sealed prints").
+    public var seal: SealMode
+    /// tpm2-tss's TCTI for the TPM (`device:/dev/tpmrm0`, `swtpm:host=127.0.0.1,port=2321`).
+    public var tpm: String
+    /// The SHA-256 PCRs the data key is bound to; none by default, so a firmware update does not
+    /// lock the prints away (docs/SECURITY.md).
+    public var sealPCRs: [Int]
+
     public static let defaultPrintStore = "/var/lib/fprint"
+    public static let defaultTPM = "device:/dev/tpmrm0"
 
     public init(
         policy: PolicyConfig = .defaults, passwordService: String = "touchgate", allowRemote: Bool = false,
-        printStore: String = DaemonConfig.defaultPrintStore, fprintdAPI: Bool = true
+        printStore: String = DaemonConfig.defaultPrintStore, fprintdAPI: Bool = true, seal: SealMode = .auto,
+        tpm: String = DaemonConfig.defaultTPM, sealPCRs: [Int] = []
     ) {
         self.policy = policy
         self.passwordService = passwordService
         self.allowRemote = allowRemote
         self.printStore = printStore
         self.fprintdAPI = fprintdAPI
+        self.seal = seal
+        self.tpm = tpm
+        self.sealPCRs = sealPCRs
     }
 
     public static let defaults = DaemonConfig()
+}
+
+/// `seal` in touchgate.conf: `auto` seals when a TPM answers, `tpm` requires one, `no` never seals.
+public enum SealMode: String, Sendable, CaseIterable {
+    case auto, tpm, no
 }
 
 /// A config file the daemon must refuse: where (1-based line; 0 = the file as a whole) and why.

@@ -102,7 +102,14 @@ extension Core {
         let info = await readerInfo()
         let list = await prints.list(user, device: info?.deviceKey)
         var doc = StatusDocument(user: user, fingers: list.prints.map(\.finger.rawValue))
-        doc.damagedFingers = list.prints.filter(\.damaged).map(\.finger.rawValue)
+        doc.damagedFingers = list.prints.filter(\.needsEnrolling).map(\.finger.rawValue)
+        doc.sealedFingers = list.prints.filter(\.closed).map(\.finger.rawValue)
+        switch await prints.sealingState() {
+        case nil: break
+        case .ready?: doc.sealing = "sealed"
+        case .off(let why)?: doc.sealing = "clear"; doc.sealingDetail = why
+        case .unavailable(let why)?: doc.sealing = "unavailable"; doc.sealingDetail = why
+        }
         if case .unsafe(let why) = list { doc.printsProblem = why }
         let env = environment(prints: list.prints, readerAvailable: info != nil)
         switch await states.load(user) {
@@ -143,6 +150,12 @@ struct StatusDocument: Encodable {
     var user: String
     var fingers: [String]
     var damagedFingers: [String] = []
+    /// Sealed prints the TPM cannot open now.
+    var sealedFingers: [String] = []
+    /// The print store: "sealed" (to the TPM), "clear" (not sealed: sealingDetail says why), or
+    /// "unavailable" (sealing required, the key cannot be had: sealingDetail says why).
+    var sealing: String?
+    var sealingDetail: String?
     var printsProblem: String?
     var stateReadable = false
     var stateProblem: String?

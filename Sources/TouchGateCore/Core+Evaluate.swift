@@ -99,6 +99,9 @@ extension Core {
             guard !wanted.isEmpty else {
                 return .reply(Refusal(.biometryNotEnrolled, reason: .noPrints, text: .notEnrolled), method: nil)
             }
+            if wanted.contains(where: \.closed) {
+                return .reply(Refusal(.biometryNotAvailable, reason: .printsSealed, text: .printsSealed), method: nil)
+            }
             var refusal = Refusal(
                 .templateDamaged, reason: .templateDamaged, text: .templatesDamaged(wanted.map(\.finger)))
             refusal.fingers = wanted.map(\.finger)
@@ -111,7 +114,7 @@ extension Core {
             log.error("cannot read templates: \(error)", metadata: ["user": "\(r.user)"])
             return .reply(Self.storageFailure, method: nil)
         }
-        for damaged in list where damaged.damaged {
+        for damaged in list where damaged.needsEnrolling {
             client.show(ProgressEvent(.retry, .templateDamaged(damaged.finger), style: .error))
         }
         if let interrupt = prompt.interrupt.value { return ended(by: interrupt) }

@@ -22,6 +22,8 @@ public struct CoreSetup: Sendable {
     public var linuxAudit: (@Sendable (AuthEvent) -> Void)?
     /// Longest wait for the password service before the check is given up as failed.
     public var passwordCheckDeadlineMilliseconds = 30_000
+    /// Prints sealed to the machine (PrintSealing.swift); nil keeps them in the clear.
+    public var sealing: PrintSealing?
 
     public init(
         policy: PolicyConfig, allowRemote: Bool, bootID: String, stateDirectory: Directory,
@@ -85,11 +87,29 @@ public struct CoreSetup: Sendable {
             users: users, policy: policyEngine, clock: setup.clock, pool: storagePool,
             log: { log.error("\($0)") })
         prints = PrintCache(
-            files: PrintFiles(root: setup.printStore, reader: setup.reader), pool: storagePool,
-            log: { log.notice("\($0)") })
+            files: PrintFiles(root: setup.printStore, reader: setup.reader, sealing: setup.sealing),
+            pool: storagePool, log: { log.notice("\($0)") })
         names = NameCache(accounts: setup.accounts, pool: accountPool)
         let settled = readerSettled
         setup.reader.whenOpened { CoreLoop.shared.post { settled.set(()) } }
+        if let sealing = setup.sealing { sealStore(prints.files, sealing) }
+    }
+
+    /// Seals the prints still in the clear, on the storage threads after start (the TPM is never
+    /// asked before the daemon is ready), and says where sealing stands.
+    private func sealStore(_ files: PrintFiles, _ sealing: PrintSealing) {
+        let pool = storagePool, log = self.log
+        _ = CoreLoop.shared.task {
+            let report = try? await pool.run { () -> String in
+                let count = files.sealExisting { log.warning("\($0)") }
+                switch sealing.keyState() {
+                case .ready: return "prints are sealed to the TPM (\(count) sealed now)"
+                case .off(let why): return "prints are kept in the clear: \(why)"
+                case .unavailable(let why): return "sealed prints cannot be opened and none is enrolled: \(why)"
+                }
+            }
+            log.notice("\(report ?? "the print store could not be checked for sealing: the storage threads are busy")")
+        }
     }
 
     /// The reader as it is once its first opening has ended (it may be absent).
@@ -125,7 +145,7 @@ public struct CoreSetup: Sendable {
         if env.enrollmentSnapshot != nil && !state.enabled {
             return Refusal(.biometryNotEnrolled, reason: .notEnabled, text: .notEnabled)
         }
-        let damaged = list.prints.filter(\.damaged).map(\.finger)
+        let damaged = list.prints.filter(\.needsEnrolling).map(\.finger)
         if case .refused(let r) = policyEngine.canEvaluateBiometrics(state, in: env) {
             // A damaged print is a changed one (enrollmentChanged); say which needs enrolling again now.
             var refused = refusal(for: r)
@@ -133,6 +153,9 @@ public struct CoreSetup: Sendable {
                 refused.text = .lines([text] + damaged.map { .templateDamaged($0) })
             }
             return refused
+        }
+        if list.prints.allSatisfy(\.damaged), list.prints.contains(where: \.closed) {
+            return Refusal(.biometryNotAvailable, reason: .printsSealed, text: .printsSealed)
         }
         if damaged.count == list.prints.count {
             var refusal = Refusal(.templateDamaged, reason: .templateDamaged, text: .templatesDamaged(damaged))

@@ -42,6 +42,7 @@ public enum Text: Sendable, Equatable {
     case suspending
     case stateUnreadable
     case printsUnsafe
+    case printsSealed
     case busy
     case templateDamaged(Finger)
     case templatesDamaged([Finger])
@@ -120,6 +121,8 @@ public enum Text: Sendable, Equatable {
             return L("Fingerprint unavailable until you enter your password (its saved state could not be read)", l)
         case .printsUnsafe:
             return L("Fingerprint unavailable: its stored files are not safe to use (ask the administrator)", l)
+        case .printsSealed:
+            return L("Fingerprint unavailable: the prints are sealed to this computer's TPM, which cannot open them now: use your password", l)
         case .busy: return L("Fingerprint service busy: use your password", l)
         case .templateDamaged(let f):
             return L(

@@ -26,7 +26,8 @@ import TouchGateWire
         guard let list = try? await pool.run({ files.list(user, device: device) }) else {
             return .unsafe("storage queue full")  // not cached: the next request reads again
         }
-        cache[user] = (device, list)
+        // A print sealed shut (the TPM did not answer) is asked for again next time.
+        if !list.prints.contains(where: \.closed) { cache[user] = (device, list) }
         for p in list.prints {
             if let why = p.problem { log("\(user)'s \(p.finger.rawValue) print is not used: \(why)") }
         }
@@ -34,6 +35,12 @@ import TouchGateWire
     }
 
     func invalidate(_ user: String) { cache[user] = nil }
+
+    /// Where sealing stands (nil: this store does not seal); may ask the TPM, so on the pool.
+    func sealingState() async -> DataKeyState? {
+        guard let sealing = files.sealing else { return nil }
+        return try? await pool.run { sealing.keyState() }
+    }
 
     func templates(_ user: String, device: DeviceKey, fingers: [Finger]) async throws(StorageError) -> [[UInt8]] {
         try await run { files throws(StorageError) in

@@ -19,9 +19,15 @@ public struct EnrolledPrint: Sendable, Equatable {
     public var damaged: Bool
     /// Why a damaged print cannot be used (for the log).
     public var problem: String?
-    public init(finger: Finger, digest: String, damaged: Bool = false, problem: String? = nil) {
+    /// Sealed and not opened now (PrintSealing.swift): unusable, but not to be enrolled again.
+    public var closed: Bool
+    public init(finger: Finger, digest: String, damaged: Bool = false, problem: String? = nil, closed: Bool = false) {
         self.finger = finger; self.digest = digest; self.damaged = damaged; self.problem = problem
+        self.closed = closed
     }
+
+    /// Damaged in a way that enrolling it again mends (not merely sealed shut).
+    public var needsEnrolling: Bool { damaged && !closed }
 }
 
 /// A user's prints, or why they cannot be trusted (a symlink, another owner): fail closed.
@@ -43,10 +49,14 @@ public struct GalleryPrint: Sendable, Equatable {
 public struct PrintFiles: Sendable {
     public let root: Directory
     public let reader: any FingerprintReader
+    /// When set, prints are written sealed once the machine's data key is had, and sealed ones are
+    /// opened with it (PrintStore+Sealing.swift); nil reads and writes prints in the clear.
+    public let sealing: PrintSealing?
 
-    public init(root: Directory, reader: any FingerprintReader) {
+    public init(root: Directory, reader: any FingerprintReader, sealing: PrintSealing? = nil) {
         self.root = root
         self.reader = reader
+        self.sealing = sealing
     }
 
     /// fprintd names a print file by libfprint's finger number in hex: 1 (left thumb) … a (right little).
@@ -66,10 +76,10 @@ public struct PrintFiles: Sendable {
             let judged = reader.describesPrints
             for name in dir.entries() {
                 guard let finger = Self.finger(fileName: name) else { continue }
-                let bytes: [UInt8]
+                let stored: StoredPrint
                 do {
-                    guard let read = try dir.read(name) else { continue }
-                    bytes = read
+                    guard let read = try load(dir, name, user: user, device: device, finger: finger) else { continue }
+                    stored = read
                 } catch {
                     // A file that cannot be read or trusted costs that finger only: it still counts
                     // as enrolled (the set changed) but is never used to match.
@@ -77,11 +87,18 @@ public struct PrintFiles: Sendable {
                         EnrolledPrint(finger: finger, digest: "unreadable", damaged: true, problem: error.description))
                     continue
                 }
-                let problem =
-                    judged ? Self.problem(reader.describe(bytes), user: user, device: device, finger: finger) : nil
-                found.append(
-                    EnrolledPrint(finger: finger, digest: Self.digest(bytes), damaged: problem != nil, problem: problem)
-                )
+                switch stored {
+                case .closed(let digest, let why):
+                    // Sealed and not opened now (no TPM, say): enrolled as before, the same digest,
+                    // so the domain state holds, but unusable until it opens.
+                    found.append(EnrolledPrint(finger: finger, digest: digest, damaged: true, problem: why, closed: true))
+                case .plain(let bytes):
+                    let problem =
+                        judged ? Self.problem(reader.describe(bytes), user: user, device: device, finger: finger) : nil
+                    found.append(
+                        EnrolledPrint(
+                            finger: finger, digest: Self.digest(bytes), damaged: problem != nil, problem: problem))
+                }
             }
             return .prints(found.sorted { $0.finger < $1.finger })
         } catch {
@@ -104,14 +121,19 @@ public struct PrintFiles: Sendable {
     }
 
     public func template(_ user: String, device: DeviceKey, finger: Finger) throws(StorageError) -> [UInt8]? {
-        try deviceDirectory(user, device, create: false)?.read(Self.fileName(finger))
+        guard let dir = try deviceDirectory(user, device, create: false) else { return nil }
+        switch try load(dir, Self.fileName(finger), user: user, device: device, finger: finger) {
+        case nil: return nil
+        case .plain(let bytes): return bytes
+        case .closed(_, let why): throw .unsafe("\(dir.path)/\(Self.fileName(finger)): \(why)")
+        }
     }
 
     public func save(_ bytes: [UInt8], user: String, device: DeviceKey, finger: Finger) throws(StorageError) {
         guard let dir = try deviceDirectory(user, device, create: true) else {
             throw .unsafe("no directory for \(user)")
         }
-        try dir.writeAtomically(Self.fileName(finger), bytes)
+        try dir.writeAtomically(Self.fileName(finger), try stored(bytes, user: user, device: device, finger: finger))
     }
 
     /// Deletes the given fingers on `device`, or on every reader's directory when nil; returns
@@ -140,7 +162,8 @@ public struct PrintFiles: Sendable {
         for user in root.entries() where !Directory.isTemporary(user) {
             guard let dir = try? deviceDirectory(user, device, create: false) else { continue }
             for name in dir.entries() {
-                guard let finger = Self.finger(fileName: name), let bytes = try? dir.read(name),
+                guard let finger = Self.finger(fileName: name),
+                    case .plain(let bytes) = try? load(dir, name, user: user, device: device, finger: finger),
                     Self.problem(reader.describe(bytes), user: user, device: device, finger: finger) == nil
                 else { continue }
                 out.append(GalleryPrint(user: user, finger: finger, template: bytes))

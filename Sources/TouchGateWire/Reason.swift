@@ -8,7 +8,7 @@ public enum Reason: String, Sendable, CaseIterable, Codable {
     // systemCancel, appCancel
     case suspend, shutdown, cancelled, clientGone
     // biometryNotAvailable
-    case noReader, removed, tooHot, busy, readerError, remote, printsUnsafe
+    case noReader, removed, tooHot, busy, readerError, remote, printsUnsafe, printsSealed
     case readerProtocol = "protocol"
     // biometryNotEnrolled
     case noPrints, notEnabled
@@ -32,7 +32,7 @@ public let headerReasons: [Reason: String] = [
     .suspend: TG_REASON_SUSPEND, .shutdown: TG_REASON_SHUTDOWN, .cancelled: TG_REASON_CANCELLED,
     .clientGone: TG_REASON_CLIENT_GONE, .noReader: TG_REASON_NO_READER, .removed: TG_REASON_REMOVED,
     .tooHot: TG_REASON_TOO_HOT, .busy: TG_REASON_BUSY, .readerError: TG_REASON_READER_ERROR,
-    .remote: TG_REASON_REMOTE, .printsUnsafe: TG_REASON_PRINTS_UNSAFE,
+    .remote: TG_REASON_REMOTE, .printsUnsafe: TG_REASON_PRINTS_UNSAFE, .printsSealed: TG_REASON_PRINTS_SEALED,
     .readerProtocol: TG_REASON_PROTOCOL, .noPrints: TG_REASON_NO_PRINTS,
     .notEnabled: TG_REASON_NOT_ENABLED, .lockout: TG_REASON_LOCKOUT,
     .stateUnreadable: TG_REASON_STATE_UNREADABLE, .boot: TG_REASON_BOOT, .idle: TG_REASON_IDLE,

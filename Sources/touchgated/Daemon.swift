@@ -20,6 +20,8 @@ struct DaemonOptions: Sendable {
     var config: String?
     var bootIdFile = DaemonOptions.defaultBootIdFile
     var debug = false
+    /// Write sealed prints back in the clear and exit, instead of serving.
+    var exportPrints = false
 
     /// $CONFIGURATION_DIRECTORY/touchgate.conf under systemd (ConfigurationDirectory=), else
     /// /etc/touchgate/touchgate.conf.
@@ -60,6 +62,7 @@ func serve(_ options: DaemonOptions) -> Int32 {
     guard let bootID = readSmallFile(options.bootIdFile)?.trimmingWhitespace, !bootID.isEmpty else {
         return startFailure("cannot read the boot identity from \(options.bootIdFile)")
     }
+    let reader = LibfprintReader { message in log.info("\(message)") }
     let state: Directory, prints: Directory
     do { state = try Directory.openRoot(stateDirectory) } catch {
         return startFailure("state directory \(stateDirectory): \(error)")
@@ -67,10 +70,12 @@ func serve(_ options: DaemonOptions) -> Int32 {
     do { prints = try Directory.openRoot(printDirectory) } catch {
         return startFailure("print store \(printDirectory): \(error)")
     }
+    let sealing = PrintSealing(
+        mode: settings.seal, sealer: nil, state: state)
+    if options.exportPrints { return exportPrints(PrintFiles(root: prints, reader: reader, sealing: sealing)) }
     let stale = StartUp.removeStaleTemporaries(state: state, printStore: prints)
     if stale > 0 { log.notice("removed \(stale) temporary files left by interrupted writes") }
 
-    let reader = LibfprintReader { message in log.info("\(message)") }
     StartUp.migrateLegacyPrints(state: state, files: PrintFiles(root: prints, reader: reader)) { log.notice("\($0)") }
 
     let listenFD: Int32
@@ -88,6 +93,7 @@ func serve(_ options: DaemonOptions) -> Int32 {
         policy: settings.policy, allowRemote: settings.allowRemote, bootID: bootID,
         stateDirectory: state, printStore: prints, reader: reader,
         passwords: PAMPasswordChecker(service: settings.passwordService), log: log, audit: audit)
+    wiring.sealing = sealing
     let linuxAudit = LinuxAudit(log: log)
     wiring.linuxAudit = { linuxAudit.record($0) }
     let setup = wiring
@@ -132,6 +138,18 @@ func serve(_ options: DaemonOptions) -> Int32 {
     stopped.wait()
     if let boundPath { _ = unlink(boundPath) }
     return EXIT_SUCCESS
+}
+
+/// `--export-prints`: every sealed print written back in the clear, in fprintd's format (before
+/// going back to fprintd); exit status 1 when one stayed sealed.
+private func exportPrints(_ files: PrintFiles) -> Int32 {
+    do {
+        let count = try files.exportClear { print("touchgated: \($0)") }
+        print("touchgated: \(count) sealed print\(count == 1 ? "" : "s") written back in the clear in \(files.root.path)")
+        return EXIT_SUCCESS
+    } catch {
+        return startFailure("prints not exported: \(error)")
+    }
 }
 
 /// Runs `body` on the core loop and waits for its result (start-up only).

@@ -35,6 +35,12 @@ struct Touchgated: ParsableCommand {
     @Flag(help: "Log debug details (never a template byte or a password).")
     var debug = false
 
+    @Flag(
+        help:
+            "Write every sealed print back in the clear, in fprintd's format, and exit (with the daemon stopped, before going back to fprintd)."
+    )
+    var exportPrints = false
+
     /// The arguments as the kernel recorded them. A statically linked Swift runtime captures argv
     /// in an ELF constructor, which some preloaded libraries (pam_wrapper, used by the tests and
     /// the benchmark) leave empty; /proc/self/cmdline is always right.
@@ -54,7 +60,7 @@ struct Touchgated: ParsableCommand {
     func run() throws {
         let options = DaemonOptions(
             socket: socket, stateDir: stateDir, printStore: printStore, config: config,
-            bootIdFile: bootIdFile, debug: debug)
+            bootIdFile: bootIdFile, debug: debug, exportPrints: exportPrints)
         let status = serve(options)
         if status != EXIT_SUCCESS { throw ExitCode(status) }
     }

@@ -149,6 +149,7 @@
 #define TG_REASON_READER_ERROR       "readerError"
 #define TG_REASON_REMOTE             "remote"
 #define TG_REASON_PRINTS_UNSAFE      "printsUnsafe"
+#define TG_REASON_PRINTS_SEALED      "printsSealed"
 #define TG_REASON_PROTOCOL           "protocol"
 #define TG_REASON_NO_PRINTS          "noPrints"
 #define TG_REASON_NOT_ENABLED        "notEnabled"

@@ -1,0 +1,168 @@
+// Prints encrypted at rest (docs/SECURITY.md, "Sealed prints"): AES-256-GCM under a data key that
+// only this machine's TPM can unseal, so a copy of the disk yields no print.
+import Crypto
+import Synchronization
+import TouchGateConfig
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What seals the data key to the machine: the TPM (TPM.swift), or a stand-in in unit tests.
+public protocol KeySealer: Sendable {
+    /// Whether the sealer answers at all (`seal = auto` uses it only then).
+    func isPresent() -> Bool
+    func seal(_ secret: [UInt8]) throws(SealingError) -> [UInt8]
+    func unseal(_ blob: [UInt8]) throws(SealingError) -> [UInt8]
+}
+
+/// Why sealing or opening failed, as one sentence (never key or print bytes).
+public struct SealingError: Error, Equatable, Sendable, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// The data key's state, as the print files and `touchgate doctor` see it.
+public enum DataKeyState: Sendable, Equatable {
+    /// Prints are written in the clear: sealing is off, or `auto` found no TPM.
+    case off(String)
+    /// Prints are written sealed and sealed ones open.
+    case ready
+    /// Sealing is required but the key cannot be had: sealed prints stay closed and no print is
+    /// written (fail closed); passwords are not affected.
+    case unavailable(String)
+}
+
+/// The machine's data key, unsealed once on first use (never at start: a slow or absent TPM must
+/// not delay the daemon's readiness) and kept in memory for the daemon's life.
+public final class PrintSealing: Sendable {
+    /// `<state>/sealed-key`: the data key as the TPM sealed it.
+    public static let blobName = "sealed-key"
+
+    let mode: SealMode
+    let sealer: (any KeySealer)?
+    let state: Directory
+    private let resolved = Mutex<Resolved?>(nil)
+
+    private enum Resolved {
+        case key(SymmetricKey)
+        case off(String)
+    }
+
+    public init(mode: SealMode, sealer: (any KeySealer)?, state: Directory) {
+        self.mode = mode; self.sealer = sealer; self.state = state
+    }
+
+    /// The key for reading and writing prints now. A failure is not remembered: the next use asks
+    /// the TPM again. `off` is remembered (a TPM does not appear while the daemon runs).
+    func key() -> Result<SymmetricKey?, SealingError> {
+        resolved.withLock { cached -> Result<SymmetricKey?, SealingError> in
+            switch cached {
+            case .key(let k): return .success(k)
+            case .off: return .success(nil)
+            case nil: break
+            }
+            switch resolve() {
+            case .success(.key(let k)): cached = .key(k); return .success(k)
+            case .success(.off(let why)): cached = .off(why); return .success(nil)
+            case .failure(let e): return .failure(e)
+            }
+        }
+    }
+
+    /// For status and doctor: what `key()` gives, in words.
+    public func keyState() -> DataKeyState {
+        switch key() {
+        case .success(.some): return .ready
+        case .success(.none):
+            return resolved.withLock { if case .off(let why) = $0 { return .off(why) } else { return .off("") } }
+        case .failure(let e): return .unavailable(e.description)
+        }
+    }
+
+    private func resolve() -> Result<Resolved, SealingError> {
+        if mode == .no { return .success(.off("sealing is off (seal = no)")) }
+        let blob: [UInt8]?
+        do { blob = try state.read(Self.blobName, limit: 64 * 1024) } catch {
+            return .failure(SealingError("\(state.path)/\(Self.blobName): \(error)"))
+        }
+        guard let sealer else {
+            // `tpm`, or a key sealed before: without tpm2-tss nothing sealed can open.
+            if mode == .auto && blob == nil { return .success(.off("no TPM is present")) }
+            return .failure(SealingError("tpm2-tss is not installed, so the TPM cannot be used"))
+        }
+        if let blob {
+            // A key exists: the prints may be sealed under it, so it is needed whatever the mode.
+            do {
+                var secret = try sealer.unseal(blob)
+                defer { wipe(&secret) }
+                guard secret.count == 32 else { return .failure(SealingError("the sealed data key has the wrong size")) }
+                return .success(.key(SymmetricKey(data: secret)))
+            } catch {
+                return .failure(SealingError("the TPM cannot unseal the data key: \(error)"))
+            }
+        }
+        if mode == .auto && !sealer.isPresent() { return .success(.off("no TPM is present")) }
+        var secret = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
+        defer { wipe(&secret) }
+        do {
+            let sealed = try sealer.seal(secret)
+            try state.writeAtomically(Self.blobName, sealed)
+        } catch let e as SealingError {
+            return .failure(SealingError("the TPM cannot seal a data key: \(e)"))
+        } catch {
+            return .failure(SealingError("\(state.path)/\(Self.blobName): \(error)"))
+        }
+        return .success(.key(SymmetricKey(data: secret)))
+    }
+}
+
+/// The sealed file format: "TGSP", a version byte, the SHA-256 of the print in the clear (so the
+/// domain state does not change when a print is sealed, and holds while the TPM is away), then
+/// AES-GCM's nonce, ciphertext and tag. The print's place (user, reader, finger) and the digest
+/// are authenticated with it, so a sealed file moved to another user or finger does not open.
+enum SealedPrint {
+    static let magic: [UInt8] = Array("TGSP".utf8) + [1]
+    static let headerSize = 5 + 32
+
+    static func isSealed(_ bytes: [UInt8]) -> Bool { bytes.count > headerSize && bytes.starts(with: magic) }
+
+    /// The digest recorded in a sealed file's header.
+    static func digest(_ bytes: [UInt8]) -> [UInt8] { Array(bytes[5..<headerSize]) }
+
+    static func seal(_ plain: [UInt8], place: String, key: SymmetricKey) throws(SealingError) -> [UInt8] {
+        let digest = Array(SHA256.hash(data: plain))
+        let header = magic + digest
+        do {
+            let box = try AES.GCM.seal(plain, using: key, authenticating: header + Array(place.utf8))
+            guard let combined = box.combined else { throw SealingError("AES-GCM gave no sealed box") }
+            return header + Array(combined)
+        } catch let e as SealingError {
+            throw e
+        } catch {
+            throw SealingError("cannot encrypt the print: \(error)")
+        }
+    }
+
+    static func open(_ sealed: [UInt8], place: String, key: SymmetricKey) throws(SealingError) -> [UInt8] {
+        let header = Array(sealed[..<headerSize])
+        do {
+            let box = try AES.GCM.SealedBox(combined: sealed[headerSize...])
+            let plain = Array(try AES.GCM.open(box, using: key, authenticating: header + Array(place.utf8)))
+            guard Array(SHA256.hash(data: plain)) == digest(sealed) else {
+                throw SealingError("its digest does not match")
+            }
+            return plain
+        } catch let e as SealingError {
+            throw e
+        } catch {
+            throw SealingError("it does not open with this machine's data key (made elsewhere, or altered)")
+        }
+    }
+}
+
+/// Zeroes a copy of a secret (explicit_bzero: the compiler may not drop it as a dead store).
+func wipe(_ bytes: inout [UInt8]) {
+    bytes.withUnsafeMutableBytes { b in
+        if let base = b.baseAddress { explicit_bzero(base, b.count) }
+    }
+}

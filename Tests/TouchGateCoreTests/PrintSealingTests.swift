@@ -1,0 +1,191 @@
+// Prints sealed at rest: the file format, the data key's life by mode, conversion, export, and what
+// a sealed print that does not open costs (that finger, never the domain state). The TPM itself is
+// tested against swtpm in TPMTests; here a stand-in sealer bound to a "machine" value.
+import Glibc
+import Synchronization
+import Testing
+import TouchGateConfig
+@testable import TouchGateCore
+import TouchGateTestSupport
+import TouchGateWire
+
+/// Seals by XOR with a per-machine byte and a tag; a blob of another machine does not open.
+final class MachineSealer: KeySealer {
+    let machine: UInt8
+    let present: Bool
+    let answering = Mutex(true)
+    let calls = Mutex(0)
+    init(machine: UInt8, present: Bool = true) { self.machine = machine; self.present = present }
+
+    func isPresent() -> Bool { present }
+    func seal(_ secret: [UInt8]) throws(SealingError) -> [UInt8] {
+        calls.withLock { $0 += 1 }
+        guard answering.withLock({ $0 }) else { throw SealingError("the TPM does not answer") }
+        return [machine] + secret.map { $0 ^ machine }
+    }
+    func unseal(_ blob: [UInt8]) throws(SealingError) -> [UInt8] {
+        calls.withLock { $0 += 1 }
+        guard answering.withLock({ $0 }) else { throw SealingError("the TPM does not answer") }
+        guard blob.first == machine else { throw SealingError("the TPM refused to unseal") }
+        return blob.dropFirst().map { $0 ^ machine }
+    }
+}
+
+@Suite("Sealed prints")
+struct PrintSealingTests {
+    let reader = StubReader()
+    let device = DeviceKey(driver: "stub", deviceID: "stub-0")
+
+    func files(_ dir: String, _ mode: SealMode = .tpm, _ sealer: (any KeySealer)?) throws -> PrintFiles {
+        let state = try Directory.openRoot("\(dir)/state")
+        return PrintFiles(
+            root: try Directory.openRoot("\(dir)/prints"), reader: reader,
+            sealing: PrintSealing(mode: mode, sealer: sealer, state: state))
+    }
+
+    func plain(_ dir: String) throws -> PrintFiles {
+        PrintFiles(root: try Directory.openRoot("\(dir)/prints"), reader: reader)
+    }
+
+    func path(_ dir: String, _ finger: Finger = .rightIndex) -> String {
+        "\(dir)/prints/alice/stub/stub-0/\(PrintFiles.fileName(finger))"
+    }
+
+    @Test func aSealedPrintOnDiskHoldsNoneOfItsBytesAndOpensBackWithTheSameDigest() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try files(dir, .tpm, MachineSealer(machine: 7))
+            let bytes = reader.print(user: "alice", finger: Finger.rightIndex.fpFinger, payload: "ridges-and-loops")
+            try store.save(bytes, user: "alice", device: device, finger: .rightIndex)
+
+            let disk = try #require(contents(path(dir)))
+            #expect(SealedPrint.isSealed(disk))
+            #expect(!containsRun(disk, Array("ridges-and-loops".utf8)))
+            #expect(permissions("\(dir)/state/sealed-key") == 0o600)
+            #expect(try store.template("alice", device: device, finger: .rightIndex) == bytes)
+            let listed = store.list("alice", device: device).prints
+            #expect(listed == [EnrolledPrint(finger: .rightIndex, digest: PrintFiles.digest(bytes))])
+        }
+    }
+
+    @Test func anotherMachinesTPMOpensNoPrintButTheFingerStaysEnrolledWithItsDigest() async throws {
+        try await withTemporaryDirectory { dir in
+            let bytes = reader.print(user: "alice", finger: Finger.rightIndex.fpFinger)
+            try files(dir, .tpm, MachineSealer(machine: 7)).save(
+                bytes, user: "alice", device: device, finger: .rightIndex)
+
+            // The same disk, another TPM: the key does not unseal.
+            let elsewhere = try files(dir, .tpm, MachineSealer(machine: 9))
+            let listed = try #require(elsewhere.list("alice", device: device).prints.first)
+            #expect(listed.damaged)
+            #expect(listed.digest == PrintFiles.digest(bytes))
+            #expect(listed.problem?.contains("the TPM refused to unseal") == true)
+            #expect(throws: StorageError.self) { try elsewhere.template("alice", device: device, finger: .rightIndex) }
+            #expect(elsewhere.gallery(device: device).isEmpty)
+            // Nor is anything written in the clear while the key cannot be had.
+            #expect(throws: StorageError.self) {
+                try elsewhere.save(bytes, user: "alice", device: device, finger: .leftIndex)
+            }
+            #expect(!exists(path(dir, .leftIndex)))
+        }
+    }
+
+    @Test func aSealedFileMovedToAnotherFingerOrUserDoesNotOpen() async throws {
+        try await withTemporaryDirectory { dir in
+            let sealer = MachineSealer(machine: 7)
+            let store = try files(dir, .tpm, sealer)
+            try store.save(reader.print(user: "alice", finger: 7), user: "alice", device: device, finger: .rightIndex)
+            try plantFile(path(dir, .leftIndex), try #require(contents(path(dir))))
+            let moved = try #require(store.list("alice", device: device).prints.first { $0.finger == .leftIndex })
+            #expect(moved.damaged)
+            #expect(moved.problem?.contains("does not open with this machine's data key") == true)
+        }
+    }
+
+    @Test func autoWithoutATPMKeepsPrintsInTheClearAndMakesNoKey() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try files(dir, .auto, MachineSealer(machine: 7, present: false))
+            let bytes = reader.print(user: "alice", finger: 7)
+            try store.save(bytes, user: "alice", device: device, finger: .rightIndex)
+            #expect(contents(path(dir)) == bytes)
+            #expect(!exists("\(dir)/state/sealed-key"))
+            #expect(store.sealing?.keyState() == .off("no TPM is present"))
+        }
+    }
+
+    @Test func tpmRequiredWithoutTpm2TssFailsClosed() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try files(dir, .tpm, nil)
+            #expect(throws: StorageError.self) {
+                try store.save(reader.print(user: "alice", finger: 7), user: "alice", device: device, finger: .rightIndex)
+            }
+            guard case .unavailable = store.sealing?.keyState() else { Issue.record("not unavailable"); return }
+        }
+    }
+
+    @Test func aTPMThatStopsAnsweringIsAskedAgainAndTheKeyIsKeptOnceHad() async throws {
+        try await withTemporaryDirectory { dir in
+            let sealer = MachineSealer(machine: 7)
+            try files(dir, .tpm, sealer).save(
+                reader.print(user: "alice", finger: 7), user: "alice", device: device, finger: .rightIndex)
+
+            sealer.answering.withLock { $0 = false }
+            let restarted = try files(dir, .tpm, sealer)
+            #expect(restarted.list("alice", device: device).prints.first?.damaged == true)
+            sealer.answering.withLock { $0 = true }
+            #expect(restarted.list("alice", device: device).prints.first?.damaged == false)
+            let before = sealer.calls.withLock { $0 }
+            sealer.answering.withLock { $0 = false }
+            #expect(restarted.list("alice", device: device).prints.first?.damaged == false)
+            #expect(sealer.calls.withLock { $0 } == before)
+        }
+    }
+
+    @Test func existingPrintsAreSealedAtStartWithoutChangingTheirDigests() async throws {
+        try await withTemporaryDirectory { dir in
+            let bytes = reader.print(user: "alice", finger: 7)
+            try plain(dir).save(bytes, user: "alice", device: device, finger: .rightIndex)
+            let before = try plain(dir).list("alice", device: device)
+
+            let store = try files(dir, .auto, MachineSealer(machine: 7))
+            var logged: [String] = []
+            #expect(store.sealExisting { logged.append($0) } == 1)
+            #expect(logged.isEmpty)
+            #expect(SealedPrint.isSealed(try #require(contents(path(dir)))))
+            #expect(store.list("alice", device: device) == before)
+            #expect(store.sealExisting { _ in } == 0)
+        }
+    }
+
+    @Test func theExportWritesEverySealedPrintBackAsItWas() async throws {
+        try await withTemporaryDirectory { dir in
+            let bytes = reader.print(user: "alice", finger: 7)
+            let store = try files(dir, .tpm, MachineSealer(machine: 7))
+            try store.save(bytes, user: "alice", device: device, finger: .rightIndex)
+            #expect(try store.exportClear { _ in } == 1)
+            #expect(contents(path(dir)) == bytes)
+
+            // With another machine's TPM nothing opens: the export says so and leaves the file.
+            try store.save(bytes, user: "alice", device: device, finger: .rightIndex)
+            let sealed = contents(path(dir))
+            let elsewhere = try files(dir, .tpm, MachineSealer(machine: 9))
+            #expect(throws: StorageError.self) { try elsewhere.exportClear { _ in } }
+            #expect(contents(path(dir)) == sealed)
+        }
+    }
+
+    @Test func sealingOffLeavesSealedPrintsClosedAndSaysWhy() async throws {
+        try await withTemporaryDirectory { dir in
+            try files(dir, .tpm, MachineSealer(machine: 7)).save(
+                reader.print(user: "alice", finger: 7), user: "alice", device: device, finger: .rightIndex)
+            let off = try files(dir, .no, MachineSealer(machine: 7))
+            let listed = try #require(off.list("alice", device: device).prints.first)
+            #expect(listed.damaged)
+            #expect(listed.problem == "it is sealed, and sealing is off (seal = no)")
+        }
+    }
+}
+
+private func containsRun(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+    guard needle.count <= haystack.count else { return false }
+    return (0...(haystack.count - needle.count)).contains { Array(haystack[$0..<($0 + needle.count)]) == needle }
+}
