@@ -13,7 +13,7 @@
 
 /* The largest secret sealed (TPM 2.0 guarantees 128 bytes for a sealed object) and blob made. */
 #define TG_TPM_SECRET_MAX 128
-#define TG_TPM_BLOB_MAX 2048
+#define TG_TPM_BLOB_MAX   2048
 
 /* tcti: tpm2-tss's TCTI configuration ("device:/dev/tpmrm0", "swtpm:host=127.0.0.1,port=2321"),
  *       or NULL/"" for tpm2-tss's own default search.
