@@ -7,6 +7,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 packages=(
     # build: the daemon links libfprint/GLib, Linux-PAM and libaudit; the PAM module is plain C
     libfprint-2-dev libglib2.0-dev libpam0g-dev libaudit-dev pkg-config gcc make libc6-dev binutils
+    # tpm2-tss's headers for the TPM sealing shim (the libraries themselves are loaded at run time)
+    libtss2-dev
     # swift build fetches its package dependencies over https
     git ca-certificates
     # real PAM without touching /etc: pam_wrapper (and its pam_matrix), nss_wrapper users, pamtester
@@ -25,6 +27,9 @@ packages=(
     python3-numpy
     # the policy's time rules end to end: the daemon's wall clock is moved, not waited for
     libfaketime
+    # the TPM sealing tests: a software TPM on a socket, tpm2-tss's TCTI for it, and tpm2-tools
+    # to extend a PCR behind the shim's back
+    swtpm libtss2-tcti-swtpm0 tpm2-tools
     # the Swift toolchain itself (swift.org's list for Debian 12; its binutils-gold is binutils
     # here): without them, on a minbase system, swift fails on libncurses.so.6 and clang++ cannot
     # find <string>

@@ -1,0 +1,36 @@
+/* A TPM 2.0 seals a short secret (touchgate's data key) to this machine: tpm2-tss's ESAPI, loaded
+ * with dlopen on first use (libtss2-esys, -tctildr, -mu), so a machine without a TPM or without
+ * tpm2-tss never loads it. The secret is a keyed-hash object under a primary storage key the TPM
+ * derives again from its owner seed at every call (nothing persistent is created in the TPM); the
+ * blob holds the object's public and private parts, which only the TPM that made them can load.
+ * Every call opens the TPM, does its work, flushes what it loaded and closes it again. */
+#ifndef TG_TPM_H
+#define TG_TPM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The largest secret sealed (TPM 2.0 guarantees 128 bytes for a sealed object) and blob made. */
+#define TG_TPM_SECRET_MAX 128
+#define TG_TPM_BLOB_MAX   2048
+
+/* tcti: tpm2-tss's TCTI configuration ("device:/dev/tpmrm0", "swtpm:host=127.0.0.1,port=2321"),
+ *       or NULL/"" for tpm2-tss's own default search.
+ * pcrs: a bit mask of SHA-256 PCRs 0–23 the secret is bound to (0: none); unsealing then needs
+ *       the same PCR values as at sealing.
+ * Each returns 0, or -1 with a one-line English sentence in error (never the secret). */
+
+/* 0 when a TPM answers through tcti (a GetRandom of a few bytes). */
+int tg_tpm_probe(const char *tcti, char *error, size_t error_cap);
+
+/* Seals secret[0..len) (1 ≤ len ≤ TG_TPM_SECRET_MAX); blob gets ≤ TG_TPM_BLOB_MAX bytes. */
+int tg_tpm_seal(const char *tcti, uint32_t pcrs, const uint8_t *secret, size_t len, uint8_t *blob,
+                size_t blob_cap, size_t *blob_len, char *error, size_t error_cap);
+
+/* Unseals a blob made by tg_tpm_seal on the same TPM (and, when bound, with the same PCRs). The
+ * caller wipes secret after use. */
+int tg_tpm_unseal(const char *tcti, const uint8_t *blob, size_t blob_len, uint8_t *secret,
+                  size_t secret_cap, size_t *len, char *error, size_t error_cap);
+
+#endif

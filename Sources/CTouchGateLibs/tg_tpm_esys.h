@@ -1,0 +1,78 @@
+/* One conversation with the TPM for tg_tpm.c: open, the storage primary, sessions, PCR policy,
+ * and a close that flushes everything loaded (without a resource manager, as under swtpm or on
+ * /dev/tpm0, a transient object left behind stays in the TPM until it fills up). */
+#ifndef TG_TPM_ESYS_H
+#define TG_TPM_ESYS_H
+
+#include "tg_tss.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+
+/* Each public call of tg_tpm.h gives up when the TPM has not finished within this time. */
+#define TG_TPM_DEADLINE_MS 10000
+
+struct tg_tpm {
+    TSS2_TCTI_CONTEXT *tcti;
+    ESYS_CONTEXT *esys;
+    ESYS_TR primary, object, session; /* ESYS_TR_NONE when not loaded */
+    struct timespec deadline;         /* CLOCK_MONOTONIC */
+    bool late;                        /* a command passed the deadline: the context is unusable */
+    const char *where;                /* the TCTI configuration, for sentences */
+    char *error;
+    size_t error_cap;
+};
+
+/* Loads tpm2-tss; false with a sentence in error when it is not installed. */
+bool tg_tpm_load(char *error, size_t error_cap);
+
+/* Loads tpm2-tss and connects through tcti (NULL/"": tpm2-tss's default); false with error set. */
+bool tg_tpm_open(struct tg_tpm *t, const char *tcti, char *error, size_t error_cap);
+
+/* Flushes the session, object and primary still loaded, then closes; safe after any failure. */
+void tg_tpm_close(struct tg_tpm *t);
+
+/* Flushes *handle when loaded (and the TPM still answers); *handle is then ESYS_TR_NONE. */
+void tg_tpm_flush(struct tg_tpm *t, ESYS_TR *handle);
+
+/* Writes "<what>: <tpm2-tss's reason>" (or that the deadline passed) into t->error; false. */
+bool tg_tpm_fail(struct tg_tpm *t, const char *what, TSS2_RC rc);
+
+/* Sets the ESAPI timeout to the time left; nonzero (and t->late) once the deadline passed. */
+TSS2_RC tg_tpm_arm(struct tg_tpm *t);
+
+/* Runs the ESAPI command cmd: _Async with the arguments in, then _Finish with out until the TPM
+ * answers or the deadline passes (the synchronous Esys_<cmd> would wait forever). */
+/* clang-format off */
+#define TG_TPM_RUN(t, cmd, in, out)                         \
+    __extension__({                                         \
+        TSS2_RC rc_ = tgEsys_##cmd##_Async in;              \
+        while (rc_ == TSS2_RC_SUCCESS) {                    \
+            rc_ = tg_tpm_arm(t);                            \
+            if (rc_ != TSS2_RC_SUCCESS)                     \
+                break;                                      \
+            rc_ = tgEsys_##cmd##_Finish out;                \
+            if (rc_ != TSS2_ESYS_RC_TRY_AGAIN)              \
+                break;                                      \
+            rc_ = TSS2_RC_SUCCESS;                          \
+        }                                                   \
+        rc_;                                                \
+    })
+/* clang-format on */
+
+/* The storage primary under the owner hierarchy into t->primary: the same key at every call, as
+ * the TPM derives it from its owner seed and the fixed template. */
+bool tg_tpm_primary(struct tg_tpm *t);
+
+/* Starts a session into t->session (TPM2_SE_HMAC, _POLICY or _TRIAL). HMAC and policy sessions
+ * are salted with the primary and carry AES-128-CFB parameter encryption with attributes attrs. */
+bool tg_tpm_session(struct tg_tpm *t, TPM2_SE type, TPMA_SESSION attrs);
+
+/* The selection of the SHA-256 PCRs in mask (bits 0–23). */
+TPML_PCR_SELECTION tg_tpm_pcr_selection(uint32_t mask);
+
+/* PolicyPCR on t->session over the PCRs in mask, at their current values. */
+bool tg_tpm_policy_pcr(struct tg_tpm *t, uint32_t mask);
+
+#endif

@@ -1,0 +1,71 @@
+// A TPM 2.0 that seals a short secret (the data key) to this machine, through tg_tpm.h's shim.
+// The calls block while the TPM works (tens to hundreds of milliseconds): run them off the loop.
+import CTouchGateLibs
+import Glibc
+
+/// Why the TPM did not do what was asked, as one English sentence (never the secret).
+public struct TPMError: Error, CustomStringConvertible, Sendable {
+    public var description: String
+
+    public init(_ description: String) { self.description = description }
+}
+
+public struct TPM: Sendable {
+    /// tpm2-tss's TCTI configuration ("device:/dev/tpmrm0", "swtpm:host=127.0.0.1,port=2321");
+    /// empty for tpm2-tss's own search.
+    public let tcti: String
+    /// The SHA-256 PCRs a sealed secret is bound to (none: it opens whatever booted).
+    public let pcrs: [Int]
+    private let mask: UInt32
+
+    /// `pcrs` must lie in 0…23 (the configuration is validated before).
+    public init(tcti: String, pcrs: [Int]) {
+        precondition(pcrs.allSatisfy { (0...23).contains($0) }, "PCRs are numbered 0 to 23")
+        self.tcti = tcti
+        self.pcrs = pcrs
+        mask = pcrs.reduce(0) { $0 | 1 << UInt32($1) }
+    }
+
+    /// Returns when a TPM answers through `tcti`.
+    public func probe() throws(TPMError) {
+        try call { error, cap in tg_tpm_probe(tcti, error, cap) }
+    }
+
+    /// The blob that only this TPM (with the same PCR values, when bound) opens again.
+    public func seal(_ secret: [UInt8]) throws(TPMError) -> [UInt8] {
+        var blob = [UInt8](repeating: 0, count: Int(TG_TPM_BLOB_MAX))
+        var length = 0
+        try call { error, cap in
+            secret.withUnsafeBufferPointer { s in
+                blob.withUnsafeMutableBufferPointer { b in
+                    tg_tpm_seal(tcti, mask, s.baseAddress, s.count, b.baseAddress, b.count, &length, error, cap)
+                }
+            }
+        }
+        return Array(blob[..<length])
+    }
+
+    /// The secret `seal` was given. The caller wipes it after use.
+    public func unseal(_ blob: [UInt8]) throws(TPMError) -> [UInt8] {
+        var secret = [UInt8](repeating: 0, count: Int(TG_TPM_SECRET_MAX))
+        defer { secret.withUnsafeMutableBytes { explicit_bzero($0.baseAddress!, $0.count) } }
+        var length = 0
+        try call { error, cap in
+            blob.withUnsafeBufferPointer { b in
+                secret.withUnsafeMutableBufferPointer { s in
+                    tg_tpm_unseal(tcti, b.baseAddress, b.count, s.baseAddress, s.count, &length, error, cap)
+                }
+            }
+        }
+        return Array(secret[..<length])
+    }
+
+    /// Runs one shim call with room for its sentence; throws the sentence when it fails.
+    private func call(_ body: (UnsafeMutablePointer<CChar>, Int) -> Int32) throws(TPMError) {
+        var error = [CChar](repeating: 0, count: 512)
+        let status = error.withUnsafeMutableBufferPointer { body($0.baseAddress!, $0.count) }
+        guard status != 0 else { return }
+        let bytes = error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        throw TPMError(String(decoding: bytes, as: UTF8.self))
+    }
+}

@@ -1,0 +1,215 @@
+// The TPM sealing shim against real software TPMs (Debian's swtpm): a sealed key opens on its own
+// TPM only, PCR binding holds, a damaged blob or a silent TPM fails with a sentence, never a hang.
+import Foundation
+import Glibc
+import Testing
+import TouchGateCore
+
+@Suite("TPM: sealing with swtpm", .serialized)
+struct TPMTests {
+    @Test("a sealed secret comes back byte for byte, and the blob does not hold it")
+    func roundTrip() throws {
+        let swtpm = try Swtpm()
+        let tpm = TPM(tcti: swtpm.tcti, pcrs: [])
+        try tpm.probe()
+        let secret = randomBytes(32)
+        let blob = try tpm.seal(secret)
+        #expect(!blob.isEmpty)
+        #expect(!contains(blob, secret))
+        #expect(try tpm.unseal(blob) == secret)
+    }
+
+    @Test("another TPM (a copied disk on another machine) cannot unseal the blob")
+    func anotherTPMRefuses() throws {
+        let first = try Swtpm()
+        let second = try Swtpm()
+        let blob = try TPM(tcti: first.tcti, pcrs: []).seal(randomBytes(32))
+        let error = #expect(throws: TPMError.self) { try TPM(tcti: second.tcti, pcrs: []).unseal(blob) }
+        #expect(error?.description.contains("the TPM refused to unseal") == true, "\(String(describing: error))")
+    }
+
+    @Test("a secret bound to PCR 16 opens until PCR 16 is extended; an unbound one still opens")
+    func pcrBinding() throws {
+        let swtpm = try Swtpm()
+        let bound = TPM(tcti: swtpm.tcti, pcrs: [16])
+        let unbound = TPM(tcti: swtpm.tcti, pcrs: [])
+        let secret = randomBytes(32)
+        let boundBlob = try bound.seal(secret)
+        let unboundBlob = try unbound.seal(secret)
+        #expect(try bound.unseal(boundBlob) == secret)
+
+        try swtpm.extend(pcr: 16)
+        let error = #expect(throws: TPMError.self) { try bound.unseal(boundBlob) }
+        #expect(error?.description.contains("the TPM refused to unseal") == true, "\(String(describing: error))")
+        #expect(try unbound.unseal(unboundBlob) == secret)
+        // The PCRs a blob needs travel in the blob, not in the caller's configuration.
+        #expect(throws: TPMError.self) { try unbound.unseal(boundBlob) }
+    }
+
+    @Test("no TPM at the address: a sentence within seconds, no hang")
+    func nothingListens() throws {
+        let port = try freePortPair()
+        let tcti = "swtpm:host=127.0.0.1,port=\(port)"
+        let clock = ContinuousClock()
+        let started = clock.now
+        let error = #expect(throws: TPMError.self) { try TPM(tcti: tcti, pcrs: []).probe() }
+        #expect(clock.now - started < .seconds(5))
+        #expect(error?.description.hasPrefix("no TPM answers at \(tcti)") == true, "\(String(describing: error))")
+        #expect(#expect(throws: TPMError.self) { try TPM(tcti: tcti, pcrs: []).seal(randomBytes(32)) } != nil)
+    }
+
+    @Test("a blob with one byte flipped does not open, wherever the byte is")
+    func tamperedBlob() throws {
+        let swtpm = try Swtpm()
+        let tpm = TPM(tcti: swtpm.tcti, pcrs: [])
+        let secret = randomBytes(32)
+        let blob = try tpm.seal(secret)
+        // The version, the PCR mask, the public part, the private part's integrity and its end.
+        for position in [0, 1, 20, blob.count / 2, blob.count - 40, blob.count - 1] {
+            var damaged = blob
+            damaged[position] ^= 0x01
+            let error = #expect(throws: TPMError.self, "byte \(position)") { try tpm.unseal(damaged) }
+            #expect(error.map { !$0.description.isEmpty } == true)
+        }
+        #expect(#expect(throws: TPMError.self) { try tpm.unseal(Array(blob.dropLast())) } != nil)
+        #expect(try tpm.unseal(blob) == secret)
+    }
+}
+
+// MARK: - A software TPM of the test's own
+
+/// `swtpm socket` on a free port pair of 127.0.0.1 with its state in a fresh directory, stopped
+/// when released. A missing swtpm throws: the test fails rather than skips.
+final class Swtpm {
+    let port: UInt16
+    let stateDirectory: String
+    private let process = Process()
+    private let errors = Pipe()
+
+    var tcti: String { "swtpm:host=127.0.0.1,port=\(port)" }
+
+    init(deadline: Duration = .seconds(10)) throws {
+        var template = Array("/tmp/touchgate-swtpm.XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw SetupError("mkdtemp failed: errno \(errno)") }
+        stateDirectory = String(cString: made)
+        port = try freePortPair()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/swtpm")
+        process.arguments = [
+            "socket", "--tpm2", "--tpmstate", "dir=\(stateDirectory)",
+            "--server", "type=tcp,port=\(port)", "--ctrl", "type=tcp,port=\(port + 1)",
+            "--flags", "not-need-init,startup-clear",
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = errors
+        try process.run()
+        try waitUntilListening(deadline: deadline)
+    }
+
+    deinit {
+        // SIGKILL: it cannot be ignored, so the wait below ends; the state is thrown away anyway.
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        removeDirectory(stateDirectory)
+    }
+
+    /// Extends `pcr` (SHA-256) with a fixed digest through tpm2-tools, as a boot step would.
+    func extend(pcr: Int) throws {
+        let tool = Process()
+        tool.executableURL = URL(fileURLWithPath: "/usr/bin/tpm2_pcrextend")
+        tool.arguments = ["\(pcr):sha256=" + String(repeating: "ab", count: 32)]
+        tool.environment = ["TPM2TOOLS_TCTI": tcti, "PATH": "/usr/bin:/bin"]
+        let exited = DispatchSemaphore(value: 0)
+        tool.terminationHandler = { _ in exited.signal() }
+        try tool.run()
+        guard exited.wait(timeout: .now() + 10) == .success else {
+            kill(tool.processIdentifier, SIGKILL)
+            throw SetupError("tpm2_pcrextend did not finish within 10 s")
+        }
+        guard tool.terminationStatus == 0 else { throw SetupError("tpm2_pcrextend exited \(tool.terminationStatus)") }
+    }
+
+    /// Connects until swtpm accepts; between tries it waits on swtpm's stderr, which ends (and
+    /// wakes the wait) when swtpm dies, so a failed start is reported at once with its words.
+    private func waitUntilListening(deadline: Duration) throws {
+        let clock = ContinuousClock()
+        let end = clock.now + deadline
+        let errorFD = errors.fileHandleForReading.fileDescriptor
+        while clock.now < end {
+            if canConnect(port: port) { return }
+            var fd = pollfd(fd: errorFD, events: Int16(POLLIN), revents: 0)
+            if poll(&fd, 1, 20) > 0 {
+                let text = String(decoding: errors.fileHandleForReading.availableData, as: UTF8.self)
+                throw SetupError("swtpm did not start: \(text)")
+            }
+        }
+        throw SetupError("swtpm did not listen on port \(port) within \(deadline)")
+    }
+}
+
+struct SetupError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A port P of 127.0.0.1 where P and P+1 are both free at the time of asking.
+func freePortPair() throws -> UInt16 {
+    for _ in 0..<50 {
+        let (fd, port) = try bindLoopback(port: 0)
+        defer { close(fd) }
+        guard port < UInt16.max, let (next, _) = try? bindLoopback(port: port + 1) else { continue }
+        close(next)
+        return port
+    }
+    throw SetupError("no free pair of ports on 127.0.0.1")
+}
+
+private func bindLoopback(port: UInt16) throws -> (Int32, UInt16) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw SetupError("socket: errno \(errno)") }
+    var address = loopback(port: port)
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+        }
+    }
+    guard bound else {
+        close(fd)
+        throw SetupError("bind to port \(port): errno \(errno)")
+    }
+    return (fd, UInt16(bigEndian: address.sin_port))
+}
+
+private func canConnect(port: UInt16) -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var address = loopback(port: port)
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+        }
+    }
+}
+
+private func loopback(port: UInt16) -> sockaddr_in {
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    return address
+}
+
+private func removeDirectory(_ path: String) {
+    try? FileManager.default.removeItem(atPath: path)
+}
+
+private func randomBytes(_ count: Int) -> [UInt8] {
+    var generator = SystemRandomNumberGenerator()
+    return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+}
+
+private func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+    guard needle.count <= haystack.count else { return false }
+    return (0...(haystack.count - needle.count)).contains { Array(haystack[$0..<($0 + needle.count)]) == needle }
+}
