@@ -122,7 +122,9 @@ public enum Text: Sendable, Equatable {
         case .printsUnsafe:
             return L("Fingerprint unavailable: its stored files are not safe to use (ask the administrator)", l)
         case .printsSealed:
-            return L("Fingerprint unavailable: the prints are sealed to this computer's TPM, which cannot open them now: use your password", l)
+            return L(
+                "Fingerprint unavailable: the prints are sealed to this computer's TPM, which cannot open them now: use your password",
+                l)
         case .busy: return L("Fingerprint service busy: use your password", l)
         case .templateDamaged(let f):
             return L(

@@ -95,7 +95,9 @@ public final class PrintSealing: Sendable {
             do {
                 var secret = try sealer.unseal(blob)
                 defer { wipe(&secret) }
-                guard secret.count == 32 else { return .failure(SealingError("the sealed data key has the wrong size")) }
+                guard secret.count == 32 else {
+                    return .failure(SealingError("the sealed data key has the wrong size"))
+                }
                 return .success(.key(SymmetricKey(data: secret)))
             } catch {
                 return .failure(SealingError("the TPM cannot unseal the data key: \(error)"))

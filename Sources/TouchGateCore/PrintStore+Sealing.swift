@@ -66,7 +66,10 @@ extension PrintFiles {
     /// sealed (each is logged).
     public func exportClear(log: (String) -> Void) throws(StorageError) -> Int {
         var left = 0
-        let count = eachPrint(log: { left += 1; log($0) }) { dir, name, user, device, finger throws(StorageError) in
+        let note: (String) -> Void = {
+            left += 1; log($0)
+        }
+        let count = eachPrint(log: note) { dir, name, user, device, finger throws(StorageError) in
             guard let raw = try dir.read(name), SealedPrint.isSealed(raw) else { return false }
             switch try load(dir, name, user: user, device: device, finger: finger) {
             case .plain(let plain)?: try dir.writeAtomically(name, plain)

@@ -91,7 +91,8 @@ public struct PrintFiles: Sendable {
                 case .closed(let digest, let why):
                     // Sealed and not opened now (no TPM, say): enrolled as before, the same digest,
                     // so the domain state holds, but unusable until it opens.
-                    found.append(EnrolledPrint(finger: finger, digest: digest, damaged: true, problem: why, closed: true))
+                    found.append(
+                        EnrolledPrint(finger: finger, digest: digest, damaged: true, problem: why, closed: true))
                 case .plain(let bytes):
                     let problem =
                         judged ? Self.problem(reader.describe(bytes), user: user, device: device, finger: finger) : nil

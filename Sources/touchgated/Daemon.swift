@@ -34,6 +34,9 @@ struct DaemonOptions: Sendable {
 /// Runs the daemon until SIGTERM, SIGINT or SIGHUP; returns the exit status. A reason it cannot
 /// start is one line on stderr and status 1.
 func serve(_ options: DaemonOptions) -> Int32 {
+    // tpm2-tss writes its own warnings to stderr (a TPM that refuses a blob, say); the daemon says
+    // what failed in its own words instead. An administrator's TSS2_LOG is left as it is.
+    setenv("TSS2_LOG", "all+none", 0)
     let configPath = options.configPath
     let level: Logger.Level = options.debug ? .debug : .info
     LogSetup.bootstrap(level: level)
@@ -71,7 +74,7 @@ func serve(_ options: DaemonOptions) -> Int32 {
         return startFailure("print store \(printDirectory): \(error)")
     }
     let sealing = PrintSealing(
-        mode: settings.seal, sealer: nil, state: state)
+        mode: settings.seal, sealer: TPMSealer(tcti: settings.tpm, pcrs: settings.sealPCRs), state: state)
     if options.exportPrints { return exportPrints(PrintFiles(root: prints, reader: reader, sealing: sealing)) }
     let stale = StartUp.removeStaleTemporaries(state: state, printStore: prints)
     if stale > 0 { log.notice("removed \(stale) temporary files left by interrupted writes") }
@@ -145,7 +148,8 @@ func serve(_ options: DaemonOptions) -> Int32 {
 private func exportPrints(_ files: PrintFiles) -> Int32 {
     do {
         let count = try files.exportClear { print("touchgated: \($0)") }
-        print("touchgated: \(count) sealed print\(count == 1 ? "" : "s") written back in the clear in \(files.root.path)")
+        print(
+            "touchgated: \(count) sealed print\(count == 1 ? "" : "s") written back in the clear in \(files.root.path)")
         return EXIT_SUCCESS
     } catch {
         return startFailure("prints not exported: \(error)")

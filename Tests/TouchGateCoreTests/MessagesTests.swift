@@ -52,8 +52,9 @@ struct MessagesTests {
             .cancelled, .shuttingDown, .suspending, .stateUnreadable, .notEnabled, .lockout, .passwordRequired,
             .backoff,
             .wrongPassword, .wrongPasswordBackoff, .passwordNotSet, .passwordNeeded, .passwordAccepted,
-            .printsUnsafe, .printsSealed, .busy, .templateDamaged, .templatesDamaged, .readerProtocolError, .readerStorageFull,
-            .readerFailed, .enrolledOnReader, .alreadyEnrolled, .alreadyEnrolledFor, .enrolledForAnotherUser:
+            .printsUnsafe, .printsSealed, .busy, .templateDamaged, .templatesDamaged, .readerProtocolError,
+            .readerStorageFull, .readerFailed, .enrolledOnReader, .alreadyEnrolled, .alreadyEnrolledFor,
+            .enrolledForAnotherUser:
             return true
         case .done:
             return false  // the caller's own sentence, passed through unchanged

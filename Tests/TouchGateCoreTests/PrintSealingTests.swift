@@ -116,7 +116,8 @@ struct PrintSealingTests {
         try await withTemporaryDirectory { dir in
             let store = try files(dir, .tpm, nil)
             #expect(throws: StorageError.self) {
-                try store.save(reader.print(user: "alice", finger: 7), user: "alice", device: device, finger: .rightIndex)
+                try store.save(
+                    reader.print(user: "alice", finger: 7), user: "alice", device: device, finger: .rightIndex)
             }
             guard case .unavailable = store.sealing?.keyState() else { Issue.record("not unavailable"); return }
         }

@@ -1,0 +1,158 @@
+"""End to end, prints sealed to the machine's TPM (a real swtpm): sealed on disk and matched after a
+restart on each kind of reader; the same disk under another TPM opens no print and the password
+still works; prints in the clear sealed at start without an enrollment change; the export back to
+fprintd's format."""
+
+import stat
+import subprocess
+
+import pytest
+
+import harness
+from conftest import ALICE_PRINT
+from harness import PASSWORDS, PROMPT
+from swtpm import SwTPM
+from test_hardening import can_evaluate, status
+from test_policy import stack_service
+
+MAGIC = b"TGSP\x01"
+SEALED_TEXT = ("Fingerprint unavailable: the prints are sealed to this computer's TPM, which cannot open "
+               "them now: use your password")
+
+
+def configure(world, tpm, seal="tpm"):
+    conf = world.dir / "touchgate.conf"
+    conf.write_text("seal = %s\ntpm = %s\n" % (seal, tpm.tcti if tpm else "device:/nonexistent"))
+    return conf
+
+
+def print_files(world, user="alice"):
+    """The user's print files, whatever the reader (driver and device id differ by kind)."""
+    return sorted(p for p in world.prints.glob("%s/*/*/*" % user) if p.is_file())
+
+
+def verify(world, scan=ALICE_PRINT):
+    session = world.pam("alice")
+    session.wait_for(PROMPT)
+    world.reader.scan(scan)
+    return session.wait()
+
+
+def enroll_alice(world):
+    rc, cli = harness.enroll(world, "alice", ALICE_PRINT, as_user="alice")
+    assert rc == 0, "enroll failed: %s\n%s" % (cli.stderr, cli.out.dump())
+
+
+@pytest.mark.usefixtures("reader_kind")
+def test_a_print_enrolled_with_a_tpm_is_sealed_on_disk_and_matches_after_a_restart(world):
+    with SwTPM(world.dir) as tpm:
+        conf = configure(world, tpm)
+        daemon = world.start_daemon(config=conf)
+        enroll_alice(world)
+        [path] = print_files(world)
+        sealed = path.read_bytes()
+        assert sealed.startswith(MAGIC), sealed[:8]
+        assert b"FP1" not in sealed[:8] and b"FP2" not in sealed[:8]  # not libfprint's serialized print
+        assert ALICE_PRINT.encode() not in sealed
+        key = world.state / "sealed-key"
+        assert stat.S_IMODE(key.stat().st_mode) == 0o600
+        assert verify(world).result == "PAM_SUCCESS"
+        assert status(world)["sealing"] == "sealed"
+
+        daemon.stop()
+        daemon = world.start_daemon(config=conf)
+        daemon.log.wait_for("prints are sealed to the TPM (0 sealed now)")
+        assert path.read_bytes() == sealed
+        if world.reader_kind == "virtual_device_storage":
+            # libfprint's virtual chip keeps its prints in the daemon's memory: after a restart it
+            # holds none, so the file opens (no sealing problem) but names a print the chip lost.
+            assert status(world)["sealedFingers"] == []
+        else:
+            assert verify(world).result == "PAM_SUCCESS"  # the key unsealed again from its blob
+
+
+def test_the_same_disk_under_another_tpm_opens_no_print_and_the_password_still_works(world):
+    with SwTPM(world.dir) as home:
+        world.start_daemon(config=configure(world, home))
+        enroll_alice(world)
+        world.daemon.stop()
+        [path] = print_files(world)
+        sealed = path.read_bytes()
+
+        with SwTPM(world.dir) as other:
+            daemon = world.start_daemon(config=configure(world, other))
+            assert can_evaluate(world) == (-6, "printsSealed")
+            doc = status(world)
+            assert doc["sealing"] == "unavailable" and "refused" in doc["sealingDetail"], doc
+            assert doc["sealedFingers"] == ["right-index-finger"] and doc["damagedFingers"] == [], doc
+            assert doc["fingers"] == ["right-index-finger"]  # still enrolled: nothing is lost
+            session = world.pam("alice").wait()
+            assert session.result == "PAM_AUTHINFO_UNAVAIL"
+            assert SEALED_TEXT in session.messages(), session.transcript()
+            assert PROMPT not in session.messages()
+            # The password is not sealed: the stack's password module follows and succeeds.
+            session = world.pam("alice", service=stack_service(world))
+            session.wait_for("Password")
+            assert SEALED_TEXT in session.messages(), session.transcript()
+            session.type(PASSWORDS["alice"] + "\n")
+            assert session.wait().result == "PAM_SUCCESS", session.transcript()
+            # And nothing in the clear was written in its place.
+            assert path.read_bytes() == sealed
+            assert "alice's right-index-finger print is not used: it is sealed, and the TPM cannot unseal" in \
+                "\n".join(daemon.log.texts())
+            # tpm2-tss's own warnings are silenced: the daemon says what failed in its words.
+            assert not [t for t in daemon.log.texts() if t.startswith(("WARNING:", "ERROR:"))]
+            daemon.stop()
+
+        # Back home, the same print matches, and it was no enrollment change.
+        world.start_daemon(config=configure(world, home))
+        assert can_evaluate(world)[0] == 0
+        assert verify(world).result == "PAM_SUCCESS"
+
+
+def test_prints_in_the_clear_are_sealed_at_start_without_an_enrollment_change(world):
+    world.start_daemon(config=configure(world, None, seal="no"))
+    enroll_alice(world)
+    assert status(world)["sealing"] == "clear"
+    [path] = print_files(world)
+    clear = path.read_bytes()
+    assert not clear.startswith(MAGIC)
+    world.daemon.stop()
+
+    with SwTPM(world.dir) as tpm:
+        daemon = world.start_daemon(config=configure(world, tpm, seal="auto"))
+        daemon.log.wait_for("prints are sealed to the TPM (1 sealed now)")
+        assert path.read_bytes().startswith(MAGIC)
+        assert can_evaluate(world)[0] == 0  # the same prints: no password asked for
+        assert verify(world).result == "PAM_SUCCESS"
+
+
+def test_auto_without_a_tpm_keeps_prints_in_the_clear_and_doctor_says_so(world):
+    world.start_daemon(config=configure(world, None, seal="auto"))
+    enroll_alice(world)
+    [path] = print_files(world)
+    assert not path.read_bytes().startswith(MAGIC)
+    assert not (world.state / "sealed-key").exists()
+    doc = status(world)
+    assert doc["sealing"] == "clear" and doc["sealingDetail"] == "no TPM is present", doc
+    doctor = world.cli("doctor", "--user", "alice", "--root", str(world.dir))
+    assert "enrolled prints are not sealed: no TPM is present" in doctor.stdout, doctor
+
+
+def test_the_export_writes_the_prints_back_in_fprintds_format(world):
+    with SwTPM(world.dir) as tpm:
+        conf = configure(world, tpm)
+        world.start_daemon(config=conf)
+        enroll_alice(world)
+        world.daemon.stop()
+        [path] = print_files(world)
+        argv, env = harness.daemon_command(world, conf, args=["--export-prints"])
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        assert "1 sealed print written back in the clear in %s" % world.prints in done.stdout
+        clear = path.read_bytes()
+        assert not clear.startswith(MAGIC) and ALICE_PRINT.encode() in clear
+
+    # Sealing off, as before going back to fprintd: the print is used as it is.
+    world.start_daemon(config=configure(world, None, seal="no"))
+    assert verify(world).result == "PAM_SUCCESS"
