@@ -15,6 +15,8 @@ static int32_t local_facts(const struct tg_call *c)
         flags |= TG_FLAG_NO_INPUT;
     if (c->tty.fd < 0)
         flags |= TG_FLAG_NO_TERMINAL;
+    if (c->opt->authtok)
+        flags |= TG_FLAG_WANT_AUTHTOK;
     return flags;
 }
 

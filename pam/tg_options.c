@@ -14,7 +14,7 @@
 /* The one list of names: tg_option_apply below accepts exactly these, and the manual's drift
  * check (tests/test_options.c) compares them with pam_touchgate.8. */
 const char *const tg_option_names[] = {
-    "socket=", "policy=", "max_tries=", "timeout=", "debug", "noinput", "report", NULL,
+    "socket=", "policy=", "max_tries=", "timeout=", "debug", "noinput", "report", "authtok", NULL,
 };
 
 void tg_options_default(struct tg_options *opt)
@@ -54,6 +54,8 @@ enum tg_option_status tg_option_apply(struct tg_options *opt, const char *arg)
         opt->noinput = true;
     } else if (strcmp(arg, "report") == 0) {
         opt->report = true;
+    } else if (strcmp(arg, "authtok") == 0) {
+        opt->authtok = true;
     } else if ((v = option_value(arg, "socket")) != NULL) {
         /* Absolute only: a relative path would depend on the client's working directory. */
         if (v[0] != '/' || strlen(v) >= sizeof(((struct sockaddr_un *)0)->sun_path))

@@ -16,6 +16,8 @@ struct tg_options {
     bool debug;
     bool noinput;
     bool report;
+    bool
+        authtok; /* the sealed login password as PAM_AUTHTOK after a match; with report: renew it */
 };
 
 enum tg_option_status {

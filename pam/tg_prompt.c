@@ -225,6 +225,20 @@ static int on_progress(struct prompt *p, const struct tg_frame *frame)
     return KEEP_WAITING; /* a keepalive only restarts the silence deadline */
 }
 
+/* A fingerprint match: report mode stays quiet, and with authtok the login password the daemon
+ * released (docs/spec.md §12) becomes PAM_AUTHTOK for pam_gnome_keyring and the like. */
+static void on_match(struct prompt *p, const struct tg_frame *frame)
+{
+    char secret[TG_MAX_STRING + 1];
+
+    pam_set_data(p->c->pamh, TG_MATCH_KEY, "fingerprint", NULL);
+    if (p->c->opt->authtok && tg_frame_string(frame, TG_TAG_PASSWORD, secret, sizeof(secret))) {
+        int rc = pam_set_item(p->c->pamh, PAM_AUTHTOK, secret);
+        DEBUG(p, "sealed login password set as PAM_AUTHTOK: %s", pam_strerror(p->c->pamh, rc));
+    }
+    explicit_bzero(secret, sizeof(secret));
+}
+
 static int on_result(struct prompt *p, const struct tg_frame *frame)
 {
     char text[TG_MAX_STRING + 1];
@@ -250,7 +264,7 @@ static int on_result(struct prompt *p, const struct tg_frame *frame)
         tg_hand_over(p->c,
                      p->line.buf); /* verified: later modules (pam_gnome_keyring) may use it */
     else if (rc == PAM_SUCCESS && !by_password)
-        pam_set_data(p->c->pamh, TG_MATCH_KEY, "fingerprint", NULL); /* report mode stays quiet */
+        on_match(p, frame);
     /* The daemon decides whether the password step follows (from the policy, NO_INPUT and the
      * back-off); a success needs no second step, and under noinput the module asks nothing,
      * whatever a reply says (its own fact, docs/spec.md §6). */
@@ -341,6 +355,7 @@ static int await_result(struct prompt *p)
             break;
         }
     }
+    explicit_bzero(buf, sizeof(buf)); /* the last frame may carry the login password */
     return rc;
 }
 

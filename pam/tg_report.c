@@ -1,6 +1,7 @@
 /* Report mode: tells touchgated that this stack's password module verified the password. */
 #include "tg_report.h"
 
+#include <string.h>
 #include <unistd.h>
 
 #include "tg_client.h"
@@ -37,6 +38,11 @@ int tg_report_password_success(pam_handle_t *pamh, const struct tg_options *opt)
     tg_writer_init(&w, req, sizeof(req), TG_KIND_PASSWORD_SUCCESS, id);
     tg_put_string(&w, TG_TAG_USER, user);
     tg_put_string(&w, TG_TAG_SERVICE, service != NULL ? service : "");
+    /* authtok: the password the stack just verified renews a sealed keyring password. */
+    const void *authtok = NULL;
+    if (opt->authtok && pam_get_item(pamh, PAM_AUTHTOK, &authtok) == PAM_SUCCESS &&
+        authtok != NULL && *(const char *)authtok != '\0')
+        tg_put_string(&w, TG_TAG_PASSWORD, (const char *)authtok);
     if (!tg_finish_request(pamh, &w, &len))
         goto done;
     uint64_t deadline = tg_deadline_after(TG_CONNECT_DEADLINE_MS);
@@ -55,6 +61,7 @@ int tg_report_password_success(pam_handle_t *pamh, const struct tg_options *opt)
     TG_DEBUG(opt, pamh, "report: password success for %s -> code %d%s", user, (int)code,
              frame.request_id == TG_UNSOLICITED_ID ? " (refused unread)" : "");
 done:
+    explicit_bzero(req, sizeof(req)); /* it may hold the password */
     if (fd >= 0)
         close(fd);
     return PAM_IGNORE;

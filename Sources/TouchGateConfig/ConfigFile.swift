@@ -131,6 +131,12 @@ public enum ConfigFile {
         Setting(key: "seal_pcrs") { v, c throws(ValueProblem) in
             c.sealPCRs = try ConfigValues.pcrs(v)
         },
+        Setting(key: "keyring_services") { v, c throws(ValueProblem) in
+            c.keyringServices = try ConfigValues.serviceNames(v)
+        },
+        Setting(key: "keyring_without_tpm") { v, c throws(ValueProblem) in
+            c.keyringWithoutTPM = try ConfigValues.boolean(v)
+        },
     ]
 
     // MARK: reading

@@ -88,6 +88,17 @@ enum ConfigValues {
         return text
     }
 
+    /// `none`, or comma-separated PAM service names (`login,gdm-password`).
+    static func serviceNames(_ text: String) throws(ValueProblem) -> [String] {
+        if text == "none" { return [] }
+        var names: [String] = []
+        for item in text.split(separator: ",", omittingEmptySubsequences: false).map({ trimmed($0) }) {
+            let name = try serviceName(item)
+            if !names.contains(name) { names.append(name) }
+        }
+        return names
+    }
+
     /// An absolute directory path: starts with '/', no NUL, no "." or ".." component.
     static func absolutePath(_ text: String) throws(ValueProblem) -> String {
         let parts = text.split(separator: "/", omittingEmptySubsequences: true)

@@ -23,14 +23,20 @@ public struct DaemonConfig: Sendable, Equatable {
     /// The SHA-256 PCRs the data key is bound to; none by default, so a firmware update does not
     /// lock the prints away (docs/SECURITY.md).
     public var sealPCRs: [Int]
+    /// The PAM services that may receive a user's sealed login password after a match (docs/spec.md §12).
+    public var keyringServices: [String]
+    /// Whether the login password may be kept without a TPM (under a root-only key file).
+    public var keyringWithoutTPM: Bool
 
     public static let defaultPrintStore = "/var/lib/fprint"
     public static let defaultTPM = "device:/dev/tpmrm0"
+    public static let defaultKeyringServices = ["login", "gdm-fingerprint", "gdm-password", "lightdm", "sddm"]
 
     public init(
         policy: PolicyConfig = .defaults, passwordService: String = "touchgate", allowRemote: Bool = false,
         printStore: String = DaemonConfig.defaultPrintStore, fprintdAPI: Bool = true, seal: SealMode = .auto,
-        tpm: String = DaemonConfig.defaultTPM, sealPCRs: [Int] = []
+        tpm: String = DaemonConfig.defaultTPM, sealPCRs: [Int] = [],
+        keyringServices: [String] = DaemonConfig.defaultKeyringServices, keyringWithoutTPM: Bool = false
     ) {
         self.policy = policy
         self.passwordService = passwordService
@@ -40,6 +46,8 @@ public struct DaemonConfig: Sendable, Equatable {
         self.seal = seal
         self.tpm = tpm
         self.sealPCRs = sealPCRs
+        self.keyringServices = keyringServices
+        self.keyringWithoutTPM = keyringWithoutTPM
     }
 
     public static let defaults = DaemonConfig()

@@ -104,6 +104,9 @@ extension Core {
         var doc = StatusDocument(user: user, fingers: list.prints.map(\.finger.rawValue))
         doc.damagedFingers = list.prints.filter(\.needsEnrolling).map(\.finger.rawValue)
         doc.sealedFingers = list.prints.filter(\.closed).map(\.finger.rawValue)
+        doc.keyring = await keyringState(user)
+        let key = keyring.key
+        doc.keyringWithoutTPM = (try? await storagePool.run { key.usesKeyFile() }) ?? false
         switch await prints.sealingState() {
         case nil: break
         case .ready?: doc.sealing = "sealed"
@@ -156,6 +159,10 @@ struct StatusDocument: Encodable {
     /// "unavailable" (sealing required, the key cannot be had: sealingDetail says why).
     var sealing: String?
     var sealingDetail: String?
+    /// The sealed login password (docs/spec.md §12): off, ready, void (the prints changed), unavailable.
+    var keyring = "off"
+    /// keyring_without_tpm is in effect: login passwords sealed under a root-only key file.
+    var keyringWithoutTPM = false
     var printsProblem: String?
     var stateReadable = false
     var stateProblem: String?

@@ -52,8 +52,10 @@ extension Core {
             await scanPhase(r, ctx, client: client, prompt: prompt)
         }
         switch scan {
-        case .reply(let reply, let method):
-            return reply.isSuccess ? reply : finish(reply, method: method)
+        case .reply(var reply, let method):
+            guard reply.isSuccess else { return finish(reply, method: method) }
+            if !reply.byPassword { reply.authtok = await releaseKeyring(r, caller, client: client) }
+            return reply
         case .clientGone:
             log.info("client left mid-prompt: cancelled", metadata: ["user": "\(r.user)"])
             publishOutcome(ctx, method: nil, outcome: .appCancel, reason: .clientGone)

@@ -26,6 +26,7 @@ extension Core {
                 log.error("cannot record password success: \(error)")
                 return .refused(Self.storageFailure)
             }
+            await renewKeyring(ctx.user, password)
             return .correct
         case .wrong:
             var backoff: Int64?
@@ -147,13 +148,17 @@ extension Core {
 
     /// A password success reported by the PAM stack: only root callers (sudo, login, su run the
     /// stack as root) may vouch for a password.
-    public func passwordSuccessReport(user: String, origin: Origin, caller: Caller) async -> Reply {
+    /// With `password` (a report line with authtok), a keyring password the user set up is renewed.
+    public func passwordSuccessReport(user: String, password: String? = nil, origin: Origin, caller: Caller) async
+        -> Reply
+    {
         if let refusal = await authorize(caller, user, .rootOnly) { return refusal }
         let ctx = EventContext(user: user, origin: origin, policy: nil, byUID: caller.uid)
         do { try await recordPasswordSuccess(ctx) } catch {
             log.error("cannot record password success: \(error)")
             return Self.storageFailure
         }
+        if let password, !password.isEmpty { await renewKeyring(user, password) }
         publishOutcome(ctx, method: "password", outcome: .success, reason: .pamStack)
         return .success()
     }

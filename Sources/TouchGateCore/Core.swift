@@ -24,6 +24,10 @@ public struct CoreSetup: Sendable {
     public var passwordCheckDeadlineMilliseconds = 30_000
     /// Prints sealed to the machine (PrintSealing.swift); nil keeps them in the clear.
     public var sealing: PrintSealing?
+    /// The services a sealed login password may be released to, and whether it may be kept
+    /// without a TPM (docs/spec.md §12).
+    public var keyringServices: [String] = []
+    public var keyringWithoutTPM = false
 
     public init(
         policy: PolicyConfig, allowRemote: Bool, bootID: String, stateDirectory: Directory,
@@ -51,6 +55,8 @@ public struct CoreSetup: Sendable {
 
     let states: UserStateStore
     let prints: PrintCache
+    let keyring: KeyringFiles
+    let keyringServices: Set<String>
     let domainKey: DomainStateKey
     let events: EventBus
     let queue = ReaderQueue()
@@ -90,6 +96,10 @@ public struct CoreSetup: Sendable {
             files: PrintFiles(root: setup.printStore, reader: setup.reader, sealing: setup.sealing),
             pool: storagePool, log: { log.notice("\($0)") })
         names = NameCache(accounts: setup.accounts, pool: accountPool)
+        keyring = KeyringFiles(
+            users: users,
+            key: KeyringKey(sealing: setup.sealing, withoutTPM: setup.keyringWithoutTPM, state: setup.stateDirectory))
+        keyringServices = Set(setup.keyringServices)
         let settled = readerSettled
         setup.reader.whenOpened { CoreLoop.shared.post { settled.set(()) } }
         if let sealing = setup.sealing { sealStore(prints.files, sealing) }

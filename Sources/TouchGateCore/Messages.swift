@@ -43,6 +43,7 @@ public enum Text: Sendable, Equatable {
     case stateUnreadable
     case printsUnsafe
     case printsSealed
+    case keyringKept, keyringForgotten, keyringNotKept, keyringVoid, keyringClosed
     case busy
     case templateDamaged(Finger)
     case templatesDamaged([Finger])
@@ -125,6 +126,14 @@ public enum Text: Sendable, Equatable {
             return L(
                 "Fingerprint unavailable: the prints are sealed to this computer's TPM, which cannot open them now: use your password",
                 l)
+        case .keyringKept: return L("Keyring password kept: a fingerprint login now unlocks your keyring", l)
+        case .keyringForgotten: return L("Keyring password forgotten", l)
+        case .keyringNotKept:
+            return L("Keyring password not kept: this computer cannot seal it (no TPM; ask the administrator)", l)
+        case .keyringVoid:
+            return L("Keyring not unlocked: fingers changed since it was set up; type your password once", l)
+        case .keyringClosed:
+            return L("Keyring not unlocked: the sealed password cannot be opened now; type your password", l)
         case .busy: return L("Fingerprint service busy: use your password", l)
         case .templateDamaged(let f):
             return L(

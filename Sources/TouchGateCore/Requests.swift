@@ -46,13 +46,16 @@ public struct EvaluateRequest: Sendable {
     public var noTerminal: Bool
     /// Only these fingers (fprintd's VerifyStart with a finger name); nil: any enrolled finger.
     public var fingers: [Finger]?
+    /// After a match, the user's sealed login password is wanted (pam_touchgate's authtok).
+    public var wantAuthtok: Bool
     public init(
         user: String, policy: EvaluationPolicy, origin: Origin = Origin(), maxTries: Int? = nil,
-        timeoutSeconds: Int? = nil, noInput: Bool = false, noTerminal: Bool = false, fingers: [Finger]? = nil
+        timeoutSeconds: Int? = nil, noInput: Bool = false, noTerminal: Bool = false, fingers: [Finger]? = nil,
+        wantAuthtok: Bool = false
     ) {
         self.user = user; self.policy = policy; self.origin = origin; self.maxTries = maxTries
         self.timeoutSeconds = timeoutSeconds; self.noInput = noInput; self.noTerminal = noTerminal
-        self.fingers = fingers
+        self.fingers = fingers; self.wantAuthtok = wantAuthtok
     }
 }
 
@@ -71,6 +74,8 @@ public struct Reply: Error, Sendable, Equatable {
     public var devices: [String] = []
     public var domainState: String?
     public var json: String?
+    /// The user's sealed login password, released after a match (docs/spec.md §12).
+    public var authtok: SecretText?
 
     public init(_ outcome: Outcome, reason: Reason? = nil, text: Text? = nil, seconds: Int? = nil) {
         self.outcome = outcome; self.reason = reason; self.text = text; self.seconds = seconds

@@ -199,6 +199,7 @@ import TouchGateWire
         fields += r.devices.map { Field(.device, $0) }
         if let d = r.domainState { fields.append(Field(.domainState, d)) }
         if let j = r.json { fields.append(Field(.json, j)) }
+        if let secret = r.authtok { fields.append(Field(.password, secret.value)) }
         send(Frame(.result, requestID: id, fields))
     }
 

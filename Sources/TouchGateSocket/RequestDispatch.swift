@@ -20,7 +20,8 @@ import TouchGateWire
             let request = EvaluateRequest(
                 user: try frame.requireString(.user), policy: try policy(frame), origin: origin,
                 maxTries: frame.int(.maxTries).map(Int.init), timeoutSeconds: frame.int(.timeout).map(Int.init),
-                noInput: flags & WireLimits.flagNoInput != 0, noTerminal: flags & WireLimits.flagNoTerminal != 0)
+                noInput: flags & WireLimits.flagNoInput != 0, noTerminal: flags & WireLimits.flagNoTerminal != 0,
+                wantAuthtok: flags & WireLimits.flagWantAuthtok != 0)
             return await core.evaluate(request, caller: caller, client: connection, input: input)
         case .enroll:
             guard let finger = Finger(rawValue: try frame.requireString(.finger)) else { throw .wrongType(.finger) }
@@ -70,7 +71,14 @@ import TouchGateWire
             return nil
         case .passwordSuccess:
             return await core.passwordSuccessReport(
-                user: try frame.requireString(.user), origin: origin, caller: caller)
+                user: try frame.requireString(.user), password: frame.string(.password), origin: origin,
+                caller: caller)
+        case .keyringEnable:
+            return await core.keyringEnable(
+                user: try frame.requireString(.user), password: try frame.requireString(.password), origin: origin,
+                caller: caller)
+        case .keyringDisable:
+            return await core.keyringDisable(user: try frame.requireString(.user), origin: origin, caller: caller)
         case .verifyPassword:
             return await core.verifyPasswordRequest(
                 user: try frame.requireString(.user),

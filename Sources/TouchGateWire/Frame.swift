@@ -24,13 +24,15 @@ public enum WireLimits {
     public static let flagAcceptsPassword = Int32(TG_FLAG_ACCEPTS_PASSWORD)
     /// A RESULT's FLAGS: the answer judges a password the daemon checked.
     public static let flagByPassword = Int32(TG_FLAG_BY_PASSWORD)
+    /// EVALUATE's FLAGS: release the sealed login password after a match (root, keyring_services).
+    public static let flagWantAuthtok = Int32(TG_FLAG_WANT_AUTHTOK)
 }
 
 public enum Kind: UInt8, Sendable, CaseIterable {
     case canEvaluate = 0x01, evaluate = 0x02, cancel = 0x03, enroll = 0x04, list = 0x05
     case delete = 0x06, devices = 0x07, status = 0x08, enable = 0x09, disable = 0x0A
     case lock = 0x0B, reset = 0x0C, domainState = 0x0D, monitor = 0x0E, password = 0x0F
-    case passwordSuccess = 0x10, verifyPassword = 0x11
+    case passwordSuccess = 0x10, verifyPassword = 0x11, keyringEnable = 0x12, keyringDisable = 0x13
     case result = 0x40, progress = 0x41, event = 0x42
 
     public var isRequest: Bool { rawValue < 0x40 }

@@ -64,7 +64,7 @@ public enum EvaluationPolicy: Int32, Sendable, CaseIterable {
 }
 
 public enum ProgressKind: Int32, Sendable {
-    case prompt = 1, retry = 2, noMatch = 3, queued = 4, enrollStage = 5, keepalive = 6
+    case prompt = 1, retry = 2, noMatch = 3, queued = 4, enrollStage = 5, keepalive = 6, note = 7
 }
 
 public enum MessageStyle: Int32, Sendable {

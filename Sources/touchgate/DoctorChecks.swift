@@ -222,7 +222,26 @@ enum DoctorChecks {
         }
         var fingers: [String] = []
         if case .array(let list)? = document["fingers"] { fingers = list.compactMap(\.scalarText) }
-        return sealing(document) + userState(user, fingers, document)
+        return sealing(document) + keyring(document) + userState(user, fingers, document)
+    }
+
+    /// The sealed login password (docs/spec.md §12): warned about without a TPM, and when void.
+    static func keyring(_ document: JSONValue) -> [DoctorCheck] {
+        var checks: [DoctorCheck] = []
+        if document["keyringWithoutTPM"] == .bool(true) {
+            checks.append(
+                DoctorCheck(
+                    "keyring", .note,
+                    L("login passwords for the keyring are kept without a TPM: a copy of the disk opens them", cli),
+                    fix: L("use a TPM 2.0, or set keyring_without_tpm = no in touchgate.conf", cli)))
+        }
+        if document["keyring"]?.scalarText == "void" {
+            checks.append(
+                DoctorCheck(
+                    "keyring", .note, L("the fingers changed: a fingerprint login does not unlock the keyring", cli),
+                    fix: L("log in once with the password", cli)))
+        }
+        return checks
     }
 
     /// Whether the prints are sealed to the TPM (docs/SECURITY.md), from the daemon's status.

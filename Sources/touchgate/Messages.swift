@@ -66,7 +66,7 @@ func progressLine(_ frame: Frame, enrolling finger: String? = nil) -> String? {
         return message ?? L("Not recognised, try again.", cli)
     case .queued:
         return message ?? L("Waiting for the fingerprint reader…", cli)
-    case nil:
+    case .note, nil:
         return message
     }
 }

@@ -97,6 +97,8 @@ func serve(_ options: DaemonOptions) -> Int32 {
         stateDirectory: state, printStore: prints, reader: reader,
         passwords: PAMPasswordChecker(service: settings.passwordService), log: log, audit: audit)
     wiring.sealing = sealing
+    wiring.keyringServices = settings.keyringServices
+    wiring.keyringWithoutTPM = settings.keyringWithoutTPM
     let linuxAudit = LinuxAudit(log: log)
     wiring.linuxAudit = { linuxAudit.record($0) }
     let setup = wiring

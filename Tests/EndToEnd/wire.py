@@ -13,7 +13,7 @@ import sys
 KIND = {"can_evaluate": 0x01, "evaluate": 0x02, "cancel": 0x03, "enroll": 0x04, "list": 0x05,
         "delete": 0x06, "devices": 0x07, "status": 0x08, "enable": 0x09, "disable": 0x0A,
         "lock": 0x0B, "reset": 0x0C, "domain_state": 0x0D, "monitor": 0x0E, "password": 0x0F,
-        "password_success": 0x10, "verify_password": 0x11}
+        "password_success": 0x10, "verify_password": 0x11, "keyring_enable": 0x12, "keyring_disable": 0x13}
 RESULT, PROGRESS, EVENT = 0x40, 0x41, 0x42
 TAG = {"user": 1, "policy": 2, "service": 3, "max_tries": 4, "timeout": 5, "locale": 6, "tty": 7,
        "rhost": 8, "finger": 9, "all": 10, "code": 11, "message": 12, "style": 13, "progress": 14,

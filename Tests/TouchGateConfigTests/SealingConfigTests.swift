@@ -36,3 +36,18 @@ import TouchGateConfig
         do { _ = try ConfigFile.parse(text) } catch { #expect(error.description == message) }
     }
 }
+
+@Suite struct KeyringConfigTests {
+    @Test func theDefaultsReleaseToTheLoginManagersOnlyAndNeedATPM() {
+        #expect(
+            DaemonConfig.defaults.keyringServices == ["login", "gdm-fingerprint", "gdm-password", "lightdm", "sddm"])
+        #expect(DaemonConfig.defaults.keyringWithoutTPM == false)
+    }
+
+    @Test func servicesAreAListOfPAMServiceNamesOrNone() throws {
+        #expect(try ConfigFile.parse("keyring_services = login, sddm,login").keyringServices == ["login", "sddm"])
+        #expect(try ConfigFile.parse("keyring_services = none").keyringServices == [])
+        #expect(throws: ConfigError.self) { try ConfigFile.parse("keyring_services = login,../x") }
+        #expect(try ConfigFile.parse("keyring_without_tpm = yes").keyringWithoutTPM)
+    }
+}

@@ -32,7 +32,8 @@ struct MessagesTests {
             .fingerNotEnrolled(.rightLittle), .deleted(1), .deleted(3), .internalError, .badRequest,
             .cancelled, .shuttingDown, .suspending, .stateUnreadable, .notEnabled, .lockout(attempts: 5),
             .backoff(seconds: 45), .wrongPassword, .wrongPasswordBackoff(seconds: 300),
-            .passwordNotSet, .passwordNeeded, .passwordAccepted, .printsUnsafe, .printsSealed, .busy,
+            .passwordNotSet, .passwordNeeded, .passwordAccepted, .printsUnsafe, .printsSealed, .keyringKept,
+            .keyringForgotten, .keyringNotKept, .keyringVoid, .keyringClosed, .busy,
             .templateDamaged(.leftThumb), .templatesDamaged([.leftThumb, .rightIndex]),
             .readerProtocolError, .readerStorageFull, .readerFailed, .enrolledOnReader,
             .alreadyEnrolled(.leftThumb), .alreadyEnrolledFor(.rightIndex, user: "alice"), .enrolledForAnotherUser,
@@ -52,8 +53,9 @@ struct MessagesTests {
             .cancelled, .shuttingDown, .suspending, .stateUnreadable, .notEnabled, .lockout, .passwordRequired,
             .backoff,
             .wrongPassword, .wrongPasswordBackoff, .passwordNotSet, .passwordNeeded, .passwordAccepted,
-            .printsUnsafe, .printsSealed, .busy, .templateDamaged, .templatesDamaged, .readerProtocolError,
-            .readerStorageFull, .readerFailed, .enrolledOnReader, .alreadyEnrolled, .alreadyEnrolledFor,
+            .printsUnsafe, .printsSealed, .keyringKept, .keyringForgotten, .keyringNotKept, .keyringVoid,
+            .keyringClosed, .busy, .templateDamaged, .templatesDamaged, .readerProtocolError, .readerStorageFull,
+            .readerFailed, .enrolledOnReader, .alreadyEnrolled, .alreadyEnrolledFor,
             .enrolledForAnotherUser:
             return true
         case .done:

@@ -63,10 +63,14 @@
 #define TG_KIND_MONITOR          0x0E  /* [USER] */
 #define TG_KIND_PASSWORD         0x0F  /* PASSWORD  (during an EVALUATE with policy biometrics-or-password: the
                                         * password the user typed at its prompt, which the daemon checks) */
-#define TG_KIND_PASSWORD_SUCCESS 0x10  /* USER [SERVICE] (root only: the PAM stack verified the password) */
+#define TG_KIND_PASSWORD_SUCCESS 0x10  /* USER [SERVICE] [PASSWORD] (root only: the PAM stack verified the
+                                        * password; with PASSWORD, a sealed keyring password is renewed) */
 #define TG_KIND_VERIFY_PASSWORD  0x11  /* USER PASSWORD [SERVICE] [TTY] [RHOST] [LOCALE]: the daemon checks the
                                         * user's password itself (back-off applies; a success clears lockout
                                         * and passwordRequired); the user themself or root */
+#define TG_KIND_KEYRING_ENABLE   0x12  /* USER PASSWORD: the daemon checks the user's login password and keeps it
+                                        * sealed for keyring unlocking (the user themself or root) */
+#define TG_KIND_KEYRING_DISABLE  0x13  /* USER: forgets the sealed password (the user themself or root) */
 
 /* Reply kinds (daemon -> client). */
 #define TG_KIND_RESULT           0x40  /* CODE [MESSAGE] [REASON] [SECONDS] [FLAGS] [FINGER…] [DEVICE…] [DOMAIN_STATE] [JSON] */
@@ -95,7 +99,8 @@
 #define TG_TAG_SECONDS       19  /* int: seconds left (passwordBackoff) */
 #define TG_TAG_FLAGS         20  /* int: TG_FLAG_* (EVALUATE: NO_INPUT NO_TERMINAL; PROGRESS: ACCEPTS_PASSWORD;
                                  * RESULT: ASK_PASSWORD BY_PASSWORD) */
-#define TG_TAG_PASSWORD      21  /* string: never logged */
+#define TG_TAG_PASSWORD      21  /* string: never logged (in a RESULT of EVALUATE: the sealed login password,
+                                 * released after a match to a root caller that set WANT_AUTHTOK) */
 #define TG_TAG_DOMAIN_STATE  22  /* string: hex */
 #define TG_TAG_JSON          23  /* string: a JSON document (status, events) */
 #define TG_TAG_LAST          23
@@ -121,6 +126,7 @@
 #define TG_PROGRESS_QUEUED        4  /* waiting for the reader (another prompt has it) */
 #define TG_PROGRESS_ENROLL_STAGE  5  /* STAGE of STAGES done */
 #define TG_PROGRESS_KEEPALIVE     6  /* nothing to show; proves the daemon is alive */
+#define TG_PROGRESS_NOTE          7  /* a sentence to show (MESSAGE); nothing else changes */
 
 /* Flags (FLAGS field). The client sends what only it knows; the daemon decides from them and says
  * what the client may do. A flag that is absent means "no": a client never infers one. */
@@ -134,6 +140,9 @@
                                       * a typed password is the next module's (userFallback) */
 #define TG_FLAG_BY_PASSWORD     0x10 /* RESULT: the answer judges a password the daemon checked (success:
                                       * verified; authenticationFailed: wrong); absent: not a password */
+#define TG_FLAG_WANT_AUTHTOK    0x20 /* EVALUATE: after a match, release the user's sealed login password in
+                                      * the RESULT's PASSWORD (pam_touchgate's authtok option; root callers
+                                      * and keyring_services only) */
 
 /* Machine reasons (REASON): which case of a code applies (docs/spec.md §2 has the table). */
 #define TG_REASON_MAX_TRIES          "maxTries"

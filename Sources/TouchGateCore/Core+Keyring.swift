@@ -1,0 +1,112 @@
+// The login keyring (docs/spec.md §12): the user's login password kept sealed, released after a
+// fingerprint match to a root login manager, void once the prints change, renewed by a password.
+import TouchGateWire
+
+extension Core {
+    /// KEYRING_ENABLE: the login password, checked by the daemon (back-off applies), then sealed
+    /// under the machine's key and bound to the user's current prints.
+    public func keyringEnable(user: String, password: String, origin: Origin, caller: Caller) async -> Reply {
+        if let refusal = await authorize(caller, user, .selfOrRoot) { return refusal }
+        let ctx = EventContext(user: user, origin: origin, policy: nil, byUID: caller.uid)
+        if case .refused(let refusal) = await verifyPassword(ctx, password) { return refusal }
+        guard let snapshot = await currentSnapshot(user) else {
+            return Refusal(.biometryNotEnrolled, reason: .noPrints, text: .notEnrolled)
+        }
+        if let why = await sealKeyring(user, password, snapshot) {
+            log.error("keyring password not kept: \(why)", metadata: ["user": "\(user)"])
+            return Refusal(.internalError, reason: .printsSealed, text: .keyringNotKept)
+        }
+        log.notice("keyring password kept", metadata: ["user": "\(user)", "by_uid": "\(caller.uid)"])
+        return .success(.keyringKept)
+    }
+
+    /// KEYRING_DISABLE: the sealed password is deleted (nothing to delete is no error).
+    public func keyringDisable(user: String, origin: Origin, caller: Caller) async -> Reply {
+        if let refusal = await authorize(caller, user, .selfOrRoot) { return refusal }
+        let files = keyring
+        guard let removed = try? await storagePool.run({ () -> Bool? in try? files.remove(user) }), removed != nil
+        else { return Self.storageFailure }
+        log.notice("keyring password forgotten", metadata: ["user": "\(user)", "by_uid": "\(caller.uid)"])
+        return .success(.keyringForgotten)
+    }
+
+    /// After a match: the sealed password for a root caller of a listed service that asked for it
+    /// (nil otherwise). When it is set up but cannot be given, the person is told why, in one line.
+    func releaseKeyring(_ r: EvaluateRequest, _ caller: Caller, client: any PromptClient) async -> SecretText? {
+        guard r.wantAuthtok else { return nil }
+        guard caller.isRoot, let service = r.origin.service, keyringServices.contains(service) else {
+            log.notice(
+                "keyring password not released: \(caller.isRoot ? "the service is not in keyring_services" : "the caller is not root")",
+                metadata: ["user": "\(r.user)", "service": "\(r.origin.service ?? "")", "uid": "\(caller.uid)"])
+            return nil
+        }
+        let snapshot = await currentSnapshot(r.user)
+        let files = keyring, user = r.user
+        guard let opening = try? await storagePool.run({ files.open(user, snapshot: snapshot) }) else { return nil }
+        switch opening {
+        case .off:
+            return nil
+        case .password(let secret):
+            log.info("keyring password released", metadata: ["user": "\(r.user)", "service": "\(service)"])
+            return secret
+        case .fingersChanged:
+            log.notice("keyring password void: the prints changed", metadata: ["user": "\(r.user)"])
+            client.show(ProgressEvent(.note, .keyringVoid))
+            return nil
+        case .unavailable(let why):
+            log.error("keyring password cannot be opened: \(why)", metadata: ["user": "\(r.user)"])
+            client.show(ProgressEvent(.note, .keyringClosed))
+            return nil
+        }
+    }
+
+    /// A password the daemon knows to be right (it checked it, or root's PAM stack did): a keyring
+    /// password the user set up is sealed again with it, under the current prints — which also
+    /// follows a password change.
+    func renewKeyring(_ user: String, _ password: String) async {
+        let files = keyring
+        guard let snapshot = await currentSnapshot(user),
+            (try? await storagePool.run({ files.isSetUp(user) })) == true
+        else { return }
+        if let why = await sealKeyring(user, password, snapshot) {
+            log.error("keyring password not renewed: \(why)", metadata: ["user": "\(user)"])
+        } else {
+            log.info("keyring password renewed", metadata: ["user": "\(user)"])
+        }
+    }
+
+    /// Seals on the storage threads; nil when it is on disk, else why not.
+    private func sealKeyring(_ user: String, _ password: String, _ snapshot: String) async -> String? {
+        let files = keyring
+        do {
+            let done = try await storagePool.run { () -> Result<Void, StorageError> in
+                do throws(StorageError) {
+                    try files.seal(user, password: password, snapshot: snapshot)
+                    return .success(())
+                } catch { return .failure(error) }
+            }
+            if case .failure(let e) = done { return e.description }
+            return nil
+        } catch {
+            return "the storage threads are busy"
+        }
+    }
+
+    /// For status: off, ready, void (the prints changed) or unavailable.
+    func keyringState(_ user: String) async -> String {
+        let snapshot = await currentSnapshot(user)
+        let files = keyring
+        switch try? await storagePool.run({ files.open(user, snapshot: snapshot) }) {
+        case .off?: return "off"
+        case .password?: return "ready"
+        case .fingersChanged?: return "void"
+        case .unavailable?, nil: return "unavailable"
+        }
+    }
+
+    /// The identity of the user's current set of prints (nil: none), as the domain state sees it.
+    func currentSnapshot(_ user: String) async -> String? {
+        let info = await readerInfo()
+        return Self.snapshot(await prints.list(user, device: info?.deviceKey).prints)
+    }
+}

@@ -1,0 +1,137 @@
+// The login passwords users let touchgate keep for their keyring (docs/spec.md §12): one sealed
+// file per user, bound to the user and to their set of prints, so any enrollment change voids it.
+import Crypto
+import Synchronization
+
+/// A secret on its way to one reply; never printed (its description hides it).
+public struct SecretText: Sendable, Equatable, CustomStringConvertible {
+    public let value: String
+    public init(_ value: String) { self.value = value }
+    public var description: String { "(secret)" }
+}
+
+/// What a sealed keyring password gives now.
+enum KeyringOpening: Equatable {
+    /// The user never set it up (or took it back).
+    case off
+    case password(SecretText)
+    /// Set up for another set of prints: a finger was added, removed or replaced since.
+    case fingersChanged
+    /// The key that opens it cannot be had now (the TPM, say).
+    case unavailable(String)
+}
+
+/// The key the keyring passwords are sealed under: the machine's data key (the TPM), or — only
+/// with `keyring_without_tpm = yes` — a random key kept in a root-only file of the state directory.
+public final class KeyringKey: Sendable {
+    static let fileName = "keyring-key"
+    let sealing: PrintSealing?
+    let withoutTPM: Bool
+    let state: Directory
+    private let fileKey = Mutex<SymmetricKey?>(nil)
+
+    public init(sealing: PrintSealing?, withoutTPM: Bool, state: Directory) {
+        self.sealing = sealing; self.withoutTPM = withoutTPM; self.state = state
+    }
+
+    /// Blocking (the TPM, the disk): on the storage pool.
+    func key() -> Result<SymmetricKey, SealingError> {
+        switch sealing?.key() {
+        case .success(let k?)?: return .success(k)
+        case .failure(let e)?: return .failure(e)
+        case .success(nil)?, nil: break
+        }
+        guard withoutTPM else {
+            return .failure(SealingError("no TPM seals it here (seal is off or there is no TPM)"))
+        }
+        return fileKey.withLock { cached -> Result<SymmetricKey, SealingError> in
+            if let cached { return .success(cached) }
+            do {
+                var bytes = try state.read(Self.fileName, limit: 64) ?? []
+                defer { wipe(&bytes) }
+                if bytes.isEmpty {
+                    bytes = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
+                    try state.writeAtomically(Self.fileName, bytes)
+                }
+                guard bytes.count == 32 else {
+                    return .failure(SealingError("\(state.path)/\(Self.fileName) is damaged"))
+                }
+                let key = SymmetricKey(data: bytes)
+                cached = key
+                return .success(key)
+            } catch {
+                return .failure(SealingError("\(state.path)/\(Self.fileName): \(error)"))
+            }
+        }
+    }
+
+    /// Whether keyring passwords are kept under the root-only key file (doctor warns about it).
+    /// Blocking, as `key()`.
+    func usesKeyFile() -> Bool {
+        guard withoutTPM else { return false }
+        if let sealing, case .ready = sealing.keyState() { return false }
+        return true
+    }
+}
+
+/// `<state>/users/<user>/keyring`: "TGSK", a version byte, then AES-GCM's nonce, ciphertext and tag
+/// of the password, authenticated with the user and the enrollment snapshot. Blocking: the core
+/// calls these on its storage pool.
+struct KeyringFiles: Sendable {
+    static let fileName = "keyring"
+    static let magic: [UInt8] = Array("TGSK".utf8) + [1]
+    let users: Directory
+    let key: KeyringKey
+
+    static func bound(_ user: String, _ snapshot: String) -> [UInt8] {
+        Array("touchgate-keyring-v1\0\(user)\0\(snapshot)".utf8)
+    }
+
+    func isSetUp(_ user: String) -> Bool {
+        guard let dir = (try? users.subdirectory(user)) ?? nil else { return false }
+        return ((try? dir.read(Self.fileName, limit: 4096)) ?? nil) != nil
+    }
+
+    func seal(_ user: String, password: String, snapshot: String) throws(StorageError) {
+        let k: SymmetricKey
+        switch key.key() {
+        case .success(let got): k = got
+        case .failure(let e): throw .unsafe(e.description)
+        }
+        guard let dir = try users.subdirectory(user, create: true) else { throw .unsafe("no directory for \(user)") }
+        var plain = Array(password.utf8)
+        defer { wipe(&plain) }
+        do {
+            let box = try AES.GCM.seal(plain, using: k, authenticating: Self.bound(user, snapshot))
+            guard let combined = box.combined else { throw StorageError.unsafe("AES-GCM gave no sealed box") }
+            try dir.writeAtomically(Self.fileName, Self.magic + Array(combined))
+        } catch let e as StorageError {
+            throw e
+        } catch {
+            throw .unsafe("cannot seal the keyring password: \(error)")
+        }
+    }
+
+    func open(_ user: String, snapshot: String?) -> KeyringOpening {
+        guard let dir = (try? users.subdirectory(user)) ?? nil,
+            let raw = try? dir.read(Self.fileName, limit: 4096)
+        else { return .off }
+        guard let snapshot else { return .fingersChanged }  // no prints now: nothing it was bound to
+        let k: SymmetricKey
+        switch key.key() {
+        case .success(let got): k = got
+        case .failure(let e): return .unavailable(e.description)
+        }
+        guard raw.starts(with: Self.magic), let box = try? AES.GCM.SealedBox(combined: raw[Self.magic.count...]),
+            var plain = try? Array(AES.GCM.open(box, using: k, authenticating: Self.bound(user, snapshot)))
+        else { return .fingersChanged }
+        defer { wipe(&plain) }
+        return .password(SecretText(String(decoding: plain, as: UTF8.self)))
+    }
+
+    @discardableResult
+    func remove(_ user: String) throws(StorageError) -> Bool {
+        guard let dir = try users.subdirectory(user) else { return false }
+        return try dir.remove(Self.fileName)
+    }
+}
