@@ -46,6 +46,30 @@ struct TPMTests {
         #expect(throws: TPMError.self) { try unbound.unseal(boundBlob) }
     }
 
+    @Test("every call flushes what it loaded, whether it succeeded or failed")
+    func nothingLeftLoaded() throws {
+        let swtpm = try Swtpm()
+        let unbound = TPM(tcti: swtpm.tcti, pcrs: [])
+        let bound = TPM(tcti: swtpm.tcti, pcrs: [7, 16])
+        let secret = randomBytes(32)
+        // More rounds than the TPM has slots for transient objects (3 on swtpm): a leak would fail.
+        for _ in 0..<5 {
+            try unbound.probe()
+            let blob = try unbound.seal(secret)
+            #expect(try unbound.unseal(blob) == secret)
+            let boundBlob = try bound.seal(secret)
+            #expect(try bound.unseal(boundBlob) == secret)
+            var damaged = blob
+            damaged[damaged.count - 1] ^= 0x01
+            #expect(throws: TPMError.self) { try unbound.unseal(damaged) }
+        }
+        try swtpm.extend(pcr: 16)
+        let blob = try bound.seal(secret)
+        try swtpm.extend(pcr: 16)
+        #expect(throws: TPMError.self) { try bound.unseal(blob) }
+        #expect(try swtpm.loadedHandles() == [])
+    }
+
     @Test("no TPM at the address: a sentence within seconds, no hang")
     func nothingListens() throws {
         let port = try freePortPair()
@@ -56,6 +80,22 @@ struct TPMTests {
         #expect(clock.now - started < .seconds(5))
         #expect(error?.description.hasPrefix("no TPM answers at \(tcti)") == true, "\(String(describing: error))")
         #expect(#expect(throws: TPMError.self) { try TPM(tcti: tcti, pcrs: []).seal(randomBytes(32)) } != nil)
+    }
+
+    @Test("a TPM that takes the connection and never answers: a sentence at the deadline, no hang")
+    func silentTPM() throws {
+        // Listening sockets nobody accepts on: the kernel completes the TCTI's connections, and
+        // its handshake then waits for an answer that never comes.
+        let port = try freePortPair()
+        let listeners = try [port, port + 1].map { try listenLoopback(port: $0) }
+        defer { for fd in listeners { close(fd) } }
+        let tcti = "swtpm:host=127.0.0.1,port=\(port)"
+        let clock = ContinuousClock()
+        let started = clock.now
+        let error = #expect(throws: TPMError.self) { try TPM(tcti: tcti, pcrs: []).probe() }
+        let took = clock.now - started
+        #expect(took >= .seconds(9) && took < .seconds(15), "took \(took)")
+        #expect(error?.description.hasPrefix("no TPM answers at \(tcti)") == true, "\(String(describing: error))")
     }
 
     @Test("a blob with one byte flipped does not open, wherever the byte is")
@@ -114,18 +154,34 @@ final class Swtpm {
 
     /// Extends `pcr` (SHA-256) with a fixed digest through tpm2-tools, as a boot step would.
     func extend(pcr: Int) throws {
+        _ = try tool("tpm2_pcrextend", "\(pcr):sha256=" + String(repeating: "ab", count: 32))
+    }
+
+    /// The transient objects and sessions loaded in the TPM, as tpm2_getcap lists them (one
+    /// handle a line): what a call left behind.
+    func loadedHandles() throws -> [String] {
+        try ["handles-transient", "handles-loaded-session"].flatMap { capability in
+            try tool("tpm2_getcap", capability).split(separator: "\n").map(String.init)
+        }
+    }
+
+    /// Runs one of tpm2-tools against this TPM and returns what it printed (a few lines).
+    private func tool(_ name: String, _ arguments: String...) throws -> String {
         let tool = Process()
-        tool.executableURL = URL(fileURLWithPath: "/usr/bin/tpm2_pcrextend")
-        tool.arguments = ["\(pcr):sha256=" + String(repeating: "ab", count: 32)]
+        let output = Pipe()
+        tool.executableURL = URL(fileURLWithPath: "/usr/bin/\(name)")
+        tool.arguments = arguments
         tool.environment = ["TPM2TOOLS_TCTI": tcti, "PATH": "/usr/bin:/bin"]
+        tool.standardOutput = output
         let exited = DispatchSemaphore(value: 0)
         tool.terminationHandler = { _ in exited.signal() }
         try tool.run()
         guard exited.wait(timeout: .now() + 10) == .success else {
             kill(tool.processIdentifier, SIGKILL)
-            throw SetupError("tpm2_pcrextend did not finish within 10 s")
+            throw SetupError("\(name) did not finish within 10 s")
         }
-        guard tool.terminationStatus == 0 else { throw SetupError("tpm2_pcrextend exited \(tool.terminationStatus)") }
+        guard tool.terminationStatus == 0 else { throw SetupError("\(name) exited \(tool.terminationStatus)") }
+        return String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     }
 
     /// Connects until swtpm accepts; between tries it waits on swtpm's stderr, which ends (and
@@ -178,6 +234,15 @@ private func bindLoopback(port: UInt16) throws -> (Int32, UInt16) {
         throw SetupError("bind to port \(port): errno \(errno)")
     }
     return (fd, UInt16(bigEndian: address.sin_port))
+}
+
+private func listenLoopback(port: UInt16) throws -> Int32 {
+    let (fd, _) = try bindLoopback(port: port)
+    guard listen(fd, 8) == 0 else {
+        close(fd)
+        throw SetupError("listen on port \(port): errno \(errno)")
+    }
+    return fd
 }
 
 private func canConnect(port: UInt16) -> Bool {
