@@ -59,7 +59,7 @@ let package = Package(
             name: "TouchGateCore",
             dependencies: [
                 "TouchGateWire", "TouchGatePolicy", "TouchGateConfig", "TouchGateReader", "TouchGateThreads",
-                "TouchGateL10n", "CTouchGateLoop", "CPAM",
+                "TouchGateL10n", "CTouchGateLoop", "CPAM", "CTouchGateLibs",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),

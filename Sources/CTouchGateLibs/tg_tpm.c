@@ -16,13 +16,16 @@
 
 enum call { PROBE, SEAL, UNSEAL };
 
+/* The longest TCTI configuration taken (a path or host and port, with options). */
+#define TCTI_MAX 512
+
 /* Owned by the caller and the worker together; the last one to let go wipes and frees it. */
 struct job {
     pthread_mutex_t lock;
     pthread_cond_t finished;
     bool done, abandoned;
     enum call call;
-    char tcti[512];
+    char tcti[TCTI_MAX];
     uint32_t pcrs;
     uint8_t in[TG_TPM_BLOB_MAX]; /* the secret to seal, or the blob to unseal */
     size_t in_len;
@@ -65,7 +68,7 @@ static void *work(void *arg)
 
 static struct job *new_job(enum call call, const char *tcti)
 {
-    struct job *job = calloc(1, sizeof(*job));
+    struct job *job = tcti == NULL || strlen(tcti) < TCTI_MAX ? calloc(1, sizeof(*job)) : NULL;
     if (job == NULL)
         return NULL;
     pthread_condattr_t attr;
@@ -120,9 +123,12 @@ static int finish(struct job *job, char *error, size_t error_cap)
     return status;
 }
 
-static int no_memory(char *error, size_t error_cap)
+static int no_job(const char *tcti, char *error, size_t error_cap)
 {
-    snprintf(error, error_cap, "the TPM call is out of memory");
+    if (tcti != NULL && strlen(tcti) >= TCTI_MAX)
+        snprintf(error, error_cap, "the TCTI configuration is too long");
+    else
+        snprintf(error, error_cap, "the TPM call is out of memory");
     return -1;
 }
 
@@ -130,7 +136,7 @@ int tg_tpm_probe(const char *tcti, char *error, size_t error_cap)
 {
     struct job *job = new_job(PROBE, tcti);
     if (job == NULL)
-        return no_memory(error, error_cap);
+        return no_job(tcti, error, error_cap);
     return run(job, error, error_cap) ? finish(job, error, error_cap) : -1;
 }
 
@@ -143,7 +149,7 @@ int tg_tpm_seal(const char *tcti, uint32_t pcrs, const uint8_t *secret, size_t l
     }
     struct job *job = new_job(SEAL, tcti);
     if (job == NULL)
-        return no_memory(error, error_cap);
+        return no_job(tcti, error, error_cap);
     job->pcrs = pcrs;
     memcpy(job->in, secret, len);
     job->in_len = len;
@@ -160,13 +166,13 @@ int tg_tpm_seal(const char *tcti, uint32_t pcrs, const uint8_t *secret, size_t l
 int tg_tpm_unseal(const char *tcti, const uint8_t *blob, size_t blob_len, uint8_t *secret,
                   size_t secret_cap, size_t *len, char *error, size_t error_cap)
 {
-    if (blob_len > TG_TPM_BLOB_MAX) {
+    if (blob_len == 0 || blob_len > TG_TPM_BLOB_MAX) {
         snprintf(error, error_cap, "the sealed blob is damaged or not touchgate's");
         return -1;
     }
     struct job *job = new_job(UNSEAL, tcti);
     if (job == NULL)
-        return no_memory(error, error_cap);
+        return no_job(tcti, error, error_cap);
     memcpy(job->in, blob, blob_len);
     job->in_len = blob_len;
     job->out_cap = secret_cap < sizeof(job->out) ? secret_cap : sizeof(job->out);

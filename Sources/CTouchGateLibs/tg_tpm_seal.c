@@ -5,7 +5,9 @@
  * AES-128-CFB parameter encryption), so someone who only listens learns nothing. The primary's
  * public key is not checked against a known endorsement, so someone who can answer in the TPM's
  * place (an active interposer on the bus, or root faking the TCTI) is not kept out; the blob,
- * PCR mask and policy digest travel in clear, as they protect nothing on their own. */
+ * PCR mask and policy digest travel in clear, as they protect nothing on their own.
+ * In this process, every copy of the secret made here is wiped; ESAPI's own command and response
+ * buffers are freed by Esys_Finalize without wiping, which is out of reach. */
 #include "tg_tpm.h"
 #include "tg_tpm_esys.h"
 

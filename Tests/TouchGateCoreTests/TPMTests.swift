@@ -46,6 +46,20 @@ struct TPMTests {
         #expect(throws: TPMError.self) { try unbound.unseal(boundBlob) }
     }
 
+    @Test("secrets of 1 to 128 bytes seal; an empty or longer one is refused with a sentence")
+    func secretSizes() throws {
+        let swtpm = try Swtpm()
+        let tpm = TPM(tcti: swtpm.tcti, pcrs: [])
+        for size in [1, 128] {
+            let secret = randomBytes(size)
+            #expect(try tpm.unseal(tpm.seal(secret)) == secret)
+        }
+        for size in [0, 129] {
+            let error = #expect(throws: TPMError.self) { try tpm.seal(randomBytes(size)) }
+            #expect(error?.description == "a sealed secret holds 1 to 128 bytes")
+        }
+    }
+
     @Test("every call flushes what it loaded, whether it succeeded or failed")
     func nothingLeftLoaded() throws {
         let swtpm = try Swtpm()
@@ -112,6 +126,8 @@ struct TPMTests {
             #expect(error.map { !$0.description.isEmpty } == true)
         }
         #expect(#expect(throws: TPMError.self) { try tpm.unseal(Array(blob.dropLast())) } != nil)
+        #expect(#expect(throws: TPMError.self) { try tpm.unseal([]) } != nil)
+        #expect(#expect(throws: TPMError.self) { try tpm.unseal(blob + blob) } != nil)
         #expect(try tpm.unseal(blob) == secret)
     }
 }
