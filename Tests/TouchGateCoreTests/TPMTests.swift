@@ -60,6 +60,21 @@ struct TPMTests {
         }
     }
 
+    @Test("calls from several threads at once each get their own secret back")
+    func concurrentCalls() throws {
+        let swtpm = try Swtpm()
+        let tpm = TPM(tcti: swtpm.tcti, pcrs: [])
+        let secrets = (0..<4).map { _ in randomBytes(32) }
+        let results = Results(count: secrets.count)
+        DispatchQueue.concurrentPerform(iterations: secrets.count) { i in
+            results.set(i, Result { () throws(TPMError) in try tpm.unseal(tpm.seal(secrets[i])) })
+        }
+        for (i, secret) in secrets.enumerated() {
+            #expect(try results.get(i)?.get() == secret)
+        }
+        #expect(try swtpm.loadedHandles() == [])
+    }
+
     @Test("every call flushes what it loaded, whether it succeeded or failed")
     func nothingLeftLoaded() throws {
         let swtpm = try Swtpm()
@@ -216,6 +231,17 @@ final class Swtpm {
         }
         throw SetupError("swtpm did not listen on port \(port) within \(deadline)")
     }
+}
+
+/// What each of several threads got, collected under a lock.
+final class Results: @unchecked Sendable {
+    private let lock = NSLock()
+    private var results: [Result<[UInt8], TPMError>?]
+
+    init(count: Int) { results = Array(repeating: nil, count: count) }
+
+    func set(_ i: Int, _ result: Result<[UInt8], TPMError>) { lock.withLock { results[i] = result } }
+    func get(_ i: Int) -> Result<[UInt8], TPMError>? { lock.withLock { results[i] } }
 }
 
 struct SetupError: Error, CustomStringConvertible {
