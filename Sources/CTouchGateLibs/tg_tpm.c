@@ -104,12 +104,13 @@ static bool run(struct job *job, char *error, size_t error_cap)
     while (!job->done && pthread_cond_timedwait(&job->finished, &job->lock, &deadline) == 0)
         ;
     bool done = job->done;
-    job->abandoned = !done;
-    pthread_mutex_unlock(&job->lock);
+    /* Written before letting go: once abandoned, the worker may free the job at any moment. */
     if (!done)
         snprintf(error, error_cap, "no TPM answers at %s: it did not answer within %d seconds",
                  job->tcti[0] != '\0' ? job->tcti : "tpm2-tss's default TCTI",
                  TG_TPM_DEADLINE_MS / 1000);
+    job->abandoned = !done;
+    pthread_mutex_unlock(&job->lock);
     return done;
 }
 
