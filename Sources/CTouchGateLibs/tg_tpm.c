@@ -43,11 +43,17 @@ static void release(struct job *job)
     free(job);
 }
 
+/* One conversation at a time in this process: without a resource manager (swtpm, /dev/tpm0) the
+ * TPM holds three or so objects, and two conversations at once each load a primary and an object.
+ * A worker stuck on a silent TPM keeps it; the ones behind it wait, their callers answered in time. */
+static pthread_mutex_t one_at_a_time = PTHREAD_MUTEX_INITIALIZER;
+
 static void *work(void *arg)
 {
     struct job *job = arg;
     char *e = job->error;
     size_t cap = sizeof(job->error);
+    pthread_mutex_lock(&one_at_a_time);
     if (job->call == PROBE)
         job->status = tg_tpm_run_probe(job->tcti, e, cap);
     else if (job->call == SEAL)
@@ -56,6 +62,7 @@ static void *work(void *arg)
     else
         job->status = tg_tpm_run_unseal(job->tcti, job->in, job->in_len, job->out, job->out_cap,
                                         &job->out_len, e, cap);
+    pthread_mutex_unlock(&one_at_a_time);
     pthread_mutex_lock(&job->lock);
     job->done = true;
     bool abandoned = job->abandoned;

@@ -46,6 +46,27 @@ struct TPMTests {
         #expect(throws: TPMError.self) { try unbound.unseal(boundBlob) }
     }
 
+    @Test("the secret never crosses the socket in clear, sealed or unsealed, bound to PCRs or not")
+    func encryptedOnTheWire() throws {
+        let swtpm = try Swtpm()
+        let relay = try Relay(to: swtpm)
+        defer { relay.stop() }
+        for pcrs in [[], [16]] {
+            let tpm = TPM(tcti: relay.tcti, pcrs: pcrs)
+            let secret = randomBytes(32)
+            let blob = try tpm.seal(secret)
+            #expect(try tpm.unseal(blob) == secret)
+            let wire = relay.recorded
+            // The relay saw the conversation: the sealed object's public part went by.
+            let sawPublicPart = contains(wire, Array(blob[6..<38]))
+            #expect(sawPublicPart)
+            let inClear = stride(from: 0, through: secret.count - 8, by: 4).filter {
+                contains(wire, Array(secret[$0..<($0 + 8)]))
+            }
+            #expect(inClear.isEmpty, "secret bytes from offsets \(inClear) crossed in clear (PCRs \(pcrs))")
+        }
+    }
+
     @Test("secrets of 1 to 128 bytes seal; an empty or longer one is refused with a sentence")
     func secretSizes() throws {
         let swtpm = try Swtpm()
@@ -64,7 +85,7 @@ struct TPMTests {
     func concurrentCalls() throws {
         let swtpm = try Swtpm()
         let tpm = TPM(tcti: swtpm.tcti, pcrs: [])
-        let secrets = (0..<4).map { _ in randomBytes(32) }
+        let secrets = (0..<6).map { _ in randomBytes(32) }
         let results = Results(count: secrets.count)
         DispatchQueue.concurrentPerform(iterations: secrets.count) { i in
             results.set(i, Result { () throws(TPMError) in try tpm.unseal(tpm.seal(secrets[i])) })
@@ -147,92 +168,6 @@ struct TPMTests {
     }
 }
 
-// MARK: - A software TPM of the test's own
-
-/// `swtpm socket` on a free port pair of 127.0.0.1 with its state in a fresh directory, stopped
-/// when released. A missing swtpm throws: the test fails rather than skips.
-final class Swtpm {
-    let port: UInt16
-    let stateDirectory: String
-    private let process = Process()
-    private let errors = Pipe()
-
-    var tcti: String { "swtpm:host=127.0.0.1,port=\(port)" }
-
-    init(deadline: Duration = .seconds(10)) throws {
-        var template = Array("/tmp/touchgate-swtpm.XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw SetupError("mkdtemp failed: errno \(errno)") }
-        stateDirectory = String(cString: made)
-        port = try freePortPair()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/swtpm")
-        process.arguments = [
-            "socket", "--tpm2", "--tpmstate", "dir=\(stateDirectory)",
-            "--server", "type=tcp,port=\(port)", "--ctrl", "type=tcp,port=\(port + 1)",
-            "--flags", "not-need-init,startup-clear",
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = errors
-        try process.run()
-        try waitUntilListening(deadline: deadline)
-    }
-
-    deinit {
-        // SIGKILL: it cannot be ignored, so the wait below ends; the state is thrown away anyway.
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-        removeDirectory(stateDirectory)
-    }
-
-    /// Extends `pcr` (SHA-256) with a fixed digest through tpm2-tools, as a boot step would.
-    func extend(pcr: Int) throws {
-        _ = try tool("tpm2_pcrextend", "\(pcr):sha256=" + String(repeating: "ab", count: 32))
-    }
-
-    /// The transient objects and sessions loaded in the TPM, as tpm2_getcap lists them (one
-    /// handle a line): what a call left behind.
-    func loadedHandles() throws -> [String] {
-        try ["handles-transient", "handles-loaded-session"].flatMap { capability in
-            try tool("tpm2_getcap", capability).split(separator: "\n").map(String.init)
-        }
-    }
-
-    /// Runs one of tpm2-tools against this TPM and returns what it printed (a few lines).
-    private func tool(_ name: String, _ arguments: String...) throws -> String {
-        let tool = Process()
-        let output = Pipe()
-        tool.executableURL = URL(fileURLWithPath: "/usr/bin/\(name)")
-        tool.arguments = arguments
-        tool.environment = ["TPM2TOOLS_TCTI": tcti, "PATH": "/usr/bin:/bin"]
-        tool.standardOutput = output
-        let exited = DispatchSemaphore(value: 0)
-        tool.terminationHandler = { _ in exited.signal() }
-        try tool.run()
-        guard exited.wait(timeout: .now() + 10) == .success else {
-            kill(tool.processIdentifier, SIGKILL)
-            throw SetupError("\(name) did not finish within 10 s")
-        }
-        guard tool.terminationStatus == 0 else { throw SetupError("\(name) exited \(tool.terminationStatus)") }
-        return String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    }
-
-    /// Connects until swtpm accepts; between tries it waits on swtpm's stderr, which ends (and
-    /// wakes the wait) when swtpm dies, so a failed start is reported at once with its words.
-    private func waitUntilListening(deadline: Duration) throws {
-        let clock = ContinuousClock()
-        let end = clock.now + deadline
-        let errorFD = errors.fileHandleForReading.fileDescriptor
-        while clock.now < end {
-            if canConnect(port: port) { return }
-            var fd = pollfd(fd: errorFD, events: Int16(POLLIN), revents: 0)
-            if poll(&fd, 1, 20) > 0 {
-                let text = String(decoding: errors.fileHandleForReading.availableData, as: UTF8.self)
-                throw SetupError("swtpm did not start: \(text)")
-            }
-        }
-        throw SetupError("swtpm did not listen on port \(port) within \(deadline)")
-    }
-}
-
 /// What each of several threads got, collected under a lock.
 final class Results: @unchecked Sendable {
     private let lock = NSLock()
@@ -242,81 +177,4 @@ final class Results: @unchecked Sendable {
 
     func set(_ i: Int, _ result: Result<[UInt8], TPMError>) { lock.withLock { results[i] = result } }
     func get(_ i: Int) -> Result<[UInt8], TPMError>? { lock.withLock { results[i] } }
-}
-
-struct SetupError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
-/// A port P of 127.0.0.1 where P and P+1 are both free at the time of asking.
-func freePortPair() throws -> UInt16 {
-    for _ in 0..<50 {
-        let (fd, port) = try bindLoopback(port: 0)
-        defer { close(fd) }
-        guard port < UInt16.max, let (next, _) = try? bindLoopback(port: port + 1) else { continue }
-        close(next)
-        return port
-    }
-    throw SetupError("no free pair of ports on 127.0.0.1")
-}
-
-private func bindLoopback(port: UInt16) throws -> (Int32, UInt16) {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw SetupError("socket: errno \(errno)") }
-    var address = loopback(port: port)
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-        }
-    }
-    guard bound else {
-        close(fd)
-        throw SetupError("bind to port \(port): errno \(errno)")
-    }
-    return (fd, UInt16(bigEndian: address.sin_port))
-}
-
-private func listenLoopback(port: UInt16) throws -> Int32 {
-    let (fd, _) = try bindLoopback(port: port)
-    guard listen(fd, 8) == 0 else {
-        close(fd)
-        throw SetupError("listen on port \(port): errno \(errno)")
-    }
-    return fd
-}
-
-private func canConnect(port: UInt16) -> Bool {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { return false }
-    defer { close(fd) }
-    var address = loopback(port: port)
-    return withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-        }
-    }
-}
-
-private func loopback(port: UInt16) -> sockaddr_in {
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = port.bigEndian
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    return address
-}
-
-private func removeDirectory(_ path: String) {
-    try? FileManager.default.removeItem(atPath: path)
-}
-
-private func randomBytes(_ count: Int) -> [UInt8] {
-    var generator = SystemRandomNumberGenerator()
-    return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-}
-
-private func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
-    guard needle.count <= haystack.count else { return false }
-    return (0...(haystack.count - needle.count)).contains { Array(haystack[$0..<($0 + needle.count)]) == needle }
 }

@@ -5,7 +5,7 @@
  * blob holds the object's public and private parts, which only the TPM that made them can load.
  * Every call opens the TPM, does its work, flushes what it loaded and closes it again. Each blocks
  * its caller (tens to hundreds of milliseconds with a TPM) and answers within 10 seconds even when
- * the TPM stops answering; calls may come from several threads at once. */
+ * the TPM stops answering. Calls may come from several threads; they reach the TPM one at a time. */
 #ifndef TG_TPM_H
 #define TG_TPM_H
 
