@@ -1,206 +1,194 @@
-/* The sealing shim (see tg_tpm.h): seal, unseal and probe over tg_tpm_esys.h's conversation.
+/* The sealing shim's calls (see tg_tpm.h), each on a thread of its own with a deadline.
  *
- * On the bus between this process and the TPM: the secret travels encrypted both ways (Create's
- * sensitive data and Unseal's answer go through a session salted with the storage primary, with
- * AES-128-CFB parameter encryption), so someone who only listens learns nothing. The primary's
- * public key is not checked against a known endorsement, so someone who can answer in the TPM's
- * place (an active interposer on the bus, or root faking the TCTI) is not kept out; the blob,
- * PCR mask and policy digest travel in clear, as they protect nothing on their own. */
+ * ESAPI's timeout reaches only the TCTIs that honour it: the kernel's device does, but the swtpm
+ * and mssim TCTIs read their socket without limit, in their handshake too. So the conversation
+ * (tg_tpm_seal.c) runs on a worker thread and the caller waits for it until TG_TPM_DEADLINE_MS.
+ * A worker still stuck then is left behind, owning a copy of its inputs, which it wipes and frees
+ * when the TPM finally answers or the connection drops; the caller gets its sentence in time. */
 #include "tg_tpm.h"
 #include "tg_tpm_esys.h"
 
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-/* The blob: a version byte, the PCR mask (3 bytes, little-endian), then the sealed object's
- * TPM2B_PUBLIC and TPM2B_PRIVATE as the TPM marshals them. */
-#define BLOB_VERSION 1
-#define BLOB_HEADER  4
-#define PCR_MASK_ALL 0xffffffu
+enum call { PROBE, SEAL, UNSEAL };
 
-static const TPM2B_DATA no_outside_info = { 0 };
-static const TPML_PCR_SELECTION no_creation_pcrs = { 0 };
+/* The longest TCTI configuration taken (a path or host and port, with options). */
+#define TCTI_MAX 512
 
-static int refuse(char *error, size_t error_cap, const char *sentence)
+/* Owned by the caller and the worker together; the last one to let go wipes and frees it. */
+struct job {
+    pthread_mutex_t lock;
+    pthread_cond_t finished;
+    bool done, abandoned;
+    enum call call;
+    char tcti[TCTI_MAX];
+    uint32_t pcrs;
+    uint8_t in[TG_TPM_BLOB_MAX]; /* the secret to seal, or the blob to unseal */
+    size_t in_len;
+    uint8_t out[TG_TPM_BLOB_MAX]; /* the blob made, or the secret unsealed */
+    size_t out_cap, out_len;
+    int status;
+    char error[256];
+};
+
+static void release(struct job *job)
 {
-    snprintf(error, error_cap, "%s", sentence);
+    pthread_mutex_destroy(&job->lock);
+    pthread_cond_destroy(&job->finished);
+    explicit_bzero(job, sizeof(*job));
+    free(job);
+}
+
+/* One conversation at a time in this process: without a resource manager (swtpm, /dev/tpm0) the
+ * TPM holds three or so objects, and two conversations at once each load a primary and an object.
+ * A worker stuck on a silent TPM keeps it; the ones behind it wait, their callers answered in time. */
+static pthread_mutex_t one_at_a_time = PTHREAD_MUTEX_INITIALIZER;
+
+static void *work(void *arg)
+{
+    struct job *job = arg;
+    char *e = job->error;
+    size_t cap = sizeof(job->error);
+    pthread_mutex_lock(&one_at_a_time);
+    if (job->call == PROBE)
+        job->status = tg_tpm_run_probe(job->tcti, e, cap);
+    else if (job->call == SEAL)
+        job->status = tg_tpm_run_seal(job->tcti, job->pcrs, job->in, job->in_len, job->out,
+                                      job->out_cap, &job->out_len, e, cap);
+    else
+        job->status = tg_tpm_run_unseal(job->tcti, job->in, job->in_len, job->out, job->out_cap,
+                                        &job->out_len, e, cap);
+    pthread_mutex_unlock(&one_at_a_time);
+    pthread_mutex_lock(&job->lock);
+    job->done = true;
+    bool abandoned = job->abandoned;
+    pthread_cond_signal(&job->finished);
+    pthread_mutex_unlock(&job->lock);
+    if (abandoned)
+        release(job);
+    return NULL;
+}
+
+static struct job *new_job(enum call call, const char *tcti)
+{
+    struct job *job = tcti == NULL || strlen(tcti) < TCTI_MAX ? calloc(1, sizeof(*job)) : NULL;
+    if (job == NULL)
+        return NULL;
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&job->finished, &attr);
+    pthread_condattr_destroy(&attr);
+    pthread_mutex_init(&job->lock, NULL);
+    job->call = call;
+    snprintf(job->tcti, sizeof(job->tcti), "%s", tcti != NULL ? tcti : "");
+    return job;
+}
+
+/* Runs job on a worker; true when it finished in time (the caller then reads and releases it),
+ * false with a sentence in error (the job is then the worker's, or already released). */
+static bool run(struct job *job, char *error, size_t error_cap)
+{
+    pthread_attr_t attr;
+    pthread_t thread;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int started = pthread_create(&thread, &attr, work, job);
+    pthread_attr_destroy(&attr);
+    if (started != 0) {
+        release(job);
+        snprintf(error, error_cap, "the TPM call cannot start a thread (%s)", strerror(started));
+        return false;
+    }
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += TG_TPM_DEADLINE_MS / 1000;
+    pthread_mutex_lock(&job->lock);
+    while (!job->done && pthread_cond_timedwait(&job->finished, &job->lock, &deadline) == 0)
+        ;
+    bool done = job->done;
+    /* Written before letting go: once abandoned, the worker may free the job at any moment. */
+    if (!done)
+        snprintf(error, error_cap, "no TPM answers at %s: it did not answer within %d seconds",
+                 job->tcti[0] != '\0' ? job->tcti : "tpm2-tss's default TCTI",
+                 TG_TPM_DEADLINE_MS / 1000);
+    job->abandoned = !done;
+    pthread_mutex_unlock(&job->lock);
+    return done;
+}
+
+/* Hands the job's status and sentence to the caller, then releases it. */
+static int finish(struct job *job, char *error, size_t error_cap)
+{
+    int status = job->status;
+    if (status != 0)
+        snprintf(error, error_cap, "%s", job->error);
+    release(job);
+    return status;
+}
+
+static int no_job(const char *tcti, char *error, size_t error_cap)
+{
+    if (tcti != NULL && strlen(tcti) >= TCTI_MAX)
+        snprintf(error, error_cap, "the TCTI configuration is too long");
+    else
+        snprintf(error, error_cap, "the TPM call is out of memory");
     return -1;
 }
 
-/* The policy digest of PolicyPCR over the PCRs in mask at their current values. */
-static bool pcr_policy(struct tg_tpm *t, uint32_t mask, TPM2B_DIGEST *policy)
+int tg_tpm_probe(const char *tcti, char *error, size_t error_cap)
 {
-    if (!tg_tpm_session(t, TPM2_SE_TRIAL, 0) || !tg_tpm_policy_pcr(t, mask))
-        return false;
-    TPM2B_DIGEST *digest = NULL;
-    TSS2_RC rc = TG_TPM_RUN(t, PolicyGetDigest,
-                            (t->esys, t->session, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE),
-                            (t->esys, &digest));
-    if (rc != TSS2_RC_SUCCESS)
-        return tg_tpm_fail(t, "the TPM cannot compute the PCR policy", rc);
-    *policy = *digest;
-    tgEsys_Free(digest);
-    tg_tpm_flush(t, &t->session);
-    return true;
-}
-
-static bool create_sealed(struct tg_tpm *t, uint32_t mask, const uint8_t *secret, size_t len,
-                          TPM2B_PUBLIC **public, TPM2B_PRIVATE **private)
-{
-    /* No dictionary-attack counting: the auth value is empty, there is nothing to guess. */
-    TPM2B_PUBLIC template = { .publicArea = {
-                                  .type = TPM2_ALG_KEYEDHASH,
-                                  .nameAlg = TPM2_ALG_SHA256,
-                                  .objectAttributes = TPMA_OBJECT_FIXEDTPM |
-                                                      TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_NODA,
-                                  .parameters.keyedHashDetail.scheme.scheme = TPM2_ALG_NULL,
-                              } };
-    if (mask == 0)
-        template.publicArea.objectAttributes |= TPMA_OBJECT_USERWITHAUTH;
-    else if (!pcr_policy(t, mask, &template.publicArea.authPolicy))
-        return false;
-    if (!tg_tpm_session(t, TPM2_SE_HMAC, TPMA_SESSION_DECRYPT))
-        return false;
-
-    TPM2B_SENSITIVE_CREATE sensitive = { 0 };
-    sensitive.sensitive.data.size = (UINT16)len;
-    memcpy(sensitive.sensitive.data.buffer, secret, len);
-    TSS2_RC rc = TG_TPM_RUN(t, Create,
-                            (t->esys, t->primary, t->session, ESYS_TR_NONE, ESYS_TR_NONE,
-                             &sensitive, &template, &no_outside_info, &no_creation_pcrs),
-                            (t->esys, private, public, NULL, NULL, NULL));
-    explicit_bzero(&sensitive, sizeof(sensitive));
-    if (rc != TSS2_RC_SUCCESS)
-        return tg_tpm_fail(t, "the TPM refused to seal", rc);
-    return true;
-}
-
-static bool write_blob(uint32_t mask, const TPM2B_PUBLIC *public, const TPM2B_PRIVATE *private,
-                       uint8_t *blob, size_t blob_cap, size_t *blob_len)
-{
-    if (blob_cap < BLOB_HEADER)
-        return false;
-    blob[0] = BLOB_VERSION;
-    for (int i = 0; i < 3; i++)
-        blob[1 + i] = (uint8_t)(mask >> (8 * i));
-    size_t at = BLOB_HEADER;
-    if (tgTss2_MU_TPM2B_PUBLIC_Marshal(public, blob, blob_cap, &at) != TSS2_RC_SUCCESS ||
-        tgTss2_MU_TPM2B_PRIVATE_Marshal(private, blob, blob_cap, &at) != TSS2_RC_SUCCESS)
-        return false;
-    *blob_len = at;
-    return true;
+    struct job *job = new_job(PROBE, tcti);
+    if (job == NULL)
+        return no_job(tcti, error, error_cap);
+    return run(job, error, error_cap) ? finish(job, error, error_cap) : -1;
 }
 
 int tg_tpm_seal(const char *tcti, uint32_t pcrs, const uint8_t *secret, size_t len, uint8_t *blob,
                 size_t blob_cap, size_t *blob_len, char *error, size_t error_cap)
 {
-    if (len < 1 || len > TG_TPM_SECRET_MAX)
-        return refuse(error, error_cap, "a sealed secret holds 1 to 128 bytes");
-    if ((pcrs & ~PCR_MASK_ALL) != 0)
-        return refuse(error, error_cap, "a secret can be bound to PCRs 0 to 23 only");
-    struct tg_tpm t;
-    TPM2B_PUBLIC *public = NULL;
-    TPM2B_PRIVATE *private = NULL;
-    bool sealed = tg_tpm_open(&t, tcti, error, error_cap) && tg_tpm_primary(&t) &&
-                  create_sealed(&t, pcrs, secret, len, &public, &private);
-    tg_tpm_close(&t);
-    bool written = sealed && write_blob(pcrs, public, private, blob, blob_cap, blob_len);
-    if (sealed && !written)
-        snprintf(error, error_cap, "the sealed blob does not fit in %zu bytes", blob_cap);
-    if (public != NULL)
-        tgEsys_Free(public);
-    if (private != NULL)
-        tgEsys_Free(private);
-    return written ? 0 : -1;
-}
-
-static bool read_blob(const uint8_t *blob, size_t blob_len, uint32_t *mask, TPM2B_PUBLIC *public,
-                      TPM2B_PRIVATE *private)
-{
-    if (blob_len < BLOB_HEADER || blob[0] != BLOB_VERSION)
-        return false;
-    *mask = (uint32_t)blob[1] | (uint32_t)blob[2] << 8 | (uint32_t)blob[3] << 16;
-    size_t at = BLOB_HEADER;
-    return tgTss2_MU_TPM2B_PUBLIC_Unmarshal(blob, blob_len, &at, public) == TSS2_RC_SUCCESS &&
-           tgTss2_MU_TPM2B_PRIVATE_Unmarshal(blob, blob_len, &at, private) == TSS2_RC_SUCCESS &&
-           at == blob_len;
-}
-
-static bool unseal_loaded(struct tg_tpm *t, uint32_t mask, uint8_t *secret, size_t secret_cap,
-                          size_t *len)
-{
-    /* The answer comes back encrypted under the salted session (the policy session when bound). */
-    if (mask != 0) {
-        if (!tg_tpm_session(t, TPM2_SE_POLICY, TPMA_SESSION_ENCRYPT) || !tg_tpm_policy_pcr(t, mask))
-            return false;
-    } else if (!tg_tpm_session(t, TPM2_SE_HMAC, TPMA_SESSION_ENCRYPT)) {
-        return false;
+    if (len < 1 || len > TG_TPM_SECRET_MAX) {
+        snprintf(error, error_cap, "a sealed secret holds 1 to %d bytes", TG_TPM_SECRET_MAX);
+        return -1;
     }
-    TPM2B_SENSITIVE_DATA *data = NULL;
-    TSS2_RC rc = TG_TPM_RUN(t, Unseal, (t->esys, t->object, t->session, ESYS_TR_NONE, ESYS_TR_NONE),
-                            (t->esys, &data));
-    if (rc != TSS2_RC_SUCCESS)
-        return tg_tpm_fail(t,
-                           mask != 0 ? "the TPM refused to unseal (the bound PCRs changed since "
-                                       "sealing)"
-                                     : "the TPM refused to unseal",
-                           rc);
-    bool fits = data->size <= secret_cap;
-    if (fits) {
-        memcpy(secret, data->buffer, data->size);
-        *len = data->size;
-    } else {
-        snprintf(t->error, t->error_cap, "the sealed secret is larger than %zu bytes", secret_cap);
+    struct job *job = new_job(SEAL, tcti);
+    if (job == NULL)
+        return no_job(tcti, error, error_cap);
+    job->pcrs = pcrs;
+    memcpy(job->in, secret, len);
+    job->in_len = len;
+    job->out_cap = blob_cap < sizeof(job->out) ? blob_cap : sizeof(job->out);
+    if (!run(job, error, error_cap))
+        return -1;
+    if (job->status == 0) {
+        memcpy(blob, job->out, job->out_len);
+        *blob_len = job->out_len;
     }
-    explicit_bzero(data, sizeof(*data));
-    tgEsys_Free(data);
-    return fits;
+    return finish(job, error, error_cap);
 }
 
 int tg_tpm_unseal(const char *tcti, const uint8_t *blob, size_t blob_len, uint8_t *secret,
                   size_t secret_cap, size_t *len, char *error, size_t error_cap)
 {
-    uint32_t mask = 0;
-    TPM2B_PUBLIC public = { 0 };
-    TPM2B_PRIVATE private = { 0 };
-    if (!tg_tpm_load(error, error_cap))
+    if (blob_len == 0 || blob_len > TG_TPM_BLOB_MAX) {
+        snprintf(error, error_cap, "the sealed blob is damaged or not touchgate's");
         return -1;
-    if (!read_blob(blob, blob_len, &mask, &public, &private))
-        return refuse(error, error_cap, "the sealed blob is damaged or not touchgate's");
-    struct tg_tpm t;
-    bool unsealed = tg_tpm_open(&t, tcti, error, error_cap) && tg_tpm_primary(&t);
-    if (unsealed) {
-        TSS2_RC rc = TG_TPM_RUN(
-            &t, Load,
-            (t.esys, t.primary, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &private, &public),
-            (t.esys, &t.object));
-        if (rc != TSS2_RC_SUCCESS) {
-            t.object = ESYS_TR_NONE;
-            unsealed = tg_tpm_fail(&t,
-                                   "the TPM refused to unseal the blob (another TPM made it, "
-                                   "or it was altered)",
-                                   rc);
-        }
     }
-    unsealed = unsealed && unseal_loaded(&t, mask, secret, secret_cap, len);
-    tg_tpm_close(&t);
-    return unsealed ? 0 : -1;
-}
-
-int tg_tpm_probe(const char *tcti, char *error, size_t error_cap)
-{
-    struct tg_tpm t;
-    bool answered = tg_tpm_open(&t, tcti, error, error_cap);
-    if (answered) {
-        TPM2B_DIGEST *bytes = NULL;
-        TSS2_RC rc = TG_TPM_RUN(
-            &t, GetRandom, (t.esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, 8), (t.esys, &bytes));
-        char what[160];
-        snprintf(what, sizeof(what), "no TPM answers at %s", t.where);
-        answered = rc == TSS2_RC_SUCCESS || tg_tpm_fail(&t, what, rc);
-        if (bytes != NULL)
-            tgEsys_Free(bytes);
+    struct job *job = new_job(UNSEAL, tcti);
+    if (job == NULL)
+        return no_job(tcti, error, error_cap);
+    memcpy(job->in, blob, blob_len);
+    job->in_len = blob_len;
+    job->out_cap = secret_cap < sizeof(job->out) ? secret_cap : sizeof(job->out);
+    if (!run(job, error, error_cap))
+        return -1;
+    if (job->status == 0) {
+        memcpy(secret, job->out, job->out_len);
+        *len = job->out_len;
     }
-    tg_tpm_close(&t);
-    return answered ? 0 : -1;
+    return finish(job, error, error_cap);
 }

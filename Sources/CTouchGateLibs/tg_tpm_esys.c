@@ -16,7 +16,7 @@ bool tg_tpm_fail(struct tg_tpm *t, const char *what, TSS2_RC rc)
 {
     if (t->late) {
         snprintf(t->error, t->error_cap, "%s: the TPM did not answer within %d seconds", what,
-                 TG_TPM_DEADLINE_MS / 1000);
+                 TG_TPM_COMMANDS_MS / 1000);
         return false;
     }
     const char *reason = tg_tss_decode(rc);
@@ -57,7 +57,7 @@ bool tg_tpm_open(struct tg_tpm *t, const char *tcti, char *error, size_t error_c
         tcti = NULL;
     t->where = tcti != NULL ? tcti : "tpm2-tss's default TCTI";
     clock_gettime(CLOCK_MONOTONIC, &t->deadline);
-    t->deadline.tv_sec += TG_TPM_DEADLINE_MS / 1000;
+    t->deadline.tv_sec += TG_TPM_COMMANDS_MS / 1000;
     if (!tg_tpm_load(error, error_cap))
         return false;
 

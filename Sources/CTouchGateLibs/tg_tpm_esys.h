@@ -10,8 +10,11 @@
 #include <stddef.h>
 #include <time.h>
 
-/* Each public call of tg_tpm.h gives up when the TPM has not finished within this time. */
+/* Each call of tg_tpm.h answers within TG_TPM_DEADLINE_MS (tg_tpm.c); its commands stop a second
+ * earlier, so where the TCTI honours ESAPI's timeout (the kernel's device) the conversation still
+ * ends with everything flushed. */
 #define TG_TPM_DEADLINE_MS 10000
+#define TG_TPM_COMMANDS_MS (TG_TPM_DEADLINE_MS - 1000)
 
 struct tg_tpm {
     TSS2_TCTI_CONTEXT *tcti;
@@ -74,5 +77,14 @@ TPML_PCR_SELECTION tg_tpm_pcr_selection(uint32_t mask);
 
 /* PolicyPCR on t->session over the PCRs in mask, at their current values. */
 bool tg_tpm_policy_pcr(struct tg_tpm *t, uint32_t mask);
+
+/* tg_tpm.h's three calls as conversations in the calling thread (tg_tpm_seal.c); tg_tpm.c runs
+ * them on a thread of their own to hold the deadline whatever the TCTI does. */
+int tg_tpm_run_probe(const char *tcti, char *error, size_t error_cap);
+int tg_tpm_run_seal(const char *tcti, uint32_t pcrs, const uint8_t *secret, size_t len,
+                    uint8_t *blob, size_t blob_cap, size_t *blob_len, char *error,
+                    size_t error_cap);
+int tg_tpm_run_unseal(const char *tcti, const uint8_t *blob, size_t blob_len, uint8_t *secret,
+                      size_t secret_cap, size_t *len, char *error, size_t error_cap);
 
 #endif

@@ -38,48 +38,13 @@ const char *tg_tss_decode(TSS2_RC rc);
     X(TSS2_RC, Esys_Initialize, (ESYS_CONTEXT **e, TSS2_TCTI_CONTEXT *t, TSS2_ABI_VERSION *v), (e, t, v)) \
     XV(Esys_Finalize, (ESYS_CONTEXT **e), (e))                                                      \
     XV(Esys_Free, (void *p), (p))                                                                   \
-    X(TSS2_RC, Esys_FlushContext, (ESYS_CONTEXT *e, ESYS_TR h), (e, h))                             \
-    X(TSS2_RC, Esys_GetRandom,                                                                      \
-      (ESYS_CONTEXT *e, ESYS_TR s1, ESYS_TR s2, ESYS_TR s3, UINT16 n, TPM2B_DIGEST **out),          \
-      (e, s1, s2, s3, n, out))                                                                      \
-    X(TSS2_RC, Esys_CreatePrimary,                                                                  \
-      (ESYS_CONTEXT *e, ESYS_TR h, ESYS_TR s1, ESYS_TR s2, ESYS_TR s3,                              \
-       const TPM2B_SENSITIVE_CREATE *sens, const TPM2B_PUBLIC *pub, const TPM2B_DATA *info,         \
-       const TPML_PCR_SELECTION *pcrs, ESYS_TR *obj, TPM2B_PUBLIC **opub,                           \
-       TPM2B_CREATION_DATA **cdata, TPM2B_DIGEST **chash, TPMT_TK_CREATION **ticket),               \
-      (e, h, s1, s2, s3, sens, pub, info, pcrs, obj, opub, cdata, chash, ticket))                   \
-    X(TSS2_RC, Esys_Create,                                                                         \
-      (ESYS_CONTEXT *e, ESYS_TR parent, ESYS_TR s1, ESYS_TR s2, ESYS_TR s3,                         \
-       const TPM2B_SENSITIVE_CREATE *sens, const TPM2B_PUBLIC *pub, const TPM2B_DATA *info,         \
-       const TPML_PCR_SELECTION *pcrs, TPM2B_PRIVATE **opriv, TPM2B_PUBLIC **opub,                  \
-       TPM2B_CREATION_DATA **cdata, TPM2B_DIGEST **chash, TPMT_TK_CREATION **ticket),               \
-      (e, parent, s1, s2, s3, sens, pub, info, pcrs, opriv, opub, cdata, chash, ticket))            \
-    X(TSS2_RC, Esys_Load,                                                                           \
-      (ESYS_CONTEXT *e, ESYS_TR parent, ESYS_TR s1, ESYS_TR s2, ESYS_TR s3,                         \
-       const TPM2B_PRIVATE *priv, const TPM2B_PUBLIC *pub, ESYS_TR *obj),                           \
-      (e, parent, s1, s2, s3, priv, pub, obj))                                                      \
-    X(TSS2_RC, Esys_Unseal,                                                                         \
-      (ESYS_CONTEXT *e, ESYS_TR item, ESYS_TR s1, ESYS_TR s2, ESYS_TR s3, TPM2B_SENSITIVE_DATA **out), \
-      (e, item, s1, s2, s3, out))                                                                   \
-    X(TSS2_RC, Esys_StartAuthSession,                                                               \
-      (ESYS_CONTEXT *e, ESYS_TR key, ESYS_TR bind, ESYS_TR s1, ESYS_TR s2, ESYS_TR s3,              \
-       const TPM2B_NONCE *nonce, TPM2_SE type, const TPMT_SYM_DEF *sym, TPMI_ALG_HASH hash,         \
-       ESYS_TR *session),                                                                           \
-      (e, key, bind, s1, s2, s3, nonce, type, sym, hash, session))                                  \
     X(TSS2_RC, Esys_TRSess_SetAttributes,                                                           \
       (ESYS_CONTEXT *e, ESYS_TR session, TPMA_SESSION flags, TPMA_SESSION mask),                    \
       (e, session, flags, mask))                                                                    \
-    X(TSS2_RC, Esys_PolicyPCR,                                                                      \
-      (ESYS_CONTEXT *e, ESYS_TR session, ESYS_TR s1, ESYS_TR s2, ESYS_TR s3,                        \
-       const TPM2B_DIGEST *digest, const TPML_PCR_SELECTION *pcrs),                                 \
-      (e, session, s1, s2, s3, digest, pcrs))                                                       \
-    X(TSS2_RC, Esys_PolicyGetDigest,                                                                \
-      (ESYS_CONTEXT *e, ESYS_TR session, ESYS_TR s1, ESYS_TR s2, ESYS_TR s3, TPM2B_DIGEST **out),   \
-      (e, session, s1, s2, s3, out))                                                                \
     TG_ESYS_ASYNC_FUNCTIONS(X, XV)
 
-/* The commands as _Async then _Finish with Esys_SetTimeout, so a TPM that stops answering costs
- * a deadline instead of a hang (the synchronous calls wait without limit). */
+/* The commands as _Async then _Finish with Esys_SetTimeout: the synchronous calls wait without
+ * limit, these stop at a deadline wherever the TCTI honours the timeout (the kernel's device). */
 #define TG_ESYS_ASYNC_FUNCTIONS(X, XV)                                                              \
     X(TSS2_RC, Esys_SetTimeout, (ESYS_CONTEXT *e, int32_t ms), (e, ms))                             \
     X(TSS2_RC, Esys_FlushContext_Async, (ESYS_CONTEXT *e, ESYS_TR h), (e, h))                       \

@@ -1,5 +1,6 @@
 // A TPM 2.0 that seals a short secret (the data key) to this machine, through tg_tpm.h's shim.
-// The calls block while the TPM works (tens to hundreds of milliseconds): run them off the loop.
+// The calls block while the TPM works (tens to hundreds of milliseconds, at most 10 s when it stops
+// answering): run them off the loop.
 import CTouchGateLibs
 import Glibc
 

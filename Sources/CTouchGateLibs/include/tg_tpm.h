@@ -3,7 +3,9 @@
  * tpm2-tss never loads it. The secret is a keyed-hash object under a primary storage key the TPM
  * derives again from its owner seed at every call (nothing persistent is created in the TPM); the
  * blob holds the object's public and private parts, which only the TPM that made them can load.
- * Every call opens the TPM, does its work, flushes what it loaded and closes it again. */
+ * Every call opens the TPM, does its work, flushes what it loaded and closes it again. Each blocks
+ * its caller (tens to hundreds of milliseconds with a TPM) and answers within 10 seconds even when
+ * the TPM stops answering. Calls may come from several threads; they reach the TPM one at a time. */
 #ifndef TG_TPM_H
 #define TG_TPM_H
 
@@ -19,7 +21,8 @@
  *       or NULL/"" for tpm2-tss's own default search.
  * pcrs: a bit mask of SHA-256 PCRs 0–23 the secret is bound to (0: none); unsealing then needs
  *       the same PCR values as at sealing.
- * Each returns 0, or -1 with a one-line English sentence in error (never the secret). */
+ * Each returns 0, or -1 with a one-line English sentence in error (never the secret nor the blob),
+ * e.g. "no TPM answers at <tcti>: ...", "the TPM refused to unseal ...: <tpm2-tss's reason>". */
 
 /* 0 when a TPM answers through tcti (a GetRandom of a few bytes). */
 int tg_tpm_probe(const char *tcti, char *error, size_t error_cap);
