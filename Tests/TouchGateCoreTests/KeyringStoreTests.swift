@@ -1,0 +1,69 @@
+// The sealed login passwords: bound to the user and the set of prints, closed without the key,
+// never written in the clear, and the root-only key file only when allowed.
+import Glibc
+import Testing
+@testable import TouchGateCore
+import TouchGateTestSupport
+
+@Suite("Keyring passwords")
+struct KeyringStoreTests {
+    func files(_ dir: String, sealer: (any KeySealer)? = MachineSealer(machine: 7), withoutTPM: Bool = false) throws
+        -> KeyringFiles
+    {
+        let state = try Directory.openRoot("\(dir)/state")
+        let users = try #require(try state.subdirectory("users", create: true))
+        let sealing = sealer.map { PrintSealing(mode: .tpm, sealer: $0, state: state) }
+        return KeyringFiles(users: users, key: KeyringKey(sealing: sealing, withoutTPM: withoutTPM, state: state))
+    }
+
+    @Test func itOpensForTheSamePrintsOnlyAndHoldsNoClearText() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try files(dir)
+            #expect(store.open("alice", snapshot: "prints-1") == .off)
+            try store.seal("alice", password: "correct horse", snapshot: "prints-1")
+            #expect(permissions("\(dir)/state/users/alice/keyring") == 0o600)
+            let disk = try #require(contents("\(dir)/state/users/alice/keyring"))
+            #expect(!String(decoding: disk, as: UTF8.self).contains("correct horse"))
+            #expect(store.open("alice", snapshot: "prints-1") == .password(SecretText("correct horse")))
+            #expect(store.open("alice", snapshot: "prints-2") == .fingersChanged)
+            #expect(store.open("alice", snapshot: nil) == .fingersChanged)
+            #expect("\(SecretText("correct horse"))" == "(secret)")
+        }
+    }
+
+    @Test func anotherUsersFileDoesNotOpenAsTheirs() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try files(dir)
+            try store.seal("alice", password: "alice's", snapshot: "s")
+            try plantDirectory("\(dir)/state/users/bob")
+            try plantFile("\(dir)/state/users/bob/keyring", try #require(contents("\(dir)/state/users/alice/keyring")))
+            #expect(store.open("bob", snapshot: "s") == .fingersChanged)
+        }
+    }
+
+    @Test func withoutTheMachinesKeyItStaysClosedAndNothingIsSealed() async throws {
+        try await withTemporaryDirectory { dir in
+            try files(dir).seal("alice", password: "pw", snapshot: "s")
+            guard case .unavailable = try files(dir, sealer: MachineSealer(machine: 9)).open("alice", snapshot: "s")
+            else { Issue.record("opened with another machine's key"); return }
+            #expect(throws: StorageError.self) {
+                try files(dir, sealer: nil).seal("bob", password: "pw", snapshot: "s")
+            }
+            #expect(!exists("\(dir)/state/users/bob/keyring"))
+        }
+    }
+
+    @Test func keyringWithoutTPMUsesARootOnlyKeyFile() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try files(dir, sealer: nil, withoutTPM: true)
+            try store.seal("alice", password: "pw", snapshot: "s")
+            #expect(permissions("\(dir)/state/keyring-key") == 0o600)
+            #expect(store.key.usesKeyFile())
+            #expect(
+                try files(dir, sealer: nil, withoutTPM: true).open("alice", snapshot: "s")
+                    == .password(SecretText("pw")))
+            #expect(try store.remove("alice"))
+            #expect(store.open("alice", snapshot: "s") == .off)
+        }
+    }
+}
