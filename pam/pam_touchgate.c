@@ -52,6 +52,15 @@ TG_PAM_EXPORT int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, c
     return opt.report ? tg_report_password_success(pamh, &opt) : authenticate(pamh, &opt);
 }
 
+/* The password stack: `password optional pam_touchgate.so authtok` after the password module. */
+TG_PAM_EXPORT int pam_sm_chauthtok(pam_handle_t *pamh, int flags, int argc, const char **argv)
+{
+    struct tg_options opt;
+
+    tg_options_parse(pamh, argc, argv, &opt);
+    return tg_report_password_change(pamh, flags, &opt);
+}
+
 TG_PAM_EXPORT int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const char **argv)
 {
     (void)pamh;

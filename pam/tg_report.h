@@ -1,4 +1,4 @@
-/* Report mode: tells touchgated that this stack's password module verified the password. */
+/* Report lines: what this stack's password modules did, told to touchgated. */
 #ifndef TG_REPORT_H
 #define TG_REPORT_H
 
@@ -6,7 +6,12 @@
 
 #include "tg_options.h"
 
-/* Not a factor: always PAM_IGNORE, so it can never make a stack succeed (nor fail). */
+/* auth `report`: the stack verified the password. Not a factor: always PAM_IGNORE, so it can
+ * never make a stack succeed (nor fail). */
 int tg_report_password_success(pam_handle_t *pamh, const struct tg_options *opt);
+
+/* password `authtok`: the stack changed the password, which renews a sealed keyring password.
+ * Always PAM_IGNORE: it never decides a password change. */
+int tg_report_password_change(pam_handle_t *pamh, int flags, const struct tg_options *opt);
 
 #endif /* TG_REPORT_H */

@@ -30,6 +30,13 @@ extension Core {
         return .success(.keyringForgotten)
     }
 
+    /// KEYRING_RENEW: root's PAM password stack changed the password (pam_touchgate's password line).
+    public func keyringRenew(user: String, password: String, caller: Caller) async -> Reply {
+        if let refusal = await authorize(caller, user, .rootOnly) { return refusal }
+        if !password.isEmpty { await renewKeyring(user, password) }
+        return .success()
+    }
+
     /// After a match: the sealed password for a root caller of a listed service that asked for it
     /// (nil otherwise). When it is set up but cannot be given, the person is told why, in one line.
     func releaseKeyring(_ r: EvaluateRequest, _ caller: Caller, client: any PromptClient) async -> SecretText? {

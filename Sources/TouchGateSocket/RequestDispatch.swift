@@ -77,6 +77,9 @@ import TouchGateWire
             return await core.keyringEnable(
                 user: try frame.requireString(.user), password: try frame.requireString(.password), origin: origin,
                 caller: caller)
+        case .keyringRenew:
+            return await core.keyringRenew(
+                user: try frame.requireString(.user), password: try frame.requireString(.password), caller: caller)
         case .keyringDisable:
             return await core.keyringDisable(user: try frame.requireString(.user), origin: origin, caller: caller)
         case .verifyPassword:

@@ -33,6 +33,7 @@ public enum Kind: UInt8, Sendable, CaseIterable {
     case delete = 0x06, devices = 0x07, status = 0x08, enable = 0x09, disable = 0x0A
     case lock = 0x0B, reset = 0x0C, domainState = 0x0D, monitor = 0x0E, password = 0x0F
     case passwordSuccess = 0x10, verifyPassword = 0x11, keyringEnable = 0x12, keyringDisable = 0x13
+    case keyringRenew = 0x14
     case result = 0x40, progress = 0x41, event = 0x42
 
     public var isRequest: Bool { rawValue < 0x40 }

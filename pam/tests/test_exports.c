@@ -19,6 +19,7 @@ int main(int argc, char **argv)
     pam_entry setcred = (pam_entry)dlsym(h, "pam_sm_setcred");
     CHECK(auth != NULL, "pam_sm_authenticate not exported");
     CHECK(setcred != NULL, "pam_sm_setcred not exported");
+    CHECK(dlsym(h, "pam_sm_chauthtok") != NULL, "pam_sm_chauthtok not exported");
     if (setcred != NULL)
         CHECK(setcred(NULL, 0, 0, NULL) == PAM_SUCCESS, "pam_sm_setcred must return PAM_SUCCESS");
 

@@ -71,6 +71,8 @@
 #define TG_KIND_KEYRING_ENABLE   0x12  /* USER PASSWORD: the daemon checks the user's login password and keeps it
                                         * sealed for keyring unlocking (the user themself or root) */
 #define TG_KIND_KEYRING_DISABLE  0x13  /* USER: forgets the sealed password (the user themself or root) */
+#define TG_KIND_KEYRING_RENEW    0x14  /* USER PASSWORD [SERVICE] (root only: the PAM password stack changed the
+                                        * password; a sealed keyring password is renewed with it) */
 
 /* Reply kinds (daemon -> client). */
 #define TG_KIND_RESULT           0x40  /* CODE [MESSAGE] [REASON] [SECONDS] [FLAGS] [FINGER…] [DEVICE…] [DOMAIN_STATE] [JSON] */
