@@ -1,19 +1,22 @@
 """A login that opens the GNOME login keyring: the real gnome-keyring-daemon, started and unlocked by
 the real pam_gnome_keyring.so inside a PAM stack that pamtester runs through pam_wrapper.
 
-What it needs, and why: pam_gnome_keyring reads PAM_AUTHTOK in its auth step and keeps it for the
-session step, which (auto_start) forks, drops to the user's uid and gid with setuid/setgid and
-execs gnome-keyring-daemon --daemonize --login with the password on its stdin — that child's
-environment is only the PAM environment plus HOME (the account's home, from getpwnam, which
-nss_wrapper answers in pamtester) and XDG_RUNTIME_DIR (taken from pamtester's own environment):
-no LD_PRELOAD, so the daemon runs unwrapped, as uid 1001 that /etc/passwd does not know. So alice
-gets a real home of her own (the World's USERS entry has /nonexistent: the keyring lives in
-~/.local/share/keyrings) and an XDG_RUNTIME_DIR owned by her, where the daemon puts its control
-socket and where her session bus listens as `bus` — GLib's fallback when DBUS_SESSION_BUS_ADDRESS
-is unset, as on a systemd login. The bus is a real dbus-daemon run as alice (a session bus admits
-its own uid) with a private config that has no service directories, so nothing but PAM can start
-a keyring daemon on it (Debian's session.conf would D-Bus-activate one on the first query). The
-Secret Service is asked as alice, over that bus, by a small Gio client in a child process.
+What it needs, and why: pam_gnome_keyring keeps PAM_AUTHTOK in its auth step; its session step
+(auto_start) forks, setuid()s to the account from getpwnam (nss_wrapper answers it inside
+pamtester) and execs gnome-keyring-daemon --daemonize --login, the password on its stdin, with
+only the PAM environment plus HOME and XDG_RUNTIME_DIR (taken from pamtester's environment) — no
+LD_PRELOAD, so the daemon runs unwrapped as uid 1001, which /etc/passwd does not know and does not
+need to. So alice gets a real home (USERS says /nonexistent; the keyring is written to
+~/.local/share/keyrings), an XDG_RUNTIME_DIR of hers (the daemon's control socket) and a session
+bus at $XDG_RUNTIME_DIR/bus, where GLib looks when DBUS_SESSION_BUS_ADDRESS is unset, as on a
+systemd login: a real dbus-daemon run as alice (a session bus admits its own uid) whose private
+config has no service directories, so that nothing but PAM starts a keyring daemon (Debian's
+session.conf would D-Bus-activate one on the first query). The daemon PAM starts holds the
+password until the session runs `gnome-keyring-daemon --start` (GNOME's autostart entry): only
+then does it serve org.freedesktop.secrets and create or unlock the login keyring, so
+start_session() runs that step. The typed password is checked by pam_exec, not pam_matrix, which
+zeroes PAM's own copy of PAM_AUTHTOK after checking it, leaving the keyring an empty password. The
+Secret Service is asked as alice over her bus by a small Gio client in a child process.
 """
 
 import json
@@ -30,6 +33,7 @@ from harness import DEFAULT_WAIT, PASSWORDS, USERS, LineLog, WaitTimeout
 PAM_GNOME_KEYRING = next(iter(sorted(Path("/usr/lib").glob("*/security/pam_gnome_keyring.so"))),
                          Path("pam_gnome_keyring.so"))
 PAM_EXEC = next(iter(sorted(Path("/usr/lib").glob("*/security/pam_exec.so"))), Path("pam_exec.so"))
+PAM_PERMIT = next(iter(sorted(Path("/usr/lib").glob("*/security/pam_permit.so"))), Path("pam_permit.so"))
 KEYRING_DAEMON = "/usr/bin/gnome-keyring-daemon"
 # Debian's own python3: python3-gi is installed for it (a pyenv interpreter is neither that nor
 # readable by the test users).
@@ -82,6 +86,13 @@ class KeyringWorld(harness.World):
 
     def __init__(self, user="alice", reader_kind="virtual_device"):
         super().__init__(reader_kind)
+        try:
+            self._set_up(user)
+        except BaseException:
+            self.close()
+            raise
+
+    def _set_up(self, user):
         self.user = user
         self.uid = USERS[user][0]
         self.home = self.dir / "home" / user
@@ -97,7 +108,8 @@ class KeyringWorld(harness.World):
                                        % (u, uid, uid, u, self.home if u == user else home)
                                        for u, (uid, home) in USERS.items()))
         self.bus_socket = self.runtime_dir / "bus"
-        self.bus_address = "unix:path=%s" % self.bus_socket
+        # Not `bus_address`: daemon_env hands a world's bus_address to touchgated as its system bus.
+        self.session_bus_address = "unix:path=%s" % self.bus_socket
         self.bus_log = LineLog("dbus-daemon --session")
         self.bus = self._start_bus()
         self.query_script = self.dir / "secret_query.py"
@@ -129,7 +141,7 @@ class KeyringWorld(harness.World):
         """The environment of alice's own programs: her home, runtime dir and bus."""
         return harness._env(dict(self.nss_env(), LD_PRELOAD="libnss_wrapper.so", HOME=str(self.home),
                                  USER=self.user, LOGNAME=self.user, XDG_RUNTIME_DIR=str(self.runtime_dir),
-                                 DBUS_SESSION_BUS_ADDRESS=self.bus_address, **(extra or {})))
+                                 DBUS_SESSION_BUS_ADDRESS=self.session_bus_address, **(extra or {})))
 
     # --- PAM
 
@@ -147,9 +159,8 @@ class KeyringWorld(harness.World):
 
     def _password_checker(self):
         """pam_exec's program: the typed password (NUL-terminated on stdin) against PASSWORDS.
-        Not pam_matrix: after checking, pam_matrix zeroes PAM's own copy of PAM_AUTHTOK in place
-        (wipe_authtok on the pointer pam_get_item gave it), so every module after it reads an
-        empty password."""
+        Not pam_matrix: it zeroes PAM's own copy of PAM_AUTHTOK in place after checking it
+        (wipe_authtok on the pointer pam_get_item returned), so modules after it read ""."""
         passdb = self.dir / "login-passdb"
         passdb.write_text("".join("%s:%s\n" % (u, pw) for u, pw in PASSWORDS.items()))
         checker = self.dir / "check-password"
@@ -195,6 +206,8 @@ class KeyringWorld(harness.World):
 
     def keyring_daemons(self):
         """Pids of gnome-keyring-daemon processes of this world (their XDG_RUNTIME_DIR is hers)."""
+        if not hasattr(self, "runtime_dir"):  # __init__ failed before it
+            return []
         mark = ("XDG_RUNTIME_DIR=%s" % self.runtime_dir).encode()
         pids = []
         for entry in os.scandir("/proc"):
@@ -234,10 +247,12 @@ class KeyringWorld(harness.World):
         try:
             self.stop_keyring_daemons()  # before the bus goes and the home is removed
         finally:
-            if self.bus.poll() is None:
-                self.bus.kill()
-            self.bus.wait()
-            harness._live_daemons.discard(self.bus)
+            bus = getattr(self, "bus", None)  # None when __init__ failed before it
+            if bus is not None:
+                if bus.poll() is None:
+                    bus.kill()
+                bus.wait()
+                harness._live_daemons.discard(bus)
             super().close()
 
 
