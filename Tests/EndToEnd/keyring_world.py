@@ -34,6 +34,7 @@ PAM_GNOME_KEYRING = next(iter(sorted(Path("/usr/lib").glob("*/security/pam_gnome
                          Path("pam_gnome_keyring.so"))
 PAM_EXEC = next(iter(sorted(Path("/usr/lib").glob("*/security/pam_exec.so"))), Path("pam_exec.so"))
 PAM_PERMIT = next(iter(sorted(Path("/usr/lib").glob("*/security/pam_permit.so"))), Path("pam_permit.so"))
+PAM_DENY = next(iter(sorted(Path("/usr/lib").glob("*/security/pam_deny.so"))), Path("pam_deny.so"))
 KEYRING_DAEMON = "/usr/bin/gnome-keyring-daemon"
 # Debian's own python3: python3-gi is installed for it (a pyenv interpreter is neither that nor
 # readable by the test users).
@@ -150,7 +151,10 @@ class KeyringWorld(harness.World):
         against the world's password file) then pam_gnome_keyring in auth (keeps PAM_AUTHTOK for
         the session) and in session (auto_start: starts the daemon with it). Returns the name."""
         if auth is None:
-            auth = "auth required %s expose_authtok quiet %s" % (PAM_EXEC, self._password_checker())
+            # pam_exec answers a failed check with PAM_SYSTEM_ERR: pam_deny makes it PAM_AUTH_ERR,
+            # and being `required` lets the stack go on, so pam_gnome_keyring still sees the password.
+            auth = ("auth [success=1 default=ignore] %s expose_authtok quiet %s\n"
+                    "auth required %s" % (PAM_EXEC, self._password_checker(), PAM_DENY))
         (self.pam_dir / name).write_text(
             "%s\n"
             "auth optional %s\n"

@@ -71,12 +71,13 @@ def test_a_second_login_with_the_right_password_unlocks_it_and_a_wrong_one_does_
     pam = log_in(keyring, no_password)
     assert pam.result == "PAM_SUCCESS", pam.transcript()
     assert not any("Password" in line for line in pam.messages()), pam.transcript()
+    assert len(keyring.keyring_daemons()) == 1, "pam_gnome_keyring started no keyring daemon"
     start_session(keyring)
     assert login_collection_locked(keyring) is True
 
     # A wrong password is refused, and pam_gnome_keyring's unlock with it fails too.
     pam = log_in(keyring, login, "not-" + PASSWORDS["alice"])
-    assert pam.result != "PAM_SUCCESS", pam.transcript()
+    assert pam.result == "PAM_AUTH_ERR", pam.transcript()
     assert login_collection_locked(keyring) is True
 
     # The right one unlocks the running daemon's login keyring.
