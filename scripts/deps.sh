@@ -25,6 +25,9 @@ packages=(
     dbus-daemon dbus-bin python3-dbusmock python3-gi gir1.2-fprint-2.0
     # synthetic fingerprint images for libfprint's virtual image reader
     python3-numpy
+    # a login that opens the GNOME login keyring: the real gnome-keyring-daemon and pam_gnome_keyring.so
+    # (the Secret Service is asked with python3-gi's Gio over a private dbus-daemon, listed above)
+    gnome-keyring libpam-gnome-keyring
     # the policy's time rules end to end: the daemon's wall clock is moved, not waited for
     libfaketime
     # the TPM sealing tests: a software TPM on a socket, tpm2-tss's TCTI for it, and tpm2-tools

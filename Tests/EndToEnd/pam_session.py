@@ -24,7 +24,8 @@ TRACE = re.compile(r"^pamtester: (invoking |performing operation)")
 
 
 class PamSession:
-    """`pamtester -v SERVICE USER authenticate` with pam_wrapper and nss_wrapper, in a pty.
+    """`pamtester -v SERVICE USER authenticate` with pam_wrapper and nss_wrapper, in a pty
+    (`operations`: other pamtester operations in order, e.g. authenticate open_session).
 
     stdout (PAM_TEXT_INFO) and stderr (PAM_ERROR_MSG, result) share the pty, so the transcript is
     in the order the person would see it, each line timed on arrival (a tty is line-buffered).
@@ -33,7 +34,7 @@ class PamSession:
     module to read keys from (like a client without a terminal); `ctty=True` makes it one, as for
     a person at a terminal. `type(text)` sends keys either way."""
 
-    def __init__(self, world, user, service=SERVICE, ctty=False, extra_env=None):
+    def __init__(self, world, user, service=SERVICE, ctty=False, extra_env=None, operations=("authenticate",)):
         self.user = user
         self.service = service
         self.out = LineLog("pamtester %s %s" % (service, user))
@@ -42,7 +43,7 @@ class PamSession:
         master, slave = pty.openpty()
         self.started = now()
         try:
-            self.proc = subprocess.Popen(["pamtester", "-v", service, user, "authenticate"],
+            self.proc = subprocess.Popen(["pamtester", "-v", service, user] + list(operations),
                                          stdin=slave, stdout=slave, stderr=slave, env=env,
                                          start_new_session=True, preexec_fn=_take_ctty if ctty else None)
         finally:
