@@ -72,7 +72,8 @@ int tg_report_password_success(pam_handle_t *pamh, const struct tg_options *opt)
     const char *user = tg_pam_string(pamh, PAM_USER);
 
     if (pam_get_data(pamh, TG_MATCH_KEY, &matched) == PAM_SUCCESS && matched != NULL)
-        TG_DEBUG(opt, pamh, "report: the fingerprint matched in this transaction, nothing to report");
+        TG_DEBUG(opt, pamh,
+                 "report: the fingerprint matched in this transaction, nothing to report");
     else if (user == NULL)
         TG_DEBUG(opt, pamh, "report: no user");
     else /* authtok: the password the stack just verified renews a sealed keyring password */
