@@ -81,6 +81,7 @@ let package = Package(
             name: "touchgated",
             dependencies: [
                 "TouchGateCore", "TouchGateSocket", "TouchGateDBus", "TouchGateReader", "TouchGateConfig", "CAudit",
+                "CTouchGateLoop",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

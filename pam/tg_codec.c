@@ -34,7 +34,7 @@ static void put_u32(uint8_t *p, uint32_t v)
 
 static bool kind_known(uint8_t kind)
 {
-    return (kind >= TG_KIND_CAN_EVALUATE && kind <= TG_KIND_VERIFY_PASSWORD) ||
+    return (kind >= TG_KIND_CAN_EVALUATE && kind <= TG_KIND_KEYRING_RENEW) ||
            (kind >= TG_KIND_RESULT && kind <= TG_KIND_EVENT);
 }
 

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -60,4 +62,12 @@ void tg_set_thread_name(const char *name)
     char shortened[16];
     snprintf(shortened, sizeof(shortened), "%s", name);
     pthread_setname_np(pthread_self(), shortened);
+}
+
+int tg_no_core_dumps(void)
+{
+    struct rlimit none = { 0, 0 };
+    int limited = setrlimit(RLIMIT_CORE, &none);
+    int undumpable = prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    return limited == 0 && undumpable == 0 ? 0 : -1;
 }

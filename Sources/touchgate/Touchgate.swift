@@ -17,7 +17,7 @@ struct Touchgate: ParsableCommand {
         subcommands: [
             Enroll.self, Verify.self, List.self, Delete.self, Enable.self, Disable.self,
             Status.self, Lock.self, Reset.self, DomainState.self, Monitor.self, Devices.self,
-            CheckConfig.self, Doctor.self, Keyring.self,
+            CheckConfig.self, Doctor.self, Keyring.self, Prints.self,
         ])
 
     @Option(

@@ -1,5 +1,6 @@
 // touchgated's life: config, wiring, readiness, signals, shutdown. The flags (Touchgated.swift) and a
 // start without arguments (systemd's) both come here.
+import CTouchGateLoop
 import Glibc
 import Logging
 import TouchGateConfig
@@ -37,6 +38,10 @@ func serve(_ options: DaemonOptions) -> Int32 {
     // tpm2-tss writes its own warnings to stderr (a TPM that refuses a blob, say); the daemon says
     // what failed in its own words instead. An administrator's TSS2_LOG is left as it is.
     setenv("TSS2_LOG", "all+none", 0)
+    // The data key and sealed login passwords live in this process's memory: never in a core file.
+    if tg_no_core_dumps() != 0 {
+        return startFailure("cannot turn off core dumps: \(String(cString: strerror(errno)))")
+    }
     let configPath = options.configPath
     let level: Logger.Level = options.debug ? .debug : .info
     LogSetup.bootstrap(level: level)

@@ -16,6 +16,7 @@ from harness import PASSWORDS, PROMPT, USERS
 from swtpm import SwTPM
 from test_hardening import status
 
+PAM_DIR = harness.REPO / "pam"
 PAM_EXEC = next(iter(sorted(Path("/").glob("lib/*/security/pam_exec.so"))), "pam_exec.so")
 KEPT = "A fingerprint login now unlocks the keyring of alice."
 VOID = "Keyring not unlocked: fingers changed since it was set up; type your password once"
@@ -29,21 +30,21 @@ def configure(world, tpm, extra=""):
     return conf
 
 
-def token_check(world):
-    """A program for pam_exec's expose_authtok: succeeds only when PAM_AUTHTOK is alice's password."""
-    script = world.dir / "authtok-is-alices"
+def token_check(world, password=PASSWORDS["alice"]):
+    """A program for pam_exec's expose_authtok: succeeds only when PAM_AUTHTOK is `password`."""
+    script = world.dir / ("authtok-is-%s" % password)
     script.write_text("#!%s\nimport sys\nsys.exit(0 if sys.stdin.buffer.read().rstrip(b'\\0\\n') == %r else 1)\n"
-                      % (sys.executable, PASSWORDS["alice"].encode()))
+                      % (sys.executable, password.encode()))
     script.chmod(0o755)
     return script
 
 
-def fingerprint_stack(world, name):
+def fingerprint_stack(world, name, password=PASSWORDS["alice"]):
     """The fingerprint line with authtok, then a module that needs the password: it asks for one
-    unless PAM_AUTHTOK is already set, and succeeds only if that is alice's."""
+    unless PAM_AUTHTOK is already set, and succeeds only if that is `password`."""
     (world.pam_dir / name).write_text(
         "auth requisite %s socket=%s authtok\nauth required %s expose_authtok quiet %s\n"
-        % (harness.PAM_MODULE, world.socket, PAM_EXEC, token_check(world)))
+        % (harness.PAM_MODULE, world.socket, PAM_EXEC, token_check(world, password)))
     return name
 
 
@@ -172,3 +173,30 @@ def test_without_a_tpm_it_is_refused_unless_the_administrator_allows_a_key_file(
     forgotten = world.cli("keyring", "disable", as_user="alice")
     assert forgotten.returncode == 0 and "forgotten" in forgotten.stdout, forgotten
     assert status(world)["keyring"] == "off"
+
+
+def test_a_password_change_renews_it_and_the_daemon_keeps_no_core_file(world):
+    with SwTPM(world.dir) as tpm:
+        daemon = world.start_daemon(config=configure(world, tpm))
+        limits = (Path("/proc") / str(daemon.proc.pid) / "limits").read_text()
+        assert [l for l in limits.splitlines() if l.startswith("Max core file size")][0].split()[4:6] == ["0", "0"]
+        enroll_and_keep(world)
+        # passwd's stack: a password module that takes the new password and leaves it as
+        # PAM_AUTHTOK, as pam_unix does (pam/tests/pam_probe.so), then touchgate's password line.
+        subprocess.run(["make", "-s", "-C", str(PAM_DIR), "tests/pam_probe.so"], check=True, timeout=120)
+        (world.pam_dir / "keyring-passwd").write_text(
+            "password required %s\npassword optional %s socket=%s authtok\n"
+            % (PAM_DIR / "tests" / "pam_probe.so", harness.PAM_MODULE, world.socket))
+        change = harness.PamSession(world, "alice", "keyring-passwd", operations=("chauthtok",))
+        world.sessions.append(change)
+        change.wait_for("New password")
+        change.type("alice-new-secret\n")
+        change.wait_for("Retype new password")
+        change.type("alice-new-secret\n")
+        change.wait()
+        assert change.returncode == 0, change.transcript()
+        assert "pamtester: authentication token altered successfully." in change.out.texts(), change.transcript()
+        daemon.log.wait_for("keyring password renewed")
+        session = fingerprint_login(world, fingerprint_stack(world, "keyring-login", "alice-new-secret")).wait()
+        assert session.result == "PAM_SUCCESS", session.transcript()
+        assert not [t for t in daemon.log.texts() if "alice-new-secret" in t]

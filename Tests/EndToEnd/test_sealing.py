@@ -4,7 +4,6 @@ still works; prints in the clear sealed at start without an enrollment change; t
 fprintd's format."""
 
 import stat
-import subprocess
 
 import pytest
 
@@ -146,9 +145,15 @@ def test_the_export_writes_the_prints_back_in_fprintds_format(world):
         enroll_alice(world)
         world.daemon.stop()
         [path] = print_files(world)
-        argv, env = harness.daemon_command(world, conf, args=["--export-prints"])
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30)
-        assert done.returncode == 0, done.stderr
+        # While the daemon runs, the export is refused: both would rewrite the same files.
+        world.start_daemon(config=conf)
+        busy = world.cli("prints", "export", "--state-dir", world.state, "--print-store", world.prints,
+                         "--config", conf)
+        assert busy.returncode != 0 and "touchgated is running: stop it first" in busy.stderr, busy
+        world.daemon.stop()
+        done = world.cli("prints", "export", "--state-dir", world.state, "--print-store", world.prints,
+                         "--config", conf)
+        assert done.returncode == 0, done
         assert "1 sealed print written back in the clear in %s" % world.prints in done.stdout
         clear = path.read_bytes()
         assert not clear.startswith(MAGIC) and ALICE_PRINT.encode() in clear

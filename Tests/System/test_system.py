@@ -83,6 +83,10 @@ def test_b1_root_enrolls_the_user_with_the_cli_on_the_virtual_reader(guest):
     vm.log("touchgate enroll: " + out.strip().replace("\n", " / "))
     assert out.strip().endswith("0") and "Enrolled right-index-finger for %s." % USER in out, out
     assert guest.control.out("touchgate list --user %s" % USER).split() == ["right-index-finger"]
+    # The guest's TPM (/dev/tpmrm0, reached through the unit's DeviceAllow) sealed the print.
+    assert guest.control.out("head -c 4 /var/lib/fprint/%s/*/*/7" % USER) == "TGSP"
+    assert s.status(guest)["sealing"] == "sealed"
+    assert "prints are sealed to the TPM" in guest.control.out("journalctl -b -u touchgated.service -o cat")
 
 
 def test_b2_the_first_login_after_boot_asks_for_the_password(guest, state):

@@ -1,13 +1,16 @@
 """The booted guest: QEMU (TCG: a KVM guest hangs on these machines) with direct kernel boot of the
-image's kernel, its serial console on ttyS0 as a terminal the test types on, and two virtio ports
+image's kernel, its serial console on ttyS0 as a terminal the test types on, two virtio ports
 served in the guest by the test's bridges: `tgreader` (the virtual reader's socket) and `tgcontrol`
-(root commands). Every wait has a deadline; nothing sleeps.
+(root commands), and a TPM 2.0 (QEMU's tpm-tis on Debian's swtpm, kept across reboots), which the
+guest's kernel offers as /dev/tpmrm0. Every wait has a deadline; nothing sleeps.
 """
 
 import base64
 import itertools
 import os
 import re
+import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -218,6 +221,43 @@ class Qmp(Port):
         return self.lines.lines[self.lines.wait_for(re.compile(r'"event": "%s"' % name), timeout, start)][1]
 
 
+class SoftwareTPM:
+    """swtpm for QEMU's TPM emulator backend: its control channel on a Unix socket, a fresh state
+    directory (a new machine's TPM), kept for the guest's life, so reboots keep its seeds."""
+
+    def __init__(self, work, timeout=30.0):
+        self.state = work / "tpm"
+        shutil.rmtree(self.state, ignore_errors=True)
+        self.state.mkdir()
+        self.socket = work / "swtpm.sock"
+        self.socket.unlink(missing_ok=True)
+        self.proc = subprocess.Popen(["swtpm", "socket", "--tpm2", "--tpmstate", "dir=%s" % self.state,
+                                      "--ctrl", "type=unixio,path=%s" % self.socket],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     start_new_session=True)
+        # swtpm says nothing when it listens: connect until it accepts; between tries wait on its
+        # stderr, which ends (and wakes the wait) at once if it dies.
+        deadline = now() + timeout
+        while True:
+            try:
+                with socket.socket(socket.AF_UNIX) as s:
+                    s.connect(str(self.socket))
+                return
+            except OSError:
+                pass
+            if self.proc.poll() is not None:
+                raise RuntimeError("swtpm exited: %s" % self.proc.stderr.read().decode(errors="replace"))
+            if now() > deadline:
+                self.close()
+                raise WaitTimeout("swtpm did not listen on %s within %.0f s" % (self.socket, timeout))
+            select.select([self.proc.stderr], [], [], 0.05)
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+
 class Guest:
     """One QEMU process on a qcow2 overlay of the cached image."""
 
@@ -226,6 +266,7 @@ class Guest:
         self.work.mkdir(parents=True, exist_ok=True)
         overlay = image.overlay(self.work / "disk.qcow2")
         sock = lambda name: self.work / (name + ".sock")  # noqa: E731
+        self.tpm = SoftwareTPM(self.work)
         argv = ["qemu-system-x86_64", "-accel", ACCEL, "-m", str(MEMORY_MB), "-smp", "2",
                 "-nodefaults", "-no-user-config", "-display", "none",
                 "-kernel", image.kernel, "-initrd", image.initrd, "-append", CMDLINE,
@@ -237,6 +278,8 @@ class Guest:
                 "-device", "virtserialport,chardev=reader,name=tgreader",
                 "-chardev", "socket,id=control,path=%s,server=on,wait=off" % sock("control"),
                 "-device", "virtserialport,chardev=control,name=tgcontrol",
+                "-chardev", "socket,id=tpm,path=%s" % self.tpm.socket,
+                "-tpmdev", "emulator,id=tpm0,chardev=tpm", "-device", "tpm-tis,tpmdev=tpm0",
                 "-monitor", "unix:%s,server=on,wait=off" % sock("monitor"),
                 "-qmp", "unix:%s,server=on,wait=off" % sock("qmp")]
         self.qemu_log = open(self.work / "qemu.log", "wb")
@@ -274,3 +317,4 @@ class Guest:
             if hasattr(self, port):
                 getattr(self, port).close()
         self.qemu_log.close()
+        self.tpm.close()

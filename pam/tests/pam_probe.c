@@ -1,7 +1,9 @@
-/* Test-only PAM module: shows the application the PAM_AUTHTOK that earlier modules left. */
+/* Test-only PAM module: shows the application the PAM_AUTHTOK that earlier modules left, and
+ * takes a new password in a password stack. */
 #include <stdio.h>
 #include <string.h>
 
+#include <security/pam_ext.h>
 #include <security/pam_modules.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -29,4 +31,17 @@ EXPORT int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const char **
     (void)argc;
     (void)argv;
     return PAM_IGNORE;
+}
+
+/* The password stack's module, as pam_unix is to it: takes the new password (pam_get_authtok asks
+ * "New password:" and "Retype new password:") and leaves it as PAM_AUTHTOK for the lines after it.
+ * It stores nothing. */
+EXPORT int pam_sm_chauthtok(pam_handle_t *pamh, int flags, int argc, const char **argv)
+{
+    const char *tok = NULL;
+    (void)argc;
+    (void)argv;
+    if (flags & PAM_PRELIM_CHECK)
+        return PAM_SUCCESS;
+    return pam_get_authtok(pamh, PAM_AUTHTOK, &tok, NULL);
 }

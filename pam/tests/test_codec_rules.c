@@ -125,7 +125,7 @@ static void test_limits(void)
         uint8_t kind;
         bool ok;
     } kinds[] = {
-        { 0x00, false }, { 0x01, true }, { 0x10, true }, { 0x11, true },  { 0x12, false },
+        { 0x00, false }, { 0x01, true }, { 0x11, true }, { 0x14, true },  { 0x15, false },
         { 0x3F, false }, { 0x40, true }, { 0x42, true }, { 0x43, false }, { 0xFF, false },
     };
     for (size_t i = 0; i < COUNT(kinds); i++) {

@@ -52,4 +52,8 @@ int64_t tg_process_real_uid(int32_t pid);
 /* Names the calling thread (at most 15 bytes show in ps and /proc). */
 void tg_set_thread_name(const char *name);
 
+/* No core file and no ptrace by others for this process: it holds the data key and sealed
+ * passwords in memory (RLIMIT_CORE 0, PR_SET_DUMPABLE 0). 0 on success, -1 otherwise. */
+int tg_no_core_dumps(void);
+
 #endif /* TG_LOOP_H */
