@@ -25,7 +25,10 @@ EARLY_FILES = HERE / "guest-early"  # what must be there before the kernel packa
 # procps and strace serve the test's bridges and the start-up stall's evidence; pamtester makes the
 # PAM calls of the start-up loop.
 PACKAGES = ["systemd-sysv", "dbus", "polkitd", "login", "sudo", "vlock", "auditd", "linux-image-amd64",
-            "udev", "kmod", "socat", "procps", "strace", "pamtester"]
+            "udev", "kmod", "socat", "procps", "strace", "pamtester",
+            # touchgate's Recommends (tpm2-tss, to seal with the guest's TPM): apt installs them on a
+            # Debian system, but the image's apt is set not to install recommended packages.
+            "libtss2-esys-3.0.2-0", "libtss2-tctildr0", "libtss2-mu0", "libtss2-rc0"]
 USER, PASSWORD = "tgtest", "tgtest-Secret-4711"
 ROOT_PASSWORD = "root-Secret-4711"
 HOSTNAME = "tgguest"
