@@ -9,8 +9,8 @@ import Glibc
 
 /// What seals the data key to the machine: the TPM (TPM.swift), or a stand-in in unit tests.
 public protocol KeySealer: Sendable {
-    /// Whether the sealer answers at all (`seal = auto` uses it only then).
-    func isPresent() -> Bool
+    /// Returns when the sealer answers at all (`seal = auto` uses it only then); else says why not.
+    func probe() throws(SealingError)
     func seal(_ secret: [UInt8]) throws(SealingError) -> [UInt8]
     func unseal(_ blob: [UInt8]) throws(SealingError) -> [UInt8]
 }
@@ -87,7 +87,7 @@ public final class PrintSealing: Sendable {
         }
         guard let sealer else {
             // `tpm`, or a key sealed before: without tpm2-tss nothing sealed can open.
-            if mode == .auto && blob == nil { return .success(.off("no TPM is present")) }
+            if mode == .auto && blob == nil { return .success(.off("no TPM is present (tpm2-tss is not installed)")) }
             return .failure(SealingError("tpm2-tss is not installed, so the TPM cannot be used"))
         }
         if let blob {
@@ -103,7 +103,9 @@ public final class PrintSealing: Sendable {
                 return .failure(SealingError("the TPM cannot unseal the data key: \(error)"))
             }
         }
-        if mode == .auto && !sealer.isPresent() { return .success(.off("no TPM is present")) }
+        if mode == .auto {
+            do { try sealer.probe() } catch { return .success(.off("no TPM is present (\(error))")) }
+        }
         var secret = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
         defer { wipe(&secret) }
         do {

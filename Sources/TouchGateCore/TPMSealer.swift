@@ -5,8 +5,8 @@ public struct TPMSealer: KeySealer {
 
     public init(tcti: String, pcrs: [Int]) { tpm = TPM(tcti: tcti, pcrs: pcrs) }
 
-    public func isPresent() -> Bool {
-        do { try tpm.probe(); return true } catch { return false }
+    public func probe() throws(SealingError) {
+        do { try tpm.probe() } catch { throw SealingError(error.description) }
     }
 
     public func seal(_ secret: [UInt8]) throws(SealingError) -> [UInt8] {

@@ -133,7 +133,7 @@ def test_auto_without_a_tpm_keeps_prints_in_the_clear_and_doctor_says_so(world):
     assert not path.read_bytes().startswith(MAGIC)
     assert not (world.state / "sealed-key").exists()
     doc = status(world)
-    assert doc["sealing"] == "clear" and doc["sealingDetail"] == "no TPM is present", doc
+    assert doc["sealing"] == "clear" and doc["sealingDetail"].startswith("no TPM is present ("), doc
     doctor = world.cli("doctor", "--user", "alice", "--root", str(world.dir))
     assert "enrolled prints are not sealed: no TPM is present" in doctor.stdout, doctor
 

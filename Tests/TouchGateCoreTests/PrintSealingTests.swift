@@ -17,7 +17,9 @@ final class MachineSealer: KeySealer {
     let calls = Mutex(0)
     init(machine: UInt8, present: Bool = true) { self.machine = machine; self.present = present }
 
-    func isPresent() -> Bool { present }
+    func probe() throws(SealingError) {
+        if !present { throw SealingError("nothing answers") }
+    }
     func seal(_ secret: [UInt8]) throws(SealingError) -> [UInt8] {
         calls.withLock { $0 += 1 }
         guard answering.withLock({ $0 }) else { throw SealingError("the TPM does not answer") }
@@ -108,7 +110,7 @@ struct PrintSealingTests {
             try store.save(bytes, user: "alice", device: device, finger: .rightIndex)
             #expect(contents(path(dir)) == bytes)
             #expect(!exists("\(dir)/state/sealed-key"))
-            #expect(store.sealing?.keyState() == .off("no TPM is present"))
+            #expect(store.sealing?.keyState() == .off("no TPM is present (nothing answers)"))
         }
     }
 
