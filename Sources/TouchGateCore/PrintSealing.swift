@@ -3,6 +3,7 @@
 import Crypto
 import Synchronization
 import TouchGateConfig
+import TouchGateWire
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -46,25 +47,37 @@ public final class PrintSealing: Sendable {
     private enum Resolved {
         case key(SymmetricKey)
         case off(String)
+        /// The TPM failed; not asked again before `until` (monotonic milliseconds).
+        case failed(SealingError, until: Int64)
     }
 
-    public init(mode: SealMode, sealer: (any KeySealer)?, state: Directory) {
+    /// How long a failure is answered from memory: a TPM that hangs costs one conversation's
+    /// deadline (10 s) per interval, not one per request, so state reads and password checks
+    /// queued behind it on the storage threads are not held up again and again.
+    let retryAfterMilliseconds: Int64
+
+    public init(mode: SealMode, sealer: (any KeySealer)?, state: Directory, retryAfterMilliseconds: Int64 = 30_000) {
         self.mode = mode; self.sealer = sealer; self.state = state
+        self.retryAfterMilliseconds = retryAfterMilliseconds
     }
 
-    /// The key for reading and writing prints now. A failure is not remembered: the next use asks
-    /// the TPM again. `off` is remembered (a TPM does not appear while the daemon runs).
+    /// The key for reading and writing prints now. Once had it is kept; `off` is remembered too
+    /// (a TPM does not appear while the daemon runs); a failure is remembered for
+    /// `retryAfterMilliseconds`, then the TPM is asked again.
     func key() -> Result<SymmetricKey?, SealingError> {
         resolved.withLock { cached -> Result<SymmetricKey?, SealingError> in
             switch cached {
             case .key(let k): return .success(k)
             case .off: return .success(nil)
-            case nil: break
+            case .failed(let e, let until) where monotonicMilliseconds() < until: return .failure(e)
+            case .failed, nil: break
             }
             switch resolve() {
             case .success(.key(let k)): cached = .key(k); return .success(k)
             case .success(.off(let why)): cached = .off(why); return .success(nil)
-            case .failure(let e): return .failure(e)
+            case .failure(let e), .success(.failed(let e, _)):
+                cached = .failed(e, until: monotonicMilliseconds() + retryAfterMilliseconds)
+                return .failure(e)
             }
         }
     }

@@ -38,11 +38,13 @@ struct PrintSealingTests {
     let reader = StubReader()
     let device = DeviceKey(driver: "stub", deviceID: "stub-0")
 
-    func files(_ dir: String, _ mode: SealMode = .tpm, _ sealer: (any KeySealer)?) throws -> PrintFiles {
+    func files(_ dir: String, _ mode: SealMode = .tpm, _ sealer: (any KeySealer)?, retryAfter: Int64 = 0) throws
+        -> PrintFiles
+    {
         let state = try Directory.openRoot("\(dir)/state")
         return PrintFiles(
             root: try Directory.openRoot("\(dir)/prints"), reader: reader,
-            sealing: PrintSealing(mode: mode, sealer: sealer, state: state))
+            sealing: PrintSealing(mode: mode, sealer: sealer, state: state, retryAfterMilliseconds: retryAfter))
     }
 
     func plain(_ dir: String) throws -> PrintFiles {
@@ -140,6 +142,19 @@ struct PrintSealingTests {
             sealer.answering.withLock { $0 = false }
             #expect(restarted.list("alice", device: device).prints.first?.damaged == false)
             #expect(sealer.calls.withLock { $0 } == before)
+        }
+    }
+
+    @Test func aFailedTPMIsNotAskedAgainBeforeTheRetryIntervalEnds() async throws {
+        try await withTemporaryDirectory { dir in
+            let sealer = MachineSealer(machine: 7)
+            try files(dir, .tpm, sealer).save(
+                reader.print(user: "alice", finger: 7), user: "alice", device: device, finger: .rightIndex)
+            sealer.answering.withLock { $0 = false }
+            let store = try files(dir, .tpm, sealer, retryAfter: 60_000)
+            let before = sealer.calls.withLock { $0 }
+            for _ in 0..<5 { #expect(store.list("alice", device: device).prints.first?.closed == true) }
+            #expect(sealer.calls.withLock { $0 } == before + 1)
         }
     }
 
