@@ -8,7 +8,7 @@ extension Core {
     public func keyringEnable(user: String, password: String, origin: Origin, caller: Caller) async -> Reply {
         if let refusal = await authorize(caller, user, .selfOrRoot) { return refusal }
         let ctx = EventContext(user: user, origin: origin, policy: nil, byUID: caller.uid)
-        if case .refused(let refusal) = await verifyPassword(ctx, password) { return refusal }
+        if case .refused(let refusal) = await verifyPassword(ctx, password, renewsKeyring: false) { return refusal }
         guard let snapshot = await currentSnapshot(user) else {
             return Refusal(.biometryNotEnrolled, reason: .noPrints, text: .notEnrolled)
         }
@@ -24,8 +24,10 @@ extension Core {
     public func keyringDisable(user: String, origin: Origin, caller: Caller) async -> Reply {
         if let refusal = await authorize(caller, user, .selfOrRoot) { return refusal }
         let files = keyring
-        guard let removed = try? await storagePool.run({ () -> Bool? in try? files.remove(user) }), removed != nil
-        else { return Self.storageFailure }
+        // nil: the storage threads were busy, or the file could not be removed.
+        guard (try? await storagePool.run({ () -> Bool? in try? files.remove(user) })) != nil else {
+            return Self.storageFailure
+        }
         log.notice("keyring password forgotten", metadata: ["user": "\(user)", "by_uid": "\(caller.uid)"])
         return .success(.keyringForgotten)
     }
@@ -80,6 +82,12 @@ extension Core {
         } else {
             log.info("keyring password renewed", metadata: ["user": "\(user)"])
         }
+    }
+
+    /// The same, once the current request has replied: a password check's answer does not wait
+    /// for the keyring file to be read and sealed again.
+    func renewKeyringAfterReply(_ user: String, _ password: String) {
+        CoreLoop.shared.task { [self] in await renewKeyring(user, password) }
     }
 
     /// Seals on the storage threads; nil when it is on disk, else why not.

@@ -11,7 +11,9 @@ extension Core {
     /// Checks a password the daemon itself received: back-off first (a locked attempt is not even
     /// checked, so there is no oracle), then PAM on the password pool, bounded by a deadline; every
     /// answer is recorded before it is returned, and every refusal is published here.
-    func verifyPassword(_ ctx: EventContext, _ password: String) async -> PasswordOutcome {
+    /// A right password also renews the user's keyring password, after the reply
+    /// (`renewsKeyring: false` for the keyring's own set-up, which seals it itself).
+    func verifyPassword(_ ctx: EventContext, _ password: String, renewsKeyring: Bool = true) async -> PasswordOutcome {
         let stored = await states.load(ctx.user)
         if case .state(let s) = stored,
             case .refused(.backoff(let left)) = policyEngine.canAttemptPassword(s, at: clock.now())
@@ -26,7 +28,7 @@ extension Core {
                 log.error("cannot record password success: \(error)")
                 return .refused(Self.storageFailure)
             }
-            await renewKeyring(ctx.user, password)
+            if renewsKeyring { renewKeyringAfterReply(ctx.user, password) }
             return .correct
         case .wrong:
             var backoff: Int64?
@@ -158,7 +160,7 @@ extension Core {
             log.error("cannot record password success: \(error)")
             return Self.storageFailure
         }
-        if let password, !password.isEmpty { await renewKeyring(user, password) }
+        if let password, !password.isEmpty { renewKeyringAfterReply(user, password) }
         publishOutcome(ctx, method: "password", outcome: .success, reason: .pamStack)
         return .success()
     }

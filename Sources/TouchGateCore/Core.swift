@@ -124,7 +124,7 @@ public struct CoreSetup: Sendable {
 
     /// The reader as it is once its first opening has ended (it may be absent).
     /// Calls `handler` on the core loop when the open reader's description changes.
-    public nonisolated func onReaderInfoChanged(_ handler: @escaping @CoreActor @Sendable (ReaderInfo) -> Void) {
+    public nonisolated func onReaderInfoChanged(_ handler: @escaping @CoreActor @Sendable (ReaderInfo?) -> Void) {
         reader.onInfoChanged { info in CoreLoop.shared.post { handler(info) } }
     }
 

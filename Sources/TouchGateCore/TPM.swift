@@ -49,7 +49,7 @@ public struct TPM: Sendable {
     /// The secret `seal` was given. The caller wipes it after use.
     public func unseal(_ blob: [UInt8]) throws(TPMError) -> [UInt8] {
         var secret = [UInt8](repeating: 0, count: Int(TG_TPM_SECRET_MAX))
-        defer { secret.withUnsafeMutableBytes { explicit_bzero($0.baseAddress!, $0.count) } }
+        defer { wipe(&secret) }
         var length = 0
         try call { error, cap in
             blob.withUnsafeBufferPointer { b in

@@ -36,11 +36,11 @@ import TouchGateWire
             device.setFingerNeeded(true)
         case (.retry, .retry(let hint)?):
             let status = verify ? FprintStatus.verifyRetry(hint) : FprintStatus.enrollRetry(hint)
-            device.service.emit(verify ? "VerifyStatus" : "EnrollStatus", [V.string(status), V.bool(false)])
+            device.emit(verify ? "VerifyStatus" : "EnrollStatus", [V.string(status), V.bool(false)])
         case (.enrollStage, _):
             // fprintd reports every stage but the last as passed; the last is the completion.
             if let k = progress.stage, let n = progress.stages, k < n {
-                device.service.emit("EnrollStatus", [V.string("enroll-stage-passed"), V.bool(false)])
+                device.emit("EnrollStatus", [V.string("enroll-stage-passed"), V.bool(false)])
             }
         default:
             break  // queued, damaged-print notes: fprintd's clients have no place for them
@@ -156,7 +156,7 @@ extension FprintDevice {
                 if reply.outcome == .timeout && !action.input.isDelivered { continue }
                 setFingerNeeded(false)
                 if let status = FprintStatus.verifyResult(reply), !action.input.isDelivered {
-                    service.emit("VerifyStatus", [V.string(status), V.bool(true)])
+                    emit("VerifyStatus", [V.string(status), V.bool(true)])
                 }
                 break
             }
@@ -168,7 +168,7 @@ extension FprintDevice {
             return .failure(Self.error(for: refusal))
         }
         // After the answer, as fprintd orders them: the finger it listens for.
-        CoreLoop.shared.task { [self] in service.emit("VerifyFingerSelected", [V.string(selected)]) }
+        CoreLoop.shared.task { [self] in emit("VerifyFingerSelected", [V.string(selected)]) }
         return .success([])
     }
 
@@ -201,7 +201,7 @@ extension FprintDevice {
                 client: signals, input: action.input)
             setFingerNeeded(false)
             if let status = FprintStatus.enrollResult(reply), !action.input.isDelivered {
-                service.emit("EnrollStatus", [V.string(status), V.bool(true)])
+                emit("EnrollStatus", [V.string(status), V.bool(true)])
             }
             action.ended.set(())
         }

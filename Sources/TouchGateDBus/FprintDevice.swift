@@ -1,4 +1,4 @@
-// /net/reactivated/Fprint/Device/0: fprintd's claim, list and delete semantics over touchgate's core.
+// /net/reactivated/Fprint/Device/N: fprintd's claim, list and delete semantics over touchgate's core.
 import CGIO
 import TouchGateCore
 import TouchGateReader
@@ -7,6 +7,11 @@ import TouchGateWire
 @CoreActor final class FprintDevice {
     unowned let service: FprintService
     private(set) var info: ReaderInfo
+    let path: String
+    let registration: UInt32
+    /// The reader was unplugged while claimed: only Release and the Stop calls are answered, and
+    /// the object leaves the bus when the claim ends.
+    var gone = false
     var core: Core { service.core }
 
     /// Who claimed the device: their bus name, the user they act for, and what polkit granted.
@@ -21,9 +26,16 @@ import TouchGateWire
     var action: DeviceAction?
     var fingerNeeded = false
 
-    init(service: FprintService, info: ReaderInfo) {
+    init(service: FprintService, info: ReaderInfo, path: String, registration: UInt32) {
         self.service = service
         self.info = info
+        self.path = path
+        self.registration = registration
+    }
+
+    /// Emits a signal of this device.
+    func emit(_ signal: String, interface: String = FprintNames.deviceInterface, _ arguments: [Variant]) {
+        service.emit(signal, path: path, interface: interface, arguments)
     }
 
     // MARK: properties
@@ -69,7 +81,7 @@ import TouchGateWire
 
     private func emitChanged(_ changed: [(String, Variant)]) {
         guard !changed.isEmpty else { return }
-        service.emit(
+        emit(
             "PropertiesChanged", interface: "org.freedesktop.DBus.Properties",
             [V.string(FprintNames.deviceInterface), V.vardict(changed), V.array("s", [])])
     }
@@ -77,6 +89,9 @@ import TouchGateWire
     // MARK: dispatch
 
     func handle(_ call: Invocation) {
+        if gone && !["Release", "VerifyStop", "EnrollStop"].contains(call.method) {
+            return call.fail(.noSuchDevice("The fingerprint reader was removed"))
+        }
         CoreLoop.shared.task { [self] in
             switch call.method {
             case "Claim": call.answer(await claimDevice(call))
@@ -212,6 +227,7 @@ import TouchGateWire
         setFingerNeeded(false)
         if let claim { service.unwatch(claim.watch) }
         claim = nil
+        if gone { service.unexport(self) }
     }
 
     // MARK: prints

@@ -11,8 +11,15 @@ import TouchGateReader
     let log: Logger
     private(set) var connection: OpaquePointer?
     private(set) var authority: Authority?
+    /// The device object of the reader served (nil: none).
     private(set) var device: FprintDevice?
+    /// Device objects of readers unplugged while claimed: exported until the claim ends, as fprintd
+    /// keeps them until it closes the device.
+    private var retired: [FprintDevice] = []
+    /// fprintd numbers its device objects in the order it finds the readers: Device/0, Device/1…
+    private var nextDeviceNumber = 0
     private var node: UnsafeMutablePointer<GDBusNodeInfo>?
+    private var vtable = GDBusInterfaceVTable()
     private var registrations: [UInt32] = []
     private var ownerID: UInt32 = 0
     let ready = OneShot<Bool>()
@@ -34,11 +41,9 @@ import TouchGateReader
         self.connection = connection
         authority = Authority(connection: connection) { [log] in log.notice("\($0)") }
         guard register(connection) else { return false }
-        let info = await core.readerDescription()
-        if let info {
-            device = FprintDevice(service: self, info: info)
-            core.onReaderInfoChanged { [weak self] info in self?.device?.update(info) }
-        }
+        // Changes first, then the reader as it is: a reader unplugged in between is not missed.
+        core.onReaderInfoChanged { [weak self] info in self?.readerChanged(info) }
+        if let info = await core.readerDescription(), device == nil { export(info) }
         ownerID = tgg_bus_own_name_on_connection(
             connection, FprintNames.bus, G_BUS_NAME_OWNER_FLAGS_DO_NOT_QUEUE,
             { _, _, data in
@@ -71,7 +76,6 @@ import TouchGateReader
             return false
         }
         self.node = node
-        var vtable = GDBusInterfaceVTable()
         vtable.method_call = { _, _, path, interface, _, _, invocation, data in
             let service = Unmanaged<FprintService>.fromOpaque(data!).takeUnretainedValue()
             let path = String(cString: path!), interface = String(cString: interface!)
@@ -79,45 +83,92 @@ import TouchGateReader
         }
         vtable.get_property = { _, _, path, _, property, _, data in
             let service = Unmanaged<FprintService>.fromOpaque(data!).takeUnretainedValue()
-            let name = String(cString: property!)
-            return CoreActor.assumeIsolated { service.device?.property(name) }
+            let name = String(cString: property!), path = String(cString: path!)
+            return CoreActor.assumeIsolated { service.device(at: path)?.property(name) }
         }
-        let objects: [(String, String)] = [
-            (FprintNames.manager, FprintNames.managerInterface),
-            (FprintNames.root, FprintNames.objectManagerInterface),
-            (FprintNames.device0, FprintNames.deviceInterface),
-        ]
-        for (path, interface) in objects {
-            let info = tgg_dbus_node_info_lookup_interface(node, interface)
-            let id = tgg_dbus_connection_register_object(
-                connection, path, info, &vtable,
-                Unmanaged.passUnretained(self).toOpaque(), nil, &error)
-            guard id != 0 else {
-                log.error("cannot register \(path): \(busError(error).message)")
-                g_error_free(error)
-                return false
-            }
+        for (path, interface) in [
+            (FprintNames.manager, FprintNames.managerInterface), (FprintNames.root, FprintNames.objectManagerInterface),
+        ] {
+            guard let id = registerObject(path, interface) else { return false }
             registrations.append(id)
         }
         return true
     }
 
+    private func registerObject(_ path: String, _ interface: String) -> UInt32? {
+        guard let connection, let node else { return nil }
+        var error: UnsafeMutablePointer<GError>?
+        let info = tgg_dbus_node_info_lookup_interface(node, interface)
+        let id = tgg_dbus_connection_register_object(
+            connection, path, info, &vtable, Unmanaged.passUnretained(self).toOpaque(), nil, &error)
+        guard id != 0 else {
+            log.error("cannot register \(path): \(busError(error).message)")
+            g_error_free(error)
+            return nil
+        }
+        return id
+    }
+
+    // MARK: devices come and go
+
+    func device(at path: String) -> FprintDevice? {
+        device?.path == path ? device : retired.first { $0.path == path }
+    }
+
+    /// The reader served changed: the same reader's properties follow it; a reader unplugged takes
+    /// its object off the bus (InterfacesRemoved; once released, if claimed); another one gets a
+    /// new object (InterfacesAdded).
+    private func readerChanged(_ info: ReaderInfo?) {
+        if let device, let info, device.info.driver == info.driver, device.info.deviceID == info.deviceID {
+            return device.update(info)
+        }
+        if let old = device {
+            device = nil
+            log.info("fingerprint reader \(old.info.name) gone from \(old.path)")
+            if old.claim == nil { unexport(old) } else { old.gone = true; retired.append(old) }
+        }
+        if let info { export(info) }
+    }
+
+    private func export(_ info: ReaderInfo) {
+        let path = "\(FprintNames.devicePrefix)\(nextDeviceNumber)"
+        nextDeviceNumber += 1
+        guard let id = registerObject(path, FprintNames.deviceInterface) else { return }
+        let new = FprintDevice(service: self, info: info, path: path, registration: id)
+        device = new
+        emit(
+            "InterfacesAdded", path: FprintNames.root, interface: FprintNames.objectManagerInterface,
+            [V.objectPath(path), interfaces(of: new)])
+        log.info("fingerprint reader \(info.name) served as \(path)")
+    }
+
+    /// Takes a device's object off the bus (a claimed one once its claim has ended).
+    func unexport(_ old: FprintDevice) {
+        retired.removeAll { $0 === old }
+        if let connection { _ = tgg_dbus_connection_unregister_object(connection, old.registration) }
+        emit(
+            "InterfacesRemoved", path: FprintNames.root, interface: FprintNames.objectManagerInterface,
+            [V.objectPath(old.path), V.array("s", [V.string(FprintNames.deviceInterface)])])
+    }
+
+    private func interfaces(of device: FprintDevice) -> Variant {
+        V.array("{sa{sv}}", [V.entry(V.string(FprintNames.deviceInterface), device.allProperties())])
+    }
+
+    private var exported: [FprintDevice] { (device.map { [$0] } ?? []) + retired }
+
     private func dispatch(_ call: Invocation, path: String, interface: String) {
         switch (path, interface, call.method) {
         case (FprintNames.manager, _, "GetDevices"):
-            call.reply([V.array("o", device == nil ? [] : [V.objectPath(FprintNames.device0)])])
+            call.reply([V.array("o", exported.map { V.objectPath($0.path) })])
         case (FprintNames.manager, _, "GetDefaultDevice"):
-            if device == nil { call.fail(.noSuchDevice()) } else { call.reply([V.objectPath(FprintNames.device0)]) }
+            if let device { call.reply([V.objectPath(device.path)]) } else { call.fail(.noSuchDevice()) }
         case (FprintNames.root, _, "GetManagedObjects"):
-            var objects: [Variant] = []
-            if let device {
-                let interfaces = V.array(
-                    "{sa{sv}}", [V.entry(V.string(FprintNames.deviceInterface), device.allProperties())])
-                objects.append(V.entry(V.objectPath(FprintNames.device0), interfaces))
-            }
-            call.reply([V.array("{oa{sa{sv}}}", objects)])
-        case (FprintNames.device0, _, _):
-            guard let device else { return call.fail(.noSuchDevice()) }
+            call.reply([
+                V.array("{oa{sa{sv}}}", exported.map { V.entry(V.objectPath($0.path), interfaces(of: $0)) })
+            ])
+        case (_, FprintNames.deviceInterface, _):
+            guard let device = device(at: path) else { return call.fail(.noSuchDevice()) }
             device.handle(call)
         default:
             call.fail(
@@ -125,12 +176,12 @@ import TouchGateReader
         }
     }
 
-    /// Emits a signal of the device (to every listener, as fprintd does).
-    func emit(_ signal: String, interface: String = FprintNames.deviceInterface, _ arguments: [Variant]) {
+    /// Emits a signal of an object (to every listener, as fprintd does).
+    func emit(_ signal: String, path: String, interface: String = FprintNames.deviceInterface, _ arguments: [Variant]) {
         guard let connection else { return }
         var error: UnsafeMutablePointer<GError>?
         if tgg_dbus_connection_emit_signal(
-            connection, nil, FprintNames.device0, interface, signal, V.tuple(arguments), &error) == 0
+            connection, nil, path, interface, signal, V.tuple(arguments), &error) == 0
         {
             log.notice("cannot emit \(signal): \(busError(error).message)")
             g_error_free(error)
@@ -156,9 +207,13 @@ import TouchGateReader
     public func stop() {
         if ownerID != 0 { tgg_bus_unown_name(ownerID); ownerID = 0 }
         if let connection {
-            for id in registrations { _ = tgg_dbus_connection_unregister_object(connection, id) }
+            for id in registrations + exported.map(\.registration) {
+                _ = tgg_dbus_connection_unregister_object(connection, id)
+            }
         }
         registrations = []
+        device = nil
+        retired = []
     }
 }
 

@@ -5,7 +5,8 @@ enum FprintNames {
     static let bus = "net.reactivated.Fprint"
     static let root = "/net/reactivated/Fprint"
     static let manager = "/net/reactivated/Fprint/Manager"
-    static let device0 = "/net/reactivated/Fprint/Device/0"
+    /// Device objects are this and a number: /net/reactivated/Fprint/Device/0 for the first reader.
+    static let devicePrefix = "/net/reactivated/Fprint/Device/"
     static let managerInterface = "net.reactivated.Fprint.Manager"
     static let deviceInterface = "net.reactivated.Fprint.Device"
     static let objectManagerInterface = "org.freedesktop.DBus.ObjectManager"

@@ -126,9 +126,10 @@ public protocol FingerprintReader: AnyObject, Sendable {
     /// loaded, so that no print is called damaged for that.
     var describesPrints: Bool { get }
 
-    /// Calls `handler` (on the reader's thread) whenever the open reader's description changes
-    /// while it is open: the driver changed its number of enroll stages.
-    func onInfoChanged(_ handler: @escaping @Sendable (ReaderInfo) -> Void)
+    /// Calls `handler` (on the reader's thread) whenever the reader served changes: the driver
+    /// changed its number of enroll stages or the finger's status, the reader was unplugged (nil)
+    /// or another one is served now (one plugged in, the next one listed, another after a sleep).
+    func onInfoChanged(_ handler: @escaping @Sendable (ReaderInfo?) -> Void)
 
     /// Deletes these prints from the reader's own storage (match-on-chip readers; nothing on the
     /// others), after their files went; `completion` gets how many it deleted there.
@@ -158,7 +159,7 @@ public protocol FingerprintReader: AnyObject, Sendable {
 
 extension FingerprintReader {
     public var describesPrints: Bool { true }
-    public func onInfoChanged(_ handler: @escaping @Sendable (ReaderInfo) -> Void) {}
+    public func onInfoChanged(_ handler: @escaping @Sendable (ReaderInfo?) -> Void) {}
     public func deleteFromDevice(_ templates: [[UInt8]], completion: @escaping @Sendable (Int) -> Void) {
         completion(0)
     }

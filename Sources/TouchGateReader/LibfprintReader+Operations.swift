@@ -190,7 +190,7 @@ extension LibfprintReader {
         if domain == cfp_device_error_quark() {
             switch FpDeviceError(UInt32(code)) {
             case FP_DEVICE_ERROR_REMOVED:
-                markRemoved()
+                removedDuringOperation()
                 return .failed(.removed)
             case FP_DEVICE_ERROR_TOO_HOT: return .failed(.tooHot)
             case FP_DEVICE_ERROR_BUSY: return .failed(.busy)
@@ -202,11 +202,6 @@ extension LibfprintReader {
             }
         }
         return .failed(.failed(Self.message(error)))
-    }
-
-    private func markRemoved() {
-        current.withLock { $0 = nil }
-        if let dev = device { cfp_object_unref(dev); device = nil }
     }
 
     /// nil once libfprint is loaded (the first call loads it, on whichever thread), else why not.

@@ -9,13 +9,20 @@ public final class LibfprintReader: FingerprintReader, Sendable {
     let current = Mutex<ReaderInfo?>(nil)
     private let opened = Mutex<(done: Bool, waiters: [@Sendable () -> Void])>((false, []))
     let log: @Sendable (String) -> Void
-    private let infoHandlers = Mutex<[@Sendable (ReaderInfo) -> Void]>([])
+    private let infoHandlers = Mutex<[@Sendable (ReaderInfo?) -> Void]>([])
     /// The prints a match-on-chip reader holds (serialized), read at open and after each change;
     /// nil for other readers or when the list could not be read.
     let chipPrints = Mutex<(driver: String, deviceID: String, prints: [[UInt8]])?>(nil)
     /// The FpDevice, touched only on the reader thread.
     nonisolated(unsafe) var device: UnsafeMutablePointer<FpDevice>?
-    private nonisolated(unsafe) var context: UnsafeMutablePointer<FpContext>?
+    /// The device's signal handlers (stage count, finger status, removal); reader thread only.
+    nonisolated(unsafe) var deviceHandlers: [gulong] = []
+    /// The open device was unplugged (or said so) and is being let go; reader thread only.
+    nonisolated(unsafe) var deviceRetired = false
+    /// Devices that reported themselves removed while libfprint still lists them: not opened again
+    /// until a resume; reader thread only.
+    nonisolated(unsafe) var givenUp: [UnsafeMutablePointer<FpDevice>] = []
+    nonisolated(unsafe) var context: UnsafeMutablePointer<FpContext>?
 
     public var info: ReaderInfo? { current.withLock { $0 } }
 
@@ -32,6 +39,7 @@ public final class LibfprintReader: FingerprintReader, Sendable {
             } else {
                 context = tgfp_context_new()
                 openFirstDevice()
+                watchForReaders()
             }
             finishOpening()
             runLoop()
@@ -75,21 +83,35 @@ public final class LibfprintReader: FingerprintReader, Sendable {
         g_main_context_wakeup(nil)
     }
 
-    private func openFirstDevice() {
-        guard let context else { return }  // libfprint could not be loaded (said at start)
+    /// On the reader thread: opens the first reader libfprint lists that is still plugged in and
+    /// was not given up on; true when one is open. fprintd's default device is the first it lists.
+    @discardableResult
+    func openFirstDevice() -> Bool {
+        guard device == nil else { return true }
+        guard let context else { return false }  // libfprint could not be loaded (said at start)
         guard let devices = tgfp_context_get_devices(context), devices.pointee.len > 0 else {
             log("no fingerprint reader found")
-            return
+            return false
         }
-        let dev = cfp_ptr_array_index(devices, 0).assumingMemoryBound(to: FpDevice.self)
+        for i in 0..<devices.pointee.len {
+            let dev = cfp_ptr_array_index(devices, i).assumingMemoryBound(to: FpDevice.self)
+            if cfp_device_removed(dev) != 0 || givenUp.contains(dev) { continue }
+            if open(dev) { return true }
+        }
+        return false
+    }
+
+    /// On the reader thread: opens `dev` and makes it the reader served.
+    private func open(_ dev: UnsafeMutablePointer<FpDevice>) -> Bool {
         var error: UnsafeMutablePointer<GError>?
         guard tgfp_device_open_sync(dev, nil, &error) != 0 else {
-            log("cannot open fingerprint reader: \(Self.message(error))")
+            log("cannot open fingerprint reader \(String(cString: tgfp_device_get_name(dev))): \(Self.message(error))")
             g_error_free(error)
-            return
+            return false
         }
         _ = cfp_object_ref(dev)
         device = dev
+        deviceRetired = false
         let info = ReaderInfo(
             name: String(cString: tgfp_device_get_name(dev)),
             driver: String(cString: tgfp_device_get_driver(dev)),
@@ -101,19 +123,45 @@ public final class LibfprintReader: FingerprintReader, Sendable {
         readChipPrints()
         log("reader: \(info.name) (\(info.driver)), \(info.enrollStages) enroll stages")
         // The driver may change its stage count and the finger's status while open (libfprint
-        // notifies both properties).
+        // notifies both properties); libfprint says when the reader is unplugged.
         let notify: @convention(c) (gpointer?, gpointer?, gpointer?) -> Void = { object, _, data in
             let reader = Unmanaged<LibfprintReader>.fromOpaque(data!).takeUnretainedValue()
             reader.deviceChanged(object)
         }
-        for property in ["notify::nr-enroll-stages", "notify::finger-status"] {
-            _ = g_signal_connect_data(
-                dev, property, unsafeBitCast(notify, to: GCallback.self),
-                Unmanaged.passUnretained(self).toOpaque(), nil, GConnectFlags(rawValue: 0))
+        let removed: @convention(c) (gpointer?, gpointer?) -> Void = { object, data in
+            let reader = Unmanaged<LibfprintReader>.fromOpaque(data!).takeUnretainedValue()
+            reader.deviceUnplugged(object)
         }
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        let handlers: [(String, GCallback)] = [
+            ("notify::nr-enroll-stages", unsafeBitCast(notify, to: GCallback.self)),
+            ("notify::finger-status", unsafeBitCast(notify, to: GCallback.self)),
+            ("removed", unsafeBitCast(removed, to: GCallback.self)),
+        ]
+        deviceHandlers = handlers.map { signal, callback in
+            g_signal_connect_data(dev, signal, callback, me, nil, GConnectFlags(rawValue: 0))
+        }
+        return true
     }
 
-    public func onInfoChanged(_ handler: @escaping @Sendable (ReaderInfo) -> Void) {
+    /// On the reader thread: closes the open device and lets it go (shutdown, suspend, removal).
+    func closeDevice() {
+        guard let dev = device else { return }
+        current.withLock { $0 = nil }
+        for id in deviceHandlers { g_signal_handler_disconnect(dev, id) }
+        deviceHandlers = []
+        var error: UnsafeMutablePointer<GError>?
+        if tgfp_device_close_sync(dev, nil, &error) == 0 {
+            // A reader unplugged cannot be closed cleanly; libfprint lets it go all the same.
+            if !deviceRetired { log("closing the fingerprint reader: \(Self.message(error))") }
+            g_error_free(error)
+        }
+        cfp_object_unref(dev)
+        device = nil
+        chipPrints.withLock { $0 = nil }
+    }
+
+    public func onInfoChanged(_ handler: @escaping @Sendable (ReaderInfo?) -> Void) {
         infoHandlers.withLock { $0.append(handler) }
     }
 
@@ -137,6 +185,11 @@ public final class LibfprintReader: FingerprintReader, Sendable {
             })
         else { return }
         if stagesChanged { log("reader: now \(stages) enroll stages") }
+        announce(info)
+    }
+
+    /// Tells every handler what the reader served is now (nil: none).
+    func announce(_ info: ReaderInfo?) {
         for handler in infoHandlers.withLock({ $0 }) { handler(info) }
     }
 
@@ -166,24 +219,18 @@ public final class LibfprintReader: FingerprintReader, Sendable {
 
     public func close(completion: @escaping @Sendable () -> Void) {
         submit { [self] in
-            if let dev = device {
-                current.withLock { $0 = nil }
-                var error: UnsafeMutablePointer<GError>?
-                if tgfp_device_close_sync(dev, nil, &error) == 0 {
-                    log("closing the fingerprint reader: \(Self.message(error))")
-                    g_error_free(error)
-                }
-                cfp_object_unref(dev)
-                device = nil
-            }
+            closeDevice()
             completion()
         }
     }
 
     public func reopen(completion: @escaping @Sendable (Bool) -> Void) {
         submit { [self] in
-            if device == nil { openFirstDevice() }
-            completion(device != nil)
+            givenUp = []
+            let open = openFirstDevice()
+            // After a sleep the reader may be another one, or none, and its state has moved on.
+            announce(info)
+            completion(open)
         }
     }
 }

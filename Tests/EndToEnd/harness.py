@@ -145,8 +145,16 @@ class World:
         self.daemons = []
         self.reader_kind = reader_kind
         self.reader = VirtualReader(self.vdev, self, reader_kind)
+        self.readers = [self.reader]  # every virtual reader libfprint is given, in add order
         self.sessions = []
         _live_worlds.add(self)
+
+    def add_reader(self, kind):
+        """Another virtual reader of another kind beside the first (before the daemon starts)."""
+        assert kind not in [r.kind for r in self.readers], "libfprint has one virtual reader of each kind"
+        reader = VirtualReader(self.dir / ("vdev-%s.sock" % kind), self, kind)
+        self.readers.append(reader)
+        return reader
 
     def nss_env(self):
         return {"NSS_WRAPPER_PASSWD": str(self.passwd), "NSS_WRAPPER_GROUP": str(self.group)}
@@ -175,7 +183,8 @@ class World:
             session.kill()
         if self.daemon:
             self.daemon.stop()
-        self.reader.close()
+        for reader in self.readers:
+            reader.close()
         shutil.rmtree(self.dir, ignore_errors=True)
         _live_worlds.discard(self)
 

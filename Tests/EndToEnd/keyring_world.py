@@ -154,14 +154,14 @@ class KeyringWorld(harness.World):
             # pam_exec answers a failed check with PAM_SYSTEM_ERR: pam_deny makes it PAM_AUTH_ERR,
             # and being `required` lets the stack go on, so pam_gnome_keyring still sees the password.
             auth = ("auth [success=1 default=ignore] %s expose_authtok quiet %s\n"
-                    "auth required %s" % (PAM_EXEC, self._password_checker(), PAM_DENY))
+                    "auth required %s" % (PAM_EXEC, self.password_checker(), PAM_DENY))
         (self.pam_dir / name).write_text(
             "%s\n"
             "auth optional %s\n"
             "session optional %s auto_start\n" % (auth, PAM_GNOME_KEYRING, PAM_GNOME_KEYRING))
         return name
 
-    def _password_checker(self):
+    def password_checker(self):
         """pam_exec's program: the typed password (NUL-terminated on stdin) against PASSWORDS.
         Not pam_matrix: it zeroes PAM's own copy of PAM_AUTHTOK in place after checking it
         (wipe_authtok on the pointer pam_get_item returned), so modules after it read ""."""

@@ -109,7 +109,7 @@ def test_a_fingerprint_login_opens_the_login_keyring_void_after_an_enrollment_ch
         password = keyring.login_service(
             auth="auth [success=1 default=ignore] %s expose_authtok quiet %s\nauth required %s\n"
                  "auth optional %s socket=%s report authtok"
-                 % (keyring_world.PAM_EXEC, keyring._password_checker(), keyring_world.PAM_DENY,
+                 % (keyring_world.PAM_EXEC, keyring.password_checker(), keyring_world.PAM_DENY,
                     harness.PAM_MODULE, sock), name="keyring-password")
 
         def finger_login(scan):

@@ -1,0 +1,148 @@
+"""Readers that come and go (docs/readers.md): two of libfprint's virtual readers side by side, the
+one served unplugged (the virtual readers' UNPLUG), and a reader that reported itself removed
+opened again after a sleep. Through the PAM module, the CLI, fprintd's D-Bus API (InterfacesAdded
+and InterfacesRemoved on the ObjectManager, GetDevices, GetDefaultDevice) and fprintd's own tools."""
+
+import re
+
+import pytest
+
+import harness
+from fprintd_world import (ALICE_PRINT, DEVICE_IFACE, ERROR, MANAGER, MANAGER_IFACE, BusError, BusWorld, bus_world,  # noqa: F401
+                           enroll_alice, status)
+
+ROOT = "/net/reactivated/Fprint"
+OBJECT_MANAGER = "org.freedesktop.DBus.ObjectManager"
+DEVICE_0 = "/net/reactivated/Fprint/Device/0"
+DEVICE_1 = "/net/reactivated/Fprint/Device/1"
+SERVED = re.compile(r"reader: (.+) \(\w+\), \d+ enroll stages")
+
+
+@pytest.fixture
+def two_readers(request):
+    """A BusWorld with a plain and an image virtual reader; the daemon serves the first libfprint
+    lists. Yields (world, the reader served, the other one)."""
+    w = BusWorld("virtual_device")
+    w.add_reader("virtual_image")
+    try:
+        w.start_daemon()
+        name = SERVED.search(w.daemon.log.lines[w.daemon.log.wait_for(SERVED)][1]).group(1)
+        served = next(r for r in w.readers if r.name == name)
+        other = next(r for r in w.readers if r is not served)
+        w.reader = served  # what the harness's helpers scan on
+        yield w, served, other
+    finally:
+        if getattr(request.node, "report_call", None) is not None and request.node.report_call.failed and w.daemon:
+            print("touchgated stderr:\n" + w.daemon.log.dump())
+        w.close()
+
+
+def manager(world, method):
+    return world.root.call(method, path=MANAGER, iface=MANAGER_IFACE)
+
+
+def interfaces_added(world, path, start):
+    i = world.root.wait_signal("InterfacesAdded", lambda a: a[0] == path, start=start)
+    return world.root.signals[i]
+
+
+def test_the_reader_served_unplugged_leaves_the_bus_and_the_next_one_is_served_on_every_door(two_readers):
+    world, served, other = two_readers
+    assert manager(world, "GetDevices") == [[DEVICE_0]]
+    assert manager(world, "GetDefaultDevice") == [DEVICE_0]
+    assert world.root.property("name") == served.name
+    enroll_alice(world)
+
+    # A prompt on the reader that goes ends at once with the reason; nothing counts as a failure.
+    mark = world.root.signal_count()
+    pam = world.pam("alice")
+    pam.wait_for(harness.PROMPT)
+    served.unplug()
+    assert pam.wait().result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
+    assert pam.messages()[-1] == "The fingerprint reader was removed: use your password"
+
+    # fprintd's ObjectManager signals: the old object goes, the next reader gets a new one.
+    removed = world.root.signals[world.root.wait_signal("InterfacesRemoved", lambda a: a[0] == DEVICE_0, start=mark)]
+    assert removed["path"] == ROOT and removed["iface"] == OBJECT_MANAGER
+    assert removed["args"][1] == [DEVICE_IFACE]
+    added = interfaces_added(world, DEVICE_1, mark)
+    assert added["path"] == ROOT and added["args"][1][DEVICE_IFACE]["name"] == other.name
+    assert manager(world, "GetDevices") == [[DEVICE_1]]
+    assert manager(world, "GetDefaultDevice") == [DEVICE_1]
+    with pytest.raises(BusError):
+        world.root.call("ListEnrolledFingers", "alice", path=DEVICE_0)
+    world.daemon.log.wait_for("reader: %s" % other.name)
+
+    # alice's print belongs to the reader that went: on this one she is not enrolled (no prompt).
+    pam = world.pam("alice").wait()
+    assert pam.result == "PAM_AUTHINFO_UNAVAIL" and pam.messages() in ([], [harness.NOT_ENROLLED]), pam.transcript()
+    world.daemon.log.wait_for("outcome=biometryNotEnrolled reason=noPrints")
+    listing = world.run_tool("fprintd-list", "alice")
+    assert "Using device %s" % DEVICE_1 in listing.lines(), listing.transcript()
+    assert any("has no fingers enrolled" in line for line in listing.lines()), listing.transcript()
+
+    # Enrolled on the reader served now, through the CLI: a scan there is a match through PAM.
+    world.reader = other
+    enroll_alice(world, "alice-on-the-image-reader")
+    pam = world.pam("alice")
+    pam.wait_for(harness.PROMPT)
+    other.scan("alice-on-the-image-reader")
+    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+    assert status(world)["failedMatches"] == 0  # the unplugged prompt counted nothing
+
+
+def test_a_claimed_reader_unplugged_stays_on_the_bus_until_released_and_refuses_new_actions(two_readers):
+    world, served, other = two_readers
+    enroll_alice(world)
+    root = world.root
+    root.call("Claim", "alice")
+    mark = root.signal_count()
+    root.call("VerifyStart", "any")
+    root.wait_finger_needed(True, start=mark)
+    served.unplug()
+    root.wait_signal("VerifyStatus", lambda a: a == ["verify-disconnected", True], start=mark)
+    interfaces_added(world, DEVICE_1, mark)  # the other reader is served at once
+
+    # As fprintd keeps a claimed device until it is closed: listed, but no new action starts.
+    assert manager(world, "GetDevices") == [[DEVICE_1, DEVICE_0]]
+    assert manager(world, "GetDefaultDevice") == [DEVICE_1]
+    root.call("VerifyStop")
+    e = root.error("VerifyStart", "any")
+    assert (e.name, e.message) == (ERROR + "NoSuchDevice", "The fingerprint reader was removed")
+    assert not any(s["signal"] == "InterfacesRemoved" for s in root.signals[mark:])
+    released = root.signal_count()
+    root.call("Release")
+    root.wait_signal("InterfacesRemoved", lambda a: a[0] == DEVICE_0, start=released)
+    assert manager(world, "GetDevices") == [[DEVICE_1]]
+
+    # The reader served now can be claimed by the next client at once.
+    root.call("Claim", "alice", path=DEVICE_1)
+    root.call("Release", path=DEVICE_1)
+
+
+@pytest.mark.usefixtures("reader_kind")
+def test_a_reader_that_reported_itself_removed_is_opened_again_after_a_sleep(bus_world):
+    world = bus_world
+    world.start_logind()
+    world.start_daemon()
+    enroll_alice(world)
+    mark = world.root.signal_count()
+    pam = world.pam("alice")
+    pam.wait_for(harness.PROMPT)
+    world.reader.error(256)  # libfprint's REMOVED while the reader is still listed
+    assert pam.wait().result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
+    world.root.wait_signal("InterfacesRemoved", lambda a: a[0] == DEVICE_0, start=mark)
+    e = world.root.error("GetDefaultDevice", path=MANAGER, iface=MANAGER_IFACE)
+    assert e.name == ERROR + "NoSuchDevice"
+    later = world.pam("alice").wait()
+    assert later.messages() == ["No fingerprint reader available: use your password"], later.transcript()
+
+    # A resume opens what libfprint lists again: the reader is back, as a new object.
+    world.emit_prepare_for_sleep(True)
+    world.emit_prepare_for_sleep(False)
+    added = interfaces_added(world, DEVICE_1, mark)
+    assert added["args"][1][DEVICE_IFACE]["name"] == world.reader.name
+    pam = world.pam("alice")
+    pam.wait_for(harness.PROMPT)
+    world.reader.scan(ALICE_PRINT)
+    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
