@@ -37,27 +37,37 @@ extension Core {
                 client.show(ProgressEvent(.enrollStage, .enrollStage(1, scans), stage: 1, stages: scans))
             }
             let first = scans - info.enrollStages  // the driver's stages come after the identify scan
-            let op = ReaderOperation<[UInt8]>()
-            reader.enroll(
-                user: user, fingerIndex: finger.fpFinger, cancellation: op.cancellation,
-                progress: { event in
-                    CoreLoop.shared.post {
-                        switch event {
-                        case .stage(let k, let n):
-                            let k = k + first, n = n + first
-                            client.show(ProgressEvent(.enrollStage, .enrollStage(k, n), stage: k, stages: n))
-                        case .retry(let hint):
-                            client.show(ProgressEvent(.retry, .retry(hint)))
+            var reclaimed = 0
+            while true {
+                let op = ReaderOperation<[UInt8]>()
+                reader.enroll(
+                    user: user, fingerIndex: finger.fpFinger, cancellation: op.cancellation,
+                    progress: { event in
+                        CoreLoop.shared.post {
+                            switch event {
+                            case .stage(let k, let n):
+                                let k = k + first, n = n + first
+                                client.show(ProgressEvent(.enrollStage, .enrollStage(k, n), stage: k, stages: n))
+                            case .retry(let hint):
+                                client.show(ProgressEvent(.retry, .retry(hint)))
+                            }
                         }
+                    },
+                    completion: op.completion())
+                switch await outcome(of: op, or: prompt) {
+                case .second(let interrupt): return interrupted(interrupt)
+                case .first(.success(let template)): return .success(template)
+                case .first(.failure(let failure)):
+                    // As fprintd: a full chip gives up one print nobody here owns, and the
+                    // enrollment starts again (the scans so far were not stored).
+                    if failure == .storageFull, reclaimed < Self.maxReclaimedPrints, await reclaimReaderStorage(info) {
+                        reclaimed += 1
+                        client.show(ProgressEvent(.prompt, .enrollPrompt(finger: finger, stages: info.enrollStages)))
+                        continue
                     }
-                },
-                completion: op.completion())
-            switch await outcome(of: op, or: prompt) {
-            case .second(let interrupt): return interrupted(interrupt)
-            case .first(.success(let template)): return .success(template)
-            case .first(.failure(let failure)):
-                log.notice("enroll failed: \(failure)")
-                return .failure(refusal(for: failure, timeout: 0))
+                    log.notice("enroll failed: \(failure)")
+                    return .failure(refusal(for: failure, timeout: 0))
+                }
             }
         }
         guard let scanned else { return Refusal(.appCancel, reason: .clientGone, text: .cancelled) }
@@ -116,6 +126,23 @@ extension Core {
                 : found.user == user ? .alreadyEnrolled(found.finger) : .enrolledForAnotherUser
             return .some(.failure(Refusal(.duplicate, reason: .duplicate, text: text)))
         }
+    }
+
+    /// How many prints one enrollment may delete from a full reader before it gives up.
+    static let maxReclaimedPrints = 16
+
+    /// The reader's own storage is full: deletes one print it holds that no user here owns; false
+    /// when there is none, or the store cannot tell (a print it cannot read now).
+    private func reclaimReaderStorage(_ info: ReaderInfo) async -> Bool {
+        guard let owned = try? await prints.everyTemplate(device: info.deviceKey) else {
+            log.notice("the reader's storage is full; its prints are not deleted: the print store cannot be read in full now")
+            return false
+        }
+        let deleted = OneShot<Bool>()
+        reader.deleteOnePrintNotIn(owned) { d in CoreLoop.shared.post { deleted.set(d) } }
+        guard await deleted.wait() else { return false }
+        log.notice("the reader's storage was full: deleted one print no user here owns, and enrolling again")
+        return true
     }
 
     /// nil: the client went away (nothing to answer).

@@ -56,6 +56,10 @@ import TouchGateWire
         try await run { files in files.gallery(device: device) }
     }
 
+    func everyTemplate(device: DeviceKey) async throws(StorageError) -> [[UInt8]]? {
+        try await run { files in files.everyTemplate(device: device) }
+    }
+
     func save(_ bytes: [UInt8], user: String, device: DeviceKey, finger: Finger) async throws(StorageError) {
         defer { invalidate(user) }
         try await run { files throws(StorageError) in try files.save(bytes, user: user, device: device, finger: finger)

@@ -173,6 +173,24 @@ public struct PrintFiles: Sendable {
         return out
     }
 
+    /// Every print of every user on `device`, as libfprint serialized it; nil when any of them
+    /// cannot be read (sealed and the TPM away, damaged): then nobody can say which prints a
+    /// reader's own storage holds for no one.
+    public func everyTemplate(device: DeviceKey) -> [[UInt8]]? {
+        var out: [[UInt8]] = []
+        for user in root.entries() where !Directory.isTemporary(user) {
+            guard let dir = try? deviceDirectory(user, device, create: false) else { continue }
+            for name in dir.entries() {
+                guard let finger = Self.finger(fileName: name) else { continue }
+                guard case .plain(let bytes) = try? load(dir, name, user: user, device: device, finger: finger),
+                    reader.describe(bytes) != nil
+                else { return nil }
+                out.append(bytes)
+            }
+        }
+        return out
+    }
+
     /// The readers (driver, device id) the user has a directory for.
     public func devices(_ user: String) throws(StorageError) -> [DeviceKey] {
         guard let userDir = try root.subdirectory(user) else { return [] }

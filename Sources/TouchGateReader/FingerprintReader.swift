@@ -135,6 +135,11 @@ public protocol FingerprintReader: AnyObject, Sendable {
     /// others), after their files went; `completion` gets how many it deleted there.
     func deleteFromDevice(_ templates: [[UInt8]], completion: @escaping @Sendable (Int) -> Void)
 
+    /// Match-on-chip readers whose storage is full: deletes one print the reader holds that is none
+    /// of `owned` (every print the store has for it: the others are another system's, or an earlier
+    /// install's), as fprintd does; `completion` tells whether one was deleted.
+    func deleteOnePrintNotIn(_ owned: [[UInt8]], completion: @escaping @Sendable (Bool) -> Void)
+
     /// Closes the device (shutdown, suspend); later operations fail with `.noReader` until `reopen`.
     func close(completion: @escaping @Sendable () -> Void)
 
@@ -162,5 +167,8 @@ extension FingerprintReader {
     public func onInfoChanged(_ handler: @escaping @Sendable (ReaderInfo?) -> Void) {}
     public func deleteFromDevice(_ templates: [[UInt8]], completion: @escaping @Sendable (Int) -> Void) {
         completion(0)
+    }
+    public func deleteOnePrintNotIn(_ owned: [[UInt8]], completion: @escaping @Sendable (Bool) -> Void) {
+        completion(false)
     }
 }

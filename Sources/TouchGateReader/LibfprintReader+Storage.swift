@@ -35,6 +35,37 @@ extension LibfprintReader {
         }
     }
 
+    public func deleteOnePrintNotIn(_ owned: [[UInt8]], completion: @escaping @Sendable (Bool) -> Void) {
+        submit { [self] in
+            guard let dev = device, tgfp_device_has_storage(dev) != 0 else { return completion(false) }
+            var error: UnsafeMutablePointer<GError>?
+            guard let list = tgfp_device_list_prints_sync(dev, nil, &error) else {
+                log("cannot list the prints on the reader: \(Self.message(error))")
+                g_error_free(error)
+                return completion(false)
+            }
+            defer { g_ptr_array_unref(list) }
+            let kept = owned.compactMap { bytes in
+                bytes.withUnsafeBufferPointer { tgfp_print_deserialize($0.baseAddress, gsize($0.count), nil) }
+            }
+            defer { for p in kept { cfp_object_unref(UnsafeMutableRawPointer(p)) } }
+            guard kept.count == owned.count else { return completion(false) }  // never guess an owner
+            for i in 0..<list.pointee.len {
+                let print = OpaquePointer(cfp_ptr_array_index(list, i))
+                if kept.contains(where: { tgfp_print_equal(print, $0) != 0 }) { continue }
+                var error: UnsafeMutablePointer<GError>?
+                let deleted = tgfp_device_delete_print_sync(dev, print, nil, &error) != 0
+                if !deleted {
+                    log("cannot delete a print from the reader's storage: \(Self.message(error))")
+                    g_error_free(error)
+                }
+                readChipPrints()
+                return completion(deleted)
+            }
+            completion(false)
+        }
+    }
+
     /// On the reader thread: what a match-on-chip reader holds now.
     func readChipPrints() {
         guard let dev = device, tgfp_device_has_storage(dev) != 0 else { return chipPrints.withLock { $0 = nil } }

@@ -288,3 +288,39 @@ def test_a_print_only_the_chip_holds_is_left_alone_and_the_chip_refuses_it_again
     assert t.wait().lines()[-1] == "Enroll result: enroll-duplicate", t.transcript()
     assert "left-thumb" not in listed(world, "bob")
     assert world.reader.send("LIST").split() == ["orphan-print"]  # left alone
+
+
+@pytest.mark.parametrize("reader_kind", ["virtual_device_storage"])
+def test_a_full_chip_gives_up_a_print_no_user_owns_and_the_enrollment_goes_on(reader_kind, world, alice):
+    cli = harness.CliProcess(world, "enroll", "--user", "bob", as_user="bob", password=harness.PASSWORDS["bob"])
+    i = cli.out.wait_for(re.compile(r"\S"))
+    # Enrolled by another system: the chip holds it, the store has no file for it (INSERT is taken
+    # by the driver's next operation, before the scan).
+    world.reader.send("INSERT orphan-print")
+    world.reader.scan("bob-print")  # the identify scan: bob's finger is nobody's yet
+    i = cli.out.wait_for(harness.STAGE, start=i + 1)
+    world.reader.error(8)  # the chip is full when the driver's own stages begin
+    world.daemon.log.wait_for("deleted one print no user here owns")
+    assert world.reader.send("LIST").split() == [alice]  # alice's stays; the orphan went
+    while True:  # the driver's stages again, from the first
+        world.reader.scan("bob-print")
+        i = cli.out.wait_for(harness.STAGE, start=i + 1)
+        stage, stages = map(int, harness.STAGE.search(cli.out.lines[i][1]).groups())
+        if stage >= stages:
+            break
+    assert cli.wait() == 0, cli.stderr
+    assert sorted(world.reader.send("LIST").split()) == sorted([alice, "bob-print"])
+    assert listed(world, "bob") == ["right-index-finger"]
+
+
+@pytest.mark.parametrize("reader_kind", ["virtual_device_storage"])
+def test_a_full_chip_holding_only_owned_prints_ends_the_enrollment_and_deletes_nothing(reader_kind, world, alice):
+    cli = harness.CliProcess(world, "enroll", "--user", "bob", as_user="bob", password=harness.PASSWORDS["bob"])
+    i = cli.out.wait_for(re.compile(r"\S"))
+    world.reader.scan("bob-print")
+    cli.out.wait_for(harness.STAGE, start=i + 1)
+    world.reader.error(8)
+    assert cli.wait() != 0
+    assert PAM_TEXT[8] in cli.stderr + cli.out.dump(), (cli.stderr, cli.out.dump())
+    assert world.reader.send("LIST").split() == [alice]
+    assert "deleted one print" not in world.daemon.log.dump()
