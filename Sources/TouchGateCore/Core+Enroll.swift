@@ -135,7 +135,8 @@ extension Core {
     /// when there is none, or the store cannot tell (a print it cannot read now).
     private func reclaimReaderStorage(_ info: ReaderInfo) async -> Bool {
         guard let owned = try? await prints.everyTemplate(device: info.deviceKey) else {
-            log.notice("the reader's storage is full; its prints are not deleted: the print store cannot be read in full now")
+            log.notice(
+                "the reader's storage is full; none of its prints is deleted: the print store cannot be read in full now")
             return false
         }
         let deleted = OneShot<Bool>()
