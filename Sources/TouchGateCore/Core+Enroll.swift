@@ -136,7 +136,8 @@ extension Core {
     private func reclaimReaderStorage(_ info: ReaderInfo) async -> Bool {
         guard let owned = try? await prints.everyTemplate(device: info.deviceKey) else {
             log.notice(
-                "the reader's storage is full; none of its prints is deleted: the print store cannot be read in full now")
+                "the reader's storage is full; none of its prints is deleted: the print store cannot be read in full now"
+            )
             return false
         }
         let deleted = OneShot<Bool>()
