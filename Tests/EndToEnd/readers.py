@@ -156,6 +156,13 @@ class VirtualReader:
         else:
             self.send("ERROR %d" % code)
 
+    def finger(self, present):
+        """libfprint's finger status as the driver reports it: a finger on the reader, or none."""
+        if self.kind == "virtual_image":
+            self._image_command(-4, 1 if present else 0, "FINGER %d" % present)
+        else:
+            self.send("FINGER %d" % present)
+
     def unplug(self):
         if self.kind == "virtual_image":
             self._image_command(-5, 0, "UNPLUG")

@@ -199,10 +199,10 @@ def test_the_older_delete_method_works_unclaimed_and_says_when_there_is_nothing(
     assert err(world.root.error("DeleteEnrolledFingers", "alice")) == (ERROR + "NoEnrolledPrints", "No fingerprint enrolled")
 
 
-@pytest.mark.parametrize("reader_kind", ["virtual_device", "virtual_device_storage"], indirect=True)
+@pytest.mark.parametrize("reader_kind", ["virtual_device", "virtual_device_storage", "virtual_image"], indirect=True)
 def test_finger_present_and_needed_follow_the_driver(reader_kind, alice_enrolled):
-    """libfprint's finger-status, as the driver reports it, in fprintd's two properties (the image
-    driver reports it from its own state machine; the two command-driven ones are told by FINGER)."""
+    """libfprint's finger-status, as the driver reports it, in fprintd's two properties (each
+    virtual reader is told by its finger command)."""
     world = alice_enrolled
     root = world.root
     assert root.property("finger-present") is False
@@ -211,7 +211,7 @@ def test_finger_present_and_needed_follow_the_driver(reader_kind, alice_enrolled
     root.call("VerifyStart", "any")
     root.wait_finger_needed(True, start=mark)
     mark = root.signal_count()
-    world.reader.send("FINGER 1")
+    world.reader.finger(True)
     root.wait_signal("PropertiesChanged",
                      lambda a: a[0] == DEVICE_IFACE and a[1].get("finger-present") is True, start=mark)
     assert root.property("finger-present") is True
