@@ -22,14 +22,17 @@ exec </dev/null  # nothing here reads standard input (CI has none)
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 failed=()
+durations=()  # "name N s", in run order: where the time of a run goes
 
 # run NAME TIMEOUT COMMAND...: runs it with a hard time limit, its output shown and kept.
 run() {
     local name=$1 limit=$2; shift 2
     echo
     echo "=== $name: $*"
+    local began=$SECONDS
     timeout --kill-after=10 "$limit" "$@" 2>&1 | tee "$logs/$name.log"
     local rc=${PIPESTATUS[0]}
+    durations+=("$name $((SECONDS - began)) s")
     if [ "$rc" -ne 0 ]; then
         [ "$rc" -eq 124 ] && echo "=== $name: stopped after ${limit}s"
         failed+=("$name (exit $rc)")
@@ -59,6 +62,7 @@ grep -h "^e2e:" "$logs/e2e.log" || true
 grep -h "^fuzz:" "$logs/fuzz.log" || true
 grep -h "^install:" "$logs/install.log" || true
 grep -h "^system:" "$logs/system.log" || true
+printf 'time per runner:'; printf ' %s;' "${durations[@]}"; echo
 if [ ${#failed[@]} -gt 0 ]; then
     echo "FAILED: ${failed[*]}"
     exit 1
