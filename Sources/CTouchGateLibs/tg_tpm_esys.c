@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static long long milliseconds_left(const struct timespec *deadline)
 {
@@ -46,6 +47,23 @@ TSS2_RC tg_tpm_arm(struct tg_tpm *t)
     return tgEsys_SetTimeout(t->esys, (int32_t)left);
 }
 
+/* The kernel's TCTI ("device:PATH") names a device node: when there is none, there is no TPM,
+ * and that is said without loading tpm2-tss, whose libraries (OpenSSL's among them) would stay
+ * in the daemon for nothing. */
+static bool device_node_missing(const char *tcti, char *error, size_t error_cap)
+{
+    static const char prefix[] = "device:";
+    if (tcti == NULL || strncmp(tcti, prefix, sizeof(prefix) - 1) != 0)
+        return false;
+    char path[256];
+    snprintf(path, sizeof(path), "%s", tcti + sizeof(prefix) - 1);
+    path[strcspn(path, ",")] = '\0';
+    if (path[0] == '\0' || access(path, F_OK) == 0)
+        return false;
+    snprintf(error, error_cap, "no TPM answers at %s: %s does not exist", tcti, path);
+    return true;
+}
+
 bool tg_tpm_open(struct tg_tpm *t, const char *tcti, char *error, size_t error_cap)
 {
     *t = (struct tg_tpm){ .primary = ESYS_TR_NONE,
@@ -58,7 +76,7 @@ bool tg_tpm_open(struct tg_tpm *t, const char *tcti, char *error, size_t error_c
     t->where = tcti != NULL ? tcti : "tpm2-tss's default TCTI";
     clock_gettime(CLOCK_MONOTONIC, &t->deadline);
     t->deadline.tv_sec += TG_TPM_COMMANDS_MS / 1000;
-    if (!tg_tpm_load(error, error_cap))
+    if (device_node_missing(tcti, error, error_cap) || !tg_tpm_load(error, error_cap))
         return false;
 
     char what[160];

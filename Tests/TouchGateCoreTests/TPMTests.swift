@@ -132,6 +132,19 @@ struct TPMTests {
         #expect(#expect(throws: TPMError.self) { try TPM(tcti: tcti, pcrs: []).seal(randomBytes(32)) } != nil)
     }
 
+    @Test("the kernel's TCTI naming a device node that does not exist: no TPM, said at once")
+    func noDeviceNode() throws {
+        let tcti = "device:/nonexistent/tpmrm0"
+        for call in [
+            { try TPM(tcti: tcti, pcrs: []).probe() }, { _ = try TPM(tcti: tcti, pcrs: []).seal(randomBytes(32)) },
+        ] {
+            let error = #expect(throws: TPMError.self) { try call() }
+            #expect(
+                error?.description == "no TPM answers at \(tcti): /nonexistent/tpmrm0 does not exist",
+                "\(String(describing: error))")
+        }
+    }
+
     @Test("a TPM that takes the connection and never answers: a sentence at the deadline, no hang")
     func silentTPM() throws {
         // Listening sockets nobody accepts on: the kernel completes the TCTI's connections, and
