@@ -4,9 +4,10 @@ import TouchGateReader
 import TouchGateWire
 
 extension Core {
+    /// `device`: the reader it is for (a D-Bus device object's); nil: whichever is served.
     public func enroll(
         user: String, finger: Finger, password: String?, origin: Origin, caller: Caller,
-        client: any PromptClient, input: PromptInput
+        client: any PromptClient, input: PromptInput, device: DeviceKey? = nil
     ) async -> Reply {
         if let refusal = await authorize(caller, user, .selfWithPasswordOrRoot, password: password, origin: origin) {
             return refusal
@@ -23,6 +24,11 @@ extension Core {
                 if case .second(let interrupt) = await firstOf(ticket.granted, prompt.interrupt) {
                     return interrupted(interrupt)
                 }
+            }
+            // The reader may have gone, or another be served, while this waited: the print would
+            // be another reader's than the one it is stored for.
+            guard reader.info?.deviceKey == info.deviceKey, device == nil || device == info.deviceKey else {
+                return .failure(refusal(for: .removed, timeout: 0))
             }
             let scans = info.enrollScans
             client.show(ProgressEvent(.prompt, .enrollPrompt(finger: finger, stages: scans)))

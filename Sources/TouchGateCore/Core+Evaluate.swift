@@ -93,6 +93,9 @@ extension Core {
         guard let info = await readerInfo() else {
             return .reply(refusal(for: .noReader, timeout: timeout), method: nil)
         }
+        if let wanted = r.device, wanted != info.deviceKey {  // its reader went while it waited
+            return .reply(refusal(for: .removed, timeout: timeout), method: nil)
+        }
         let list = await prints.list(r.user, device: info.deviceKey).prints
         let wanted = list.filter { r.fingers?.contains($0.finger) ?? true }
         let usable = wanted.filter { !$0.damaged }

@@ -270,7 +270,7 @@ extension Reason {
 }
 
 extension ReaderInfo {
-    var deviceKey: DeviceKey { DeviceKey(driver: driver, deviceID: deviceID) }
+    public var deviceKey: DeviceKey { DeviceKey(driver: driver, deviceID: deviceID) }
 }
 
 extension Core {

@@ -119,7 +119,7 @@ import TouchGateReader
     /// its object off the bus (InterfacesRemoved; once released, if claimed); another one gets a
     /// new object (InterfacesAdded).
     private func readerChanged(_ info: ReaderInfo?) {
-        if let device, let info, device.info.driver == info.driver, device.info.deviceID == info.deviceID {
+        if let device, let info, device.info.deviceKey == info.deviceKey {
             return device.update(info)
         }
         if let old = device {

@@ -146,3 +146,19 @@ def test_a_reader_that_reported_itself_removed_is_opened_again_after_a_sleep(bus
     pam.wait_for(harness.PROMPT)
     world.reader.scan(ALICE_PRINT)
     assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+
+
+def test_an_enrollment_waiting_for_a_reader_that_goes_ends_and_stores_nothing_for_the_next_one(two_readers):
+    world, served, other = two_readers
+    enroll_alice(world)
+    pam = world.pam("alice")
+    pam.wait_for(harness.PROMPT)  # alice's prompt holds the reader
+    cli = harness.CliProcess(world, "enroll", "--user", "bob", as_user="bob", password=harness.PASSWORDS["bob"])
+    cli.out.wait_for("Waiting for the fingerprint reader")
+    served.unplug()
+    assert pam.wait().result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
+    # Its turn comes on the other reader: the print it was started for cannot be taken there.
+    assert cli.wait() != 0
+    assert "The fingerprint reader was removed" in cli.stderr + cli.out.dump(), (cli.stderr, cli.out.dump())
+    assert world.cli("list", "--user", "bob").stdout.strip() == "No fingers enrolled for bob."
+    world.daemon.log.wait_for("reader: %s" % other.name)
