@@ -44,7 +44,10 @@ extension LibfprintReader {
     /// until a resume.
     func removedDuringOperation() {
         guard let dev = device else { return }
-        if cfp_device_removed(dev) == 0 && !givenUp.contains(dev) { givenUp.append(dev) }
+        if cfp_device_removed(dev) == 0 && !givenUp.contains(dev) {
+            _ = cfp_object_ref(dev)  // held, so that its address is never another reader's
+            givenUp.append(dev)
+        }
         retire(dev, why: "the fingerprint reader reported itself removed")
     }
 

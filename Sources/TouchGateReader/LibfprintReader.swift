@@ -19,8 +19,8 @@ public final class LibfprintReader: FingerprintReader, Sendable {
     nonisolated(unsafe) var deviceHandlers: [gulong] = []
     /// The open device was unplugged (or said so) and is being let go; reader thread only.
     nonisolated(unsafe) var deviceRetired = false
-    /// Devices that reported themselves removed while libfprint still lists them: not opened again
-    /// until a resume; reader thread only.
+    /// Devices that reported themselves removed while libfprint still lists them (each held by a
+    /// reference): not opened again until a resume; reader thread only.
     nonisolated(unsafe) var givenUp: [UnsafeMutablePointer<FpDevice>] = []
     nonisolated(unsafe) var context: UnsafeMutablePointer<FpContext>?
 
@@ -226,6 +226,7 @@ public final class LibfprintReader: FingerprintReader, Sendable {
 
     public func reopen(completion: @escaping @Sendable (Bool) -> Void) {
         submit { [self] in
+            for dev in givenUp { cfp_object_unref(dev) }
             givenUp = []
             let open = openFirstDevice()
             // After a sleep the reader may be another one, or none, and its state has moved on.
