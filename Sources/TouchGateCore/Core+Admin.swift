@@ -114,7 +114,7 @@ extension Core {
         case .unavailable(let why)?: doc.sealing = "unavailable"; doc.sealingDetail = why
         }
         if case .unsafe(let why) = list { doc.printsProblem = why }
-        let env = environment(prints: list.prints, readerAvailable: info != nil)
+        let env = await environment(user, prints: list.prints, readerAvailable: info != nil)
         switch await states.load(user) {
         case .corrupt(let why):
             doc.stateReadable = false

@@ -122,6 +122,6 @@ extension Core {
     /// The identity of the user's current set of prints (nil: none), as the domain state sees it.
     func currentSnapshot(_ user: String) async -> String? {
         let info = await readerInfo()
-        return Self.snapshot(await prints.list(user, device: info?.deviceKey).prints)
+        return await enrollmentSnapshot(user, here: await prints.list(user, device: info?.deviceKey).prints)
     }
 }

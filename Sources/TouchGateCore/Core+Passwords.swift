@@ -87,7 +87,7 @@ extension Core {
     func recordPasswordSuccess(_ ctx: EventContext, enable: Bool = false) async throws(StorageError) {
         let info = await readerInfo()
         let list = await prints.list(ctx.user, device: info?.deviceKey)
-        let env = environment(prints: list.prints, readerAvailable: info != nil)
+        let env = await environment(ctx.user, prints: list.prints, readerAvailable: info != nil)
         var wasLocked = false
         try await states.update(ctx.user, .afterReply) { stored in
             var s: UserState

@@ -151,8 +151,8 @@ public struct CoreSetup: Sendable {
             log.error("prints of \(user) refused: \(why)")
             return Refusal(.biometryNotAvailable, reason: .printsUnsafe, text: .printsUnsafe)
         }
-        let env = environment(prints: list.prints, readerAvailable: info != nil)
-        if env.enrollmentSnapshot != nil && !state.enabled {
+        let env = await environment(user, prints: list.prints, readerAvailable: info != nil)
+        if env.enrolledHere && !state.enabled {
             return Refusal(.biometryNotEnrolled, reason: .notEnabled, text: .notEnabled)
         }
         let damaged = list.prints.filter(\.needsEnrolling).map(\.finger)
@@ -175,15 +175,23 @@ public struct CoreSetup: Sendable {
         return nil
     }
 
-    func environment(prints: [EnrolledPrint], readerAvailable: Bool) -> Environment {
+    /// `prints`: the user's on the reader served (or on every reader, when none is).
+    func environment(_ user: String, prints: [EnrolledPrint], readerAvailable: Bool) async -> Environment {
         Environment(
-            now: clock.now(), bootID: bootID, enrollmentSnapshot: Self.snapshot(prints),
-            readerAvailable: readerAvailable)
+            now: clock.now(), bootID: bootID, enrollmentSnapshot: await enrollmentSnapshot(user, here: prints),
+            readerAvailable: readerAvailable, enrolledHere: !prints.isEmpty)
+    }
+
+    /// The identity of the user's prints on every reader (docs/spec.md §4), so that another reader
+    /// served is no enrollment change; of `here` when the store cannot be read in full now.
+    func enrollmentSnapshot(_ user: String, here: [EnrolledPrint]) async -> String? {
+        guard let entries = await prints.snapshotEntries(user) else { return Self.snapshot(here) }
+        return TouchGatePolicy.enrollmentSnapshot(fingers: entries)
     }
 
     /// Order-independent identity of the set of prints (nil: none); damaged ones count too.
     static func snapshot(_ prints: [EnrolledPrint]) -> String? {
-        enrollmentSnapshot(fingers: prints.map { "\($0.finger.rawValue):\($0.digest)" })
+        TouchGatePolicy.enrollmentSnapshot(fingers: prints.map { "\($0.finger.rawValue):\($0.digest)" })
     }
 
     func refusal(for r: BiometricRefusal) -> Refusal {

@@ -8,6 +8,7 @@ import TouchGateWire
     private let pool: WorkerPool
     private let log: (String) -> Void
     private var cache: [String: (device: DeviceKey, list: PrintList)] = [:]
+    private var entries: [String: [String]] = [:]
 
     init(files: PrintFiles, pool: WorkerPool, log: @escaping (String) -> Void = { _ in }) {
         self.files = files
@@ -34,7 +35,20 @@ import TouchGateWire
         return list
     }
 
-    func invalidate(_ user: String) { cache[user] = nil }
+    func invalidate(_ user: String) {
+        cache[user] = nil
+        entries[user] = nil
+    }
+
+    /// The user's prints on every reader as the enrollment snapshot takes them, cached as the
+    /// lists are; nil when they cannot be read now.
+    func snapshotEntries(_ user: String) async -> [String]? {
+        if let hit = entries[user] { return hit }
+        let files = self.files
+        guard let found = (try? await pool.run { files.snapshotEntries(user) }) ?? nil else { return nil }
+        entries[user] = found
+        return found
+    }
 
     /// Where sealing stands (nil: this store does not seal); may ask the TPM, so on the pool.
     func sealingState() async -> DataKeyState? {

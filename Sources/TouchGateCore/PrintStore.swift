@@ -191,6 +191,18 @@ public struct PrintFiles: Sendable {
         return out
     }
 
+    /// `finger:digest` of each of the user's prints on every reader, damaged ones too (what the
+    /// enrollment snapshot is made of); nil when one reader's prints cannot be listed.
+    public func snapshotEntries(_ user: String) -> [String]? {
+        guard let keys = try? devices(user) else { return nil }
+        var entries: [String] = []
+        for key in keys {
+            guard case .prints(let found) = list(user, device: key) else { return nil }
+            entries += found.map { "\($0.finger.rawValue):\($0.digest)" }
+        }
+        return entries
+    }
+
     /// The readers (driver, device id) the user has a directory for.
     public func devices(_ user: String) throws(StorageError) -> [DeviceKey] {
         guard let userDir = try root.subdirectory(user) else { return [] }

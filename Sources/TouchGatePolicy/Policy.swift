@@ -29,7 +29,7 @@ public struct Policy: Sendable, Equatable {
     public func biometricRefusals(_ s: UserState, in env: Environment) -> [BiometricRefusal] {
         var refusals: [BiometricRefusal] = []
         if !env.readerAvailable { refusals.append(.notAvailable) }
-        if !s.enabled || env.enrollmentSnapshot == nil { refusals.append(.notEnrolled) }
+        if !s.enabled || !env.enrolledHere { refusals.append(.notEnrolled) }
         if isLockedOut(s) { refusals.append(.lockout) }
         refusals += passwordRequiredReasons(s, in: env).map { .passwordRequired($0) }
         return refusals

@@ -18,19 +18,25 @@ DEVICE_1 = "/net/reactivated/Fprint/Device/1"
 SERVED = re.compile(r"reader: (.+) \(\w+\), \d+ enroll stages")
 
 
+def start_two_readers(world, logind=False):
+    """A plain and an image virtual reader; the daemon serves the first libfprint lists. Returns
+    (the reader served, the other one)."""
+    world.add_reader("virtual_image")
+    if logind:
+        world.start_logind()
+    world.start_daemon()
+    name = SERVED.search(world.daemon.log.lines[world.daemon.log.wait_for(SERVED)][1]).group(1)
+    served = next(r for r in world.readers if r.name == name)
+    world.reader = served  # what the harness's helpers scan on
+    return served, next(r for r in world.readers if r is not served)
+
+
 @pytest.fixture
 def two_readers(request):
-    """A BusWorld with a plain and an image virtual reader; the daemon serves the first libfprint
-    lists. Yields (world, the reader served, the other one)."""
+    """(world, the reader served, the other one), with no logind."""
     w = BusWorld("virtual_device")
-    w.add_reader("virtual_image")
     try:
-        w.start_daemon()
-        name = SERVED.search(w.daemon.log.lines[w.daemon.log.wait_for(SERVED)][1]).group(1)
-        served = next(r for r in w.readers if r.name == name)
-        other = next(r for r in w.readers if r is not served)
-        w.reader = served  # what the harness's helpers scan on
-        yield w, served, other
+        yield (w,) + start_two_readers(w)
     finally:
         if getattr(request.node, "report_call", None) is not None and request.node.report_call.failed and w.daemon:
             print("touchgated stderr:\n" + w.daemon.log.dump())
@@ -162,3 +168,28 @@ def test_an_enrollment_waiting_for_a_reader_that_goes_ends_and_stores_nothing_fo
     assert "The fingerprint reader was removed" in cli.stderr + cli.out.dump(), (cli.stderr, cli.out.dump())
     assert world.cli("list", "--user", "bob").stdout.strip() == "No fingers enrolled for bob."
     world.daemon.log.wait_for("reader: %s" % other.name)
+
+
+def test_prints_on_two_readers_are_one_enrollment_moving_between_them_asks_no_password(bus_world):
+    world = bus_world
+    first, second = start_two_readers(world, logind=True)
+    enroll_alice(world, "alice-on-the-first")
+    pam = world.pam("alice")
+    pam.wait_for(harness.PROMPT)
+    first.error(256)  # the first reader reports itself removed: the second is served
+    assert pam.wait().result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
+    world.daemon.log.wait_for("reader: %s" % second.name)
+    world.reader = second
+    enroll_alice(world, "alice-on-the-second")  # with her password: the prints of both are on record
+    mark = world.root.signal_count()
+    world.emit_prepare_for_sleep(True)
+    world.emit_prepare_for_sleep(False)  # the resume opens the first reader listed again
+    added = interfaces_added(world, "/net/reactivated/Fprint/Device/2", mark)
+    assert added["args"][1][DEVICE_IFACE]["name"] == first.name
+    # Back on the first reader: the same set of prints, so no enrollment change and no password.
+    world.reader = first
+    pam = world.pam("alice")
+    pam.wait_for(harness.PROMPT)
+    first.scan("alice-on-the-first")
+    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+    assert pam.messages() == [harness.PROMPT], pam.transcript()

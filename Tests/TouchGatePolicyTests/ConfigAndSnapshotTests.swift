@@ -40,6 +40,13 @@ import TouchGatePolicy
         #expect(policy.canEvaluateBiometrics(policy.enable(s), in: environment(at: t0 + 1)) == .available)
     }
 
+    @Test func printsOnlyOnAnotherReaderAreNotEnrolledHereButNoEnrollmentChange() {
+        var elsewhere = environment(at: t0 + 1)
+        elsewhere.enrolledHere = false  // the same set of prints, none on the reader served
+        #expect(policy.canEvaluateBiometrics(healthyUser(), in: elsewhere) == .refused(.notEnrolled))
+        #expect(policy.passwordRequiredReasons(healthyUser(), in: elsewhere).isEmpty)
+    }
+
     @Test func disablingAndEnablingClearsNothing() {
         let locked = failMatches(5, healthyUser())
         let again = policy.enable(policy.disable(locked))
