@@ -119,7 +119,8 @@ extension Core {
         }
     }
 
-    /// The identity of the user's current set of prints (nil: none), as the domain state sees it.
+    /// The identity of the user's current set of prints on every reader (nil: none): what the
+    /// keyring password is bound to.
     func currentSnapshot(_ user: String) async -> String? {
         let info = await readerInfo()
         return await enrollmentSnapshot(user, here: await prints.list(user, device: info?.deviceKey).prints)

@@ -182,8 +182,9 @@ public struct CoreSetup: Sendable {
             readerAvailable: readerAvailable, enrolledHere: !prints.isEmpty)
     }
 
-    /// The identity of the user's prints on every reader (docs/spec.md §4), so that another reader
-    /// served is no enrollment change; of `here` when the store cannot be read in full now.
+    /// The identity of the user's prints on every reader (docs/spec.md §3, enrollmentChanged), so
+    /// that another reader served is no enrollment change; of `here` when the store cannot be read
+    /// in full now.
     func enrollmentSnapshot(_ user: String, here: [EnrolledPrint]) async -> String? {
         guard let entries = await prints.snapshotEntries(user) else { return Self.snapshot(here) }
         return TouchGatePolicy.enrollmentSnapshot(fingers: entries)
