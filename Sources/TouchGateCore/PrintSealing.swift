@@ -42,11 +42,15 @@ public final class PrintSealing: Sendable {
     let mode: SealMode
     let sealer: (any KeySealer)?
     let state: Directory
-    private let resolved = Mutex<Resolved?>(nil)
+    private let cached = Mutex<Cached?>(nil)
 
     private enum Resolved {
         case key(SymmetricKey)
         case off(String)
+    }
+
+    private enum Cached {
+        case resolved(Resolved)
         /// The TPM failed; not asked again before `until` (monotonic milliseconds).
         case failed(SealingError, until: Int64)
     }
@@ -65,17 +69,19 @@ public final class PrintSealing: Sendable {
     /// (a TPM does not appear while the daemon runs); a failure is remembered for
     /// `retryAfterMilliseconds`, then the TPM is asked again.
     func key() -> Result<SymmetricKey?, SealingError> {
-        resolved.withLock { cached -> Result<SymmetricKey?, SealingError> in
+        cached.withLock { cached -> Result<SymmetricKey?, SealingError> in
             switch cached {
-            case .key(let k): return .success(k)
-            case .off: return .success(nil)
+            case .resolved(.key(let k)): return .success(k)
+            case .resolved(.off): return .success(nil)
             case .failed(let e, let until) where monotonicMilliseconds() < until: return .failure(e)
             case .failed, nil: break
             }
             switch resolve() {
-            case .success(.key(let k)): cached = .key(k); return .success(k)
-            case .success(.off(let why)): cached = .off(why); return .success(nil)
-            case .failure(let e), .success(.failed(let e, _)):
+            case .success(let r):
+                cached = .resolved(r)
+                if case .key(let k) = r { return .success(k) }
+                return .success(nil)
+            case .failure(let e):
                 cached = .failed(e, until: monotonicMilliseconds() + retryAfterMilliseconds)
                 return .failure(e)
             }
@@ -87,7 +93,9 @@ public final class PrintSealing: Sendable {
         switch key() {
         case .success(.some): return .ready
         case .success(.none):
-            return resolved.withLock { if case .off(let why) = $0 { return .off(why) } else { return .off("") } }
+            return cached.withLock {
+                if case .resolved(.off(let why)) = $0 { return .off(why) } else { return .off("") }
+            }
         case .failure(let e): return .unavailable(e.description)
         }
     }
