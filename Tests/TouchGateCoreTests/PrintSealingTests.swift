@@ -47,6 +47,15 @@ struct PrintSealingTests {
             sealing: PrintSealing(mode: mode, sealer: sealer, state: state, retryAfterMilliseconds: retryAfter))
     }
 
+    /// alice's right index finger saved, sealed by a TPM that answers; that TPM.
+    @discardableResult
+    func aliceSealed(in dir: String) throws -> MachineSealer {
+        let sealer = MachineSealer(machine: 7)
+        try files(dir, .tpm, sealer).save(
+            reader.print(user: "alice", finger: 7), user: "alice", device: device, finger: .rightIndex)
+        return sealer
+    }
+
     func plain(_ dir: String) throws -> PrintFiles {
         PrintFiles(root: try Directory.openRoot("\(dir)/prints"), reader: reader)
     }
@@ -129,9 +138,7 @@ struct PrintSealingTests {
 
     @Test func aTPMThatStopsAnsweringIsAskedAgainAndTheKeyIsKeptOnceHad() async throws {
         try await withTemporaryDirectory { dir in
-            let sealer = MachineSealer(machine: 7)
-            try files(dir, .tpm, sealer).save(
-                reader.print(user: "alice", finger: 7), user: "alice", device: device, finger: .rightIndex)
+            let sealer = try aliceSealed(in: dir)
 
             sealer.answering.withLock { $0 = false }
             let restarted = try files(dir, .tpm, sealer)
@@ -147,9 +154,7 @@ struct PrintSealingTests {
 
     @Test func aFailedTPMIsNotAskedAgainBeforeTheRetryIntervalEnds() async throws {
         try await withTemporaryDirectory { dir in
-            let sealer = MachineSealer(machine: 7)
-            try files(dir, .tpm, sealer).save(
-                reader.print(user: "alice", finger: 7), user: "alice", device: device, finger: .rightIndex)
+            let sealer = try aliceSealed(in: dir)
             sealer.answering.withLock { $0 = false }
             let store = try files(dir, .tpm, sealer, retryAfter: 60_000)
             let before = sealer.calls.withLock { $0 }
@@ -193,8 +198,7 @@ struct PrintSealingTests {
 
     @Test func sealingOffLeavesSealedPrintsClosedAndSaysWhy() async throws {
         try await withTemporaryDirectory { dir in
-            try files(dir, .tpm, MachineSealer(machine: 7)).save(
-                reader.print(user: "alice", finger: 7), user: "alice", device: device, finger: .rightIndex)
+            try aliceSealed(in: dir)
             let off = try files(dir, .no, MachineSealer(machine: 7))
             let listed = try #require(off.list("alice", device: device).prints.first)
             #expect(listed.damaged)
