@@ -314,6 +314,7 @@ def test_a_corrupt_state_file_fails_closed_for_that_user_only(world, alice):
     ok, _ = wire.request(world.socket, "password_success", user="alice", service="sudo")
     assert ok["code"] == 0
     assert can_evaluate(world) == (0, None)
+    assert world.daemon.stop() == 0  # a success is written after its reply; a stop waits for it
     kept = list((world.state / "users" / "alice").glob("state.json.corrupt-*"))
     assert len(kept) == 1 and kept[0].read_text() == "{ not json"
 
