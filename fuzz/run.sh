@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses (Swift frame decoder, Swift config parser, C frame decoder) and runs each.
 #
-#   fuzz/run.sh [SECONDS]    each harness for SECONDS (default 20: about a minute in all)
+#   fuzz/run.sh [SECONDS]    each harness for SECONDS, the three side by side (default 20)
 #   fuzz/run.sh --runs N     each harness for N executions (the long run)
 #
 # Prints each harness's executions and a "fuzz: N passed, N failed" line; exits non-zero if any
@@ -82,8 +82,9 @@ printf 'unlock_idle_timeout = 3650d\npassword_interval = 87600h\nrequire_passwor
 printf 'timeout = 5\ntimeout = 6\nmax_try = 3\n= 1\npassword_service = ..\nmax_tries = 101\n' >"$cfg/mistakes"
 
 # --- runs --------------------------------------------------------------------------------------
-passed=0; failed=0; counts=()
-fuzz() {  # fuzz NAME TITLE BINARY SEEDS MAX_LEN [libFuzzer flags...]
+# The three harnesses run side by side, each for the time limit; each one's report is printed
+# after all have ended, in this order.
+fuzz() {  # fuzz NAME TITLE BINARY SEEDS MAX_LEN [libFuzzer flags...]: its report; exit 1 if it failed
     local name=$1 title=$2 bin=$3 seeds=$4 max_len=$5; shift 5
     local corpus="$out/corpus/$name" log="$out/logs/$name.log" started rc
     mkdir -p "$corpus"
@@ -97,14 +98,12 @@ fuzz() {  # fuzz NAME TITLE BINARY SEEDS MAX_LEN [libFuzzer flags...]
     secs=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
     execs=${execs:-0}
-    counts+=("$name $execs")
+    echo "$execs" >"$out/logs/$name.executions"
     if [ "$rc" -eq 0 ]; then
-        passed=$((passed + 1))
         printf '  %-8s %s: %s executions in %.0f s (%.0f/s), 0 crashes, corpus %s inputs\n' \
             "$name" "$title" "$execs" "$secs" "$(awk -v n="$execs" -v s="$secs" 'BEGIN { print n / s }')" "$(find "$corpus" -mindepth 1 -maxdepth 1 | wc -l)"
         return 0
     fi
-    failed=$((failed + 1))
     printf '  %-8s %s: FAILED (exit %s) after %s executions in %.0f s\n' "$name" "$title" "$rc" "$execs" "$secs"
     local unit
     unit=$(sed -n 's/^.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)
@@ -119,12 +118,24 @@ fuzz() {  # fuzz NAME TITLE BINARY SEEDS MAX_LEN [libFuzzer flags...]
     grep -m 4 -E "Fatal error|ERROR: |SUMMARY: |runtime error" "$log" | sed 's/^/  why: /'
     echo "  --- last lines of $log"
     tail -n 30 "$log" | sed 's/^/  | /'
+    return 1
 }
 
-echo "fuzzing (${limit[*]}), seeds: Tests/Vectors, debian/touchgate.conf and hand-made configs"
-fuzz frame "Swift Frame.decode/FrameReader" "$out/bin/fuzz-frame" "$out/seeds/frame" 9000
-fuzz config "Swift ConfigFile.parse" "$out/bin/fuzz-config" "$out/seeds/config" 4096 -dict=fuzz/config.dict
-fuzz c-frame "C tg_frame_decode" pam/tests/fuzz_frame "$out/seeds/frame" 9000
+echo "fuzzing (${limit[*]}, side by side), seeds: Tests/Vectors, debian/touchgate.conf and hand-made configs"
+names=(frame config c-frame)
+rm -f "$out"/logs/*.executions "$out"/logs/*.report
+fuzz frame "Swift Frame.decode/FrameReader" "$out/bin/fuzz-frame" "$out/seeds/frame" 9000 >"$out/logs/frame.report" &
+fuzz config "Swift ConfigFile.parse" "$out/bin/fuzz-config" "$out/seeds/config" 4096 -dict=fuzz/config.dict \
+    >"$out/logs/config.report" &
+fuzz c-frame "C tg_frame_decode" pam/tests/fuzz_frame "$out/seeds/frame" 9000 >"$out/logs/c-frame.report" &
+passed=0; failed=0; counts=()
+for pid in $(jobs -p); do
+    if wait "$pid"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+done
+for name in "${names[@]}"; do
+    cat "$out/logs/$name.report"
+    counts+=("$name $(cat "$out/logs/$name.executions" 2>/dev/null || echo 0)")
+done
 
 summary=$(printf '%s, ' "${counts[@]}")
 echo "fuzz: $passed passed, $failed failed (executions: ${summary%, })"
