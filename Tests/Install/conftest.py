@@ -1,8 +1,10 @@
 """Fixtures of the install test (the packages, the throwaway machine, state between steps) and
 its summary line."""
 
+import os
 import shutil
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -26,12 +28,14 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture(scope="session")
 def packages():
-    """The .debs built from this checkout: {package name: path}, and the .changes file. A copy is
-    kept in .build/debs for the system test."""
+    """The .debs built from this checkout: {package name: path}, and the .changes file; built now,
+    or taken from the build the test command made in the background (TOUCHGATE_PACKAGES_BUILD). A
+    copy is kept in .build/debs for the system test."""
     out = m.WORK / "build"
     if out.exists():
         shutil.rmtree(out)
-    debs, changes = m.build_packages(out)
+    built = os.environ.get("TOUCHGATE_PACKAGES_BUILD")
+    debs, changes = m.built_packages(Path(built), out) if built else m.build_packages(out)
     m.keep_debs(debs)
     return debs, changes
 

@@ -65,6 +65,13 @@ def offline_env(home):
             "HOME": str(home), "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
 
 
+def progress(out, text):
+    """Says how the build went, and keeps it in out/progress.log (for a build made beforehand)."""
+    log(text)
+    with open(out / "progress.log", "a") as f:
+        f.write(text + "\n")
+
+
 def build_packages(out):
     """The packages as Debian's build machines make them, and the ones every later step installs:
     the source package made from this checkout (scripts/source-package.sh, with the Swift
@@ -76,7 +83,7 @@ def build_packages(out):
     t0 = now()
     p = run([REPO / "scripts" / "source-package.sh", out / "source"], limit=SOURCE_LIMIT)
     dsc = Path(p.stdout.strip().splitlines()[-1])
-    log("made the source package in %.0f s" % (now() - t0))
+    progress(out, "made the source package in %.0f s" % (now() - t0))
     home = out / "home"
     home.mkdir(parents=True)
     tree = out / "touchgate"
@@ -88,10 +95,24 @@ def build_packages(out):
     (out / "build.log").write_text(p.stdout)
     if p.returncode != 0:
         raise AssertionError("dpkg-buildpackage: exit %d\n%s" % (p.returncode, "\n".join(p.stdout.splitlines()[-40:])))
-    log("built the packages from the source package, with no network, in %.0f s" % (now() - t0))
+    progress(out, "built the packages from the source package, with no network, in %.0f s" % (now() - t0))
     debs = {d.name.split("_")[0]: d for d in out.glob("*.deb")}
     changes = next(out.glob("touchgate_*.changes"))
     return debs, changes
+
+
+def built_packages(built, out):
+    """The packages another process built into `built` (build_packages.py, which the test command
+    runs in the background), moved to `out`: as build_packages(out) returns them. Raises when that
+    build failed."""
+    result = (built / "result").read_text() if (built / "result").exists() else "it did not finish"
+    if result != "ok":
+        raise AssertionError("the packages built beforehand (%s) failed: %s" % (built, result))
+    shutil.move(built, out)
+    for line in (out / "progress.log").read_text().splitlines():
+        log(line + " (beforehand)")
+    debs = {d.name.split("_")[0]: d for d in out.glob("*.deb")}
+    return debs, next(out.glob("touchgate_*.changes"))
 
 
 KEPT_DEBS = REPO / ".build" / "debs"  # the last build's .debs, for the system test (ignored by git)
