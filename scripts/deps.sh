@@ -25,6 +25,9 @@ packages=(
     dbus-daemon dbus-bin python3-dbusmock python3-gi gir1.2-fprint-2.0
     # synthetic fingerprint images for libfprint's virtual image reader
     python3-numpy
+    # a USB reader plugged in and unplugged while the daemon runs: umockdev's USB emulation, driven
+    # from python3-gi (listed above)
+    umockdev gir1.2-umockdev-1.0
     # a login that opens the GNOME login keyring: the real gnome-keyring-daemon and pam_gnome_keyring.so
     # (the Secret Service is asked with python3-gi's Gio over a private dbus-daemon, listed above)
     gnome-keyring libpam-gnome-keyring

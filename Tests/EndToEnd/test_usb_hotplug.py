@@ -1,0 +1,83 @@
+"""A USB reader plugged in and unplugged while the daemon runs (docs/readers.md, "Readers that come
+and go"), emulated by umockdev (usb_testbed.py): libfprint's FpContext finds it through libgusb's
+hotplug and says so with device-added, the daemon opens it when it serves no reader, and libfprint's
+"removed" lets it go. Beside it, libfprint's virtual reader, which the daemon serves first."""
+
+import re
+
+import pytest
+
+import harness
+import usb_testbed
+from fprintd_world import MANAGER, MANAGER_IFACE, BusWorld
+
+DEVICE = "/net/reactivated/Fprint/Device/%d"
+SERVED = re.compile(r"reader: (.+) \(\w+\), \d+ enroll stages")
+
+
+@pytest.fixture
+def usb_world(request):
+    """A BusWorld with libfprint's virtual reader and an empty emulated USB bus, the daemon serving."""
+    w = BusWorld("virtual_device")
+    w.usb_testbed = usb_testbed.UsbTestbed(harness.DEFAULT_WAIT)
+    try:
+        w.start_daemon()
+        w.daemon.log.wait_for(SERVED)
+        yield w
+    finally:
+        call = getattr(request.node, "report_call", None)
+        if call is not None and call.failed:
+            for log in (w.daemon.log if w.daemon else None, w.usb_testbed.log):
+                if log is not None:
+                    print(log.dump())
+        w.close()
+        w.usb_testbed.close()
+
+
+def devices(world):
+    return world.root.call("GetDevices", path=MANAGER, iface=MANAGER_IFACE)[0]
+
+
+def added(world, path, start):
+    """The InterfacesAdded signal for `path` at or after signal number `start`: its arguments."""
+    return world.root.signals[world.root.wait_signal("InterfacesAdded", lambda a: a[0] == path, start=start)]["args"]
+
+
+def test_a_usb_reader_plugged_in_is_served_when_none_is_and_leaves_when_unplugged(usb_world):
+    world = usb_world
+    log = world.daemon.log
+    assert devices(world) == [DEVICE % 0]
+    assert world.root.property("name") == world.reader.name
+
+    # Plugged in beside the reader served: found, and the reader served stays.
+    mark = len(log.lines)
+    world.usb_testbed.plug()
+    log.wait_for("another fingerprint reader was plugged in (%s); serving %s still"
+                 % (usb_testbed.READER_NAME, world.reader.name), start=mark)
+    assert devices(world) == [DEVICE % 0]
+
+    # The virtual reader unplugged: the USB reader, which libfprint lists now, is served.
+    signals = world.root.signal_count()
+    world.reader.unplug()
+    args = added(world, DEVICE % 1, signals)
+    assert args[1]["net.reactivated.Fprint.Device"]["name"] == usb_testbed.READER_NAME
+    assert args[1]["net.reactivated.Fprint.Device"]["scan-type"] == "swipe"
+    assert devices(world) == [DEVICE % 1]
+    assert world.root.call("GetDefaultDevice", path=MANAGER, iface=MANAGER_IFACE) == [DEVICE % 1]
+    assert "canEvaluate.name: biometryNotEnrolled" in world.cli("status").stdout.splitlines()
+
+    # Unplugged: libfprint's "removed"; nothing is served, the bus says so.
+    signals = world.root.signal_count()
+    world.usb_testbed.unplug()
+    log.wait_for("the fingerprint reader was unplugged: %s" % usb_testbed.READER_NAME)
+    world.root.wait_signal("InterfacesRemoved", lambda a: a[0] == DEVICE % 1, start=signals)
+    assert devices(world) == []
+    assert "canEvaluate.name: biometryNotAvailable" in world.cli("status").stdout.splitlines()
+
+    # Plugged in again while none is served: opened at once (FpContext's device-added).
+    signals = world.root.signal_count()
+    mark = len(log.lines)
+    world.usb_testbed.plug()
+    log.wait_for("a fingerprint reader was plugged in: %s" % usb_testbed.READER_NAME, start=mark)
+    assert added(world, DEVICE % 2, signals)[1]["net.reactivated.Fprint.Device"]["name"] == usb_testbed.READER_NAME
+    assert devices(world) == [DEVICE % 2]
