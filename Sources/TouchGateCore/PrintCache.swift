@@ -44,8 +44,8 @@ import TouchGateWire
     /// lists are; nil when they cannot be read now.
     func snapshotEntries(_ user: String) async -> [String]? {
         if let hit = entries[user] { return hit }
-        let files = self.files
-        guard let found = (try? await pool.run { files.snapshotEntries(user) }) ?? nil else { return nil }
+        let files = self.files, known = cache[user]
+        guard let found = (try? await pool.run { files.snapshotEntries(user, known: known) }) ?? nil else { return nil }
         entries[user] = found
         return found
     }

@@ -193,11 +193,13 @@ public struct PrintFiles: Sendable {
 
     /// `finger:digest` of each of the user's prints on every reader, damaged ones too (what the
     /// enrollment snapshot is made of); nil when one reader's prints cannot be listed.
-    public func snapshotEntries(_ user: String) -> [String]? {
+    public func snapshotEntries(_ user: String, known: (device: DeviceKey, list: PrintList)? = nil) -> [String]? {
         guard let keys = try? devices(user) else { return nil }
         var entries: [String] = []
         for key in keys {
-            guard case .prints(let found) = list(user, device: key) else { return nil }
+            // A reader's list already read (the one served) is not read, nor its prints opened, again.
+            let listed = known.flatMap { $0.device == key ? $0.list : nil } ?? list(user, device: key)
+            guard case .prints(let found) = listed else { return nil }
             entries += found.map { "\($0.finger.rawValue):\($0.digest)" }
         }
         return entries

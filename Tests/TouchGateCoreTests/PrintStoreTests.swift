@@ -268,4 +268,22 @@ struct PrintStoreTests {
             #expect(fingers(try files(dir)) == [.leftThumb, .rightIndex])
         }
     }
+
+    @Test @CoreActor func theSnapshotTakesTheReaderServedFromItsListAndReadsOnlyTheOthers() async throws {
+        try await withTemporaryDirectory { dir in
+            let files = try files(dir)
+            let cache = PrintCache(files: files, pool: WorkerPool(name: "test", threads: 1, queueLimit: 16))
+            let other = DeviceKey(driver: "stub", deviceID: "stub-1")
+            _ = try save(files, .rightIndex)
+            try files.save(reader.print(user: "alice", finger: 1), user: "alice", device: other, finger: .leftThumb)
+            #expect(await cache.list("alice", device: device).prints.map(\.finger) == [.rightIndex])
+            // Planted on the reader served after its list was read: the snapshot does not read that
+            // reader again (a sealed print would be opened twice), but reads the other one.
+            try plantFile("\(dir)/prints/alice/stub/stub-0/2", reader.print(user: "alice", finger: 2))
+            let entries = try #require(await cache.snapshotEntries("alice"))
+            #expect(entries.count == 2)
+            #expect(entries.contains { $0.hasPrefix("\(Finger.leftThumb.rawValue):") })
+            #expect(entries.contains { $0.hasPrefix("\(Finger.rightIndex.rawValue):") })
+        }
+    }
 }
