@@ -19,15 +19,15 @@ from pam_session import _remove_pam_wrapper_dir
 
 
 def daemon_env(world):
-    """The world's virtual readers (libfprint's own variables), the test users, and PAM for its
-    password checks."""
+    """The world's virtual readers (libfprint's own variables), the test users, PAM for its password
+    checks, and umockdev's emulated USB bus when the world has one."""
     readers = getattr(world, "readers", None) or [world.reader]
     env = _env(dict(world.nss_env(), LD_PRELOAD="libpam_wrapper.so libnss_wrapper.so",
-                     PAM_WRAPPER="1", PAM_WRAPPER_SERVICE_DIR=str(world.pam_dir),
-                     FP_DRIVERS_WHITELIST=":".join(r.kind for r in readers),
-                     **{harness.READER_ENV[r.kind]: r.path for r in readers},
-                     # The world's own bus when it has one; never the host's system bus.
-                     DBUS_SYSTEM_BUS_ADDRESS=getattr(world, "bus_address", None) or "unix:path=%s" % (world.dir / "no-bus")))
+                    PAM_WRAPPER="1", PAM_WRAPPER_SERVICE_DIR=str(world.pam_dir),
+                    FP_DRIVERS_WHITELIST=":".join(r.kind for r in readers),
+                    **{harness.READER_ENV[r.kind]: r.path for r in readers},
+                    # The world's own bus when it has one; never the host's system bus.
+                    DBUS_SYSTEM_BUS_ADDRESS=getattr(world, "bus_address", None) or "unix:path=%s" % (world.dir / "no-bus")))
     testbed = getattr(world, "usb_testbed", None)  # a USB reader emulated by umockdev (usb_testbed.py)
     if testbed is not None:
         env["LD_PRELOAD"] = "%s %s" % (usb_testbed.PRELOAD, env["LD_PRELOAD"])

@@ -19,19 +19,27 @@ SERVED = re.compile(r"reader: (.+) \(\w+\), \d+ enroll stages")
 def usb_world(request):
     """A BusWorld with libfprint's virtual reader and an empty emulated USB bus, the daemon serving."""
     w = BusWorld("virtual_device")
-    w.usb_testbed = usb_testbed.UsbTestbed(harness.DEFAULT_WAIT)
-    try:
-        w.start_daemon()
-        w.daemon.log.wait_for(SERVED)
-        yield w
-    finally:
-        call = getattr(request.node, "report_call", None)
-        if call is not None and call.failed:
-            for log in (w.daemon.log if w.daemon else None, w.usb_testbed.log):
+    w.usb_testbed = None
+
+    def close(show_logs):
+        if show_logs:
+            for log in (w.daemon.log if w.daemon else None, w.usb_testbed.log if w.usb_testbed else None):
                 if log is not None:
                     print(log.dump())
         w.close()
-        w.usb_testbed.close()
+        if w.usb_testbed is not None:
+            w.usb_testbed.close()
+
+    try:
+        w.usb_testbed = usb_testbed.UsbTestbed(harness.DEFAULT_WAIT)
+        w.start_daemon()
+        w.daemon.log.wait_for(SERVED)
+    except BaseException:
+        close(show_logs=True)
+        raise
+    yield w
+    call = getattr(request.node, "report_call", None)
+    close(show_logs=call is not None and call.failed)
 
 
 def devices(world):
