@@ -22,41 +22,29 @@ PRELOAD = "libumockdev-preload.so.0"
 READER_DRIVER = "egis0570"
 READER_NAME = "Egis Technology Inc. (aka. LighTuning) 0570"
 READER_SYSFS = "/sys/devices/usb1/1-1"
-HUB = """P: /devices/usb1
-N: bus/usb/001/001
-E: SUBSYSTEM=usb
-E: DEVTYPE=usb_device
-E: DEVNAME=/dev/bus/usb/001/001
-E: BUSNUM=001
-E: DEVNUM=001
-A: idVendor=1d6b
-A: idProduct=0002
-A: busnum=1\\n
-A: devnum=1\\n
-A: speed=480\\n
-A: devpath=0\\n
-A: dev=189:0\\n
-H: descriptors=%s
-""" % ("12010002090001406b1d020006050302010109021900010100e0000904000001090000000705810304000c")
-# Its device descriptor (1c7a:0570, full speed), one configuration with one vendor-specific
-# interface and a bulk endpoint each way.
-READER = """P: /devices/usb1/1-1
-N: bus/usb/001/002
-E: SUBSYSTEM=usb
-E: DEVTYPE=usb_device
-E: DEVNAME=/dev/bus/usb/001/002
-E: BUSNUM=001
-E: DEVNUM=002
-E: PRODUCT=1c7a/570/1
-A: idVendor=1c7a
-A: idProduct=0570
-A: busnum=1\\n
-A: devnum=2\\n
-A: speed=12\\n
-A: devpath=1\\n
-A: dev=189:1\\n
-H: descriptors=%s
-""" % ("12010002000000407a1c7005000101020301" "09022000010100803209040000" "02ff0000000705810240000007050202400000")
+
+
+def usb_device(sysfs, devnum, vendor, product, speed, devpath, descriptors):
+    """A USB device on bus 1 in umockdev's record format: its sysfs attributes (those libusb reads,
+    its descriptors among them), udev properties and device node /dev/bus/usb/001/NNN."""
+    return "\n".join([
+        "P: %s" % sysfs, "N: bus/usb/001/%03d" % devnum,
+        "E: SUBSYSTEM=usb", "E: DEVTYPE=usb_device", "E: DEVNAME=/dev/bus/usb/001/%03d" % devnum,
+        "E: BUSNUM=001", "E: DEVNUM=%03d" % devnum, "E: PRODUCT=%x/%x/1" % (vendor, product),
+        "A: idVendor=%04x" % vendor, "A: idProduct=%04x" % product,
+        # umockdev's "\n" escape: the kernel ends these attributes with a newline, libusb checks it
+        "A: busnum=1\\n", "A: devnum=%d\\n" % devnum, "A: speed=%d\\n" % speed, "A: devpath=%d\\n" % devpath,
+        "A: dev=189:%d\\n" % (devnum - 1), "H: descriptors=%s" % descriptors, ""])
+
+
+# The bus's root hub (1d6b:0002).
+HUB = usb_device("/devices/usb1", 1, 0x1D6B, 0x0002, 480, 0,
+                 "12010002090001406b1d020006050302010109021900010100e0000904000001090000000705810304000c")
+# The reader: its device descriptor (1c7a:0570, full speed), one configuration with one
+# vendor-specific interface and a bulk endpoint each way.
+READER = usb_device("/devices/usb1/1-1", 2, 0x1C7A, 0x0570, 12, 1,
+                    "12010002000000407a1c7005000101020301" "09022000010100803209040000"
+                    "02ff0000000705810240000007050202400000")
 
 
 class UsbTestbed:
