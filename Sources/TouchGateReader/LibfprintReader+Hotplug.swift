@@ -39,6 +39,19 @@ extension LibfprintReader {
         retire(dev, why: "the fingerprint reader was unplugged")
     }
 
+    /// On the reader thread (the open FpDevice's notify::removed): libfprint sends it at once, and
+    /// its "removed" signal only when the action running has ended, which a driver may take long
+    /// to notice. The reader is gone for every new request now, and the operation running is
+    /// cancelled and ends as removed.
+    func deviceRemovedNotice(_ object: gpointer?) {
+        guard let dev = device, UnsafeMutableRawPointer(dev) == object, cfp_device_removed(dev) != 0 else { return }
+        if let op = running {
+            op.removed = true
+            tgg_cancellable_cancel(op.cancellable)
+        }
+        retire(dev, why: "the fingerprint reader was unplugged")
+    }
+
     /// An operation ended with REMOVED: unplugged (the "removed" signal said so, or will), or the
     /// driver reports it while libfprint still lists the reader, which is then not opened again
     /// until a resume.

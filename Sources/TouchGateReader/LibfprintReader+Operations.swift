@@ -176,10 +176,13 @@ extension LibfprintReader {
         }
         defer { let t = op.takeUnretainedValue().timer; if t != 0 { g_source_remove(t) } }
 
+        running = op.takeUnretainedValue()
+        defer { running = nil }
         var error: UnsafeMutablePointer<GError>?
         let value = body(cancellable, &error)
         defer { if error != nil { g_error_free(error) } }
         if let value, error == nil { return .done(value) }
+        if op.takeUnretainedValue().removed { return .failed(.removed) }
         if op.takeUnretainedValue().timedOut { return .failed(.timedOut) }
         guard let error else { return .failed(.failed("no result")) }
         if let hint = Self.retryHint(error) { return .retry(hint) }
@@ -237,9 +240,11 @@ private final class EnrollContext: @unchecked Sendable {
 }
 
 /// Lives as long as its operation, plus any cancel still queued for the reader thread.
-private final class OperationState: @unchecked Sendable {
+final class OperationState: @unchecked Sendable {
     let cancellable: UnsafeMutablePointer<GCancellable>
     var timedOut = false
+    /// Cancelled because libfprint said the device was unplugged (reader thread only).
+    var removed = false
     var timer: guint = 0
     init(cancellable: UnsafeMutablePointer<GCancellable>) {
         self.cancellable = cancellable

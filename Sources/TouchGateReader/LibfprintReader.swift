@@ -23,6 +23,8 @@ public final class LibfprintReader: FingerprintReader, Sendable {
     /// reference): not opened again until a resume; reader thread only.
     nonisolated(unsafe) var givenUp: [UnsafeMutablePointer<FpDevice>] = []
     nonisolated(unsafe) var context: UnsafeMutablePointer<FpContext>?
+    /// The operation libfprint is running now, if any; reader thread only.
+    nonisolated(unsafe) var running: OperationState?
 
     public var info: ReaderInfo? { current.withLock { $0 } }
 
@@ -123,7 +125,8 @@ public final class LibfprintReader: FingerprintReader, Sendable {
         readChipPrints()
         log("reader: \(info.name) (\(info.driver)), \(info.enrollStages) enroll stages")
         // The driver may change its stage count and the finger's status while open (libfprint
-        // notifies both properties); libfprint says when the reader is unplugged.
+        // notifies both properties); libfprint says when the reader is unplugged: its "removed"
+        // property at once, its "removed" signal once the action running, if any, has ended.
         let notify: @convention(c) (gpointer?, gpointer?, gpointer?) -> Void = { object, _, data in
             let reader = Unmanaged<LibfprintReader>.fromOpaque(data!).takeUnretainedValue()
             reader.deviceChanged(object)
@@ -132,11 +135,16 @@ public final class LibfprintReader: FingerprintReader, Sendable {
             let reader = Unmanaged<LibfprintReader>.fromOpaque(data!).takeUnretainedValue()
             reader.deviceUnplugged(object)
         }
+        let removedNotice: @convention(c) (gpointer?, gpointer?, gpointer?) -> Void = { object, _, data in
+            let reader = Unmanaged<LibfprintReader>.fromOpaque(data!).takeUnretainedValue()
+            reader.deviceRemovedNotice(object)
+        }
         let me = Unmanaged.passUnretained(self).toOpaque()
         let handlers: [(String, GCallback)] = [
             ("notify::nr-enroll-stages", unsafeBitCast(notify, to: GCallback.self)),
             ("notify::finger-status", unsafeBitCast(notify, to: GCallback.self)),
             ("removed", unsafeBitCast(removed, to: GCallback.self)),
+            ("notify::removed", unsafeBitCast(removedNotice, to: GCallback.self)),
         ]
         deviceHandlers = handlers.map { signal, callback in
             g_signal_connect_data(dev, signal, callback, me, nil, GConnectFlags(rawValue: 0))
