@@ -89,3 +89,25 @@ def test_a_usb_reader_plugged_in_is_served_when_none_is_and_leaves_when_unplugge
     log.wait_for("a fingerprint reader was plugged in: %s" % usb_testbed.READER_NAME, start=mark)
     assert added(world, DEVICE % 2, signals)[1]["net.reactivated.Fprint.Device"]["name"] == usb_testbed.READER_NAME
     assert devices(world) == [DEVICE % 2]
+
+
+def test_a_usb_reader_unplugged_while_enrolling_is_gone_at_once_for_new_requests(usb_world):
+    """The emulated reader never completes a transfer, so its driver never ends the enrollment's
+    scan by itself, as a driver slow to notice would: libfprint's removed property, which changes
+    at once, takes the reader away from every new request all the same."""
+    world = usb_world
+    log = world.daemon.log
+    world.usb_testbed.plug()
+    signals = world.root.signal_count()
+    world.reader.unplug()
+    added(world, DEVICE % 1, signals)
+    cli = harness.CliProcess(world, "enroll", "--user", "bob")
+    cli.out.wait_for(re.compile(r"scan your finger"))  # the enrollment's first scan: the reader is busy
+    signals = world.root.signal_count()
+    mark = len(log.lines)
+    world.usb_testbed.unplug()
+    log.wait_for("the fingerprint reader was unplugged: %s" % usb_testbed.READER_NAME, start=mark)
+    world.root.wait_signal("InterfacesRemoved", lambda a: a[0] == DEVICE % 1, start=signals)
+    assert "canEvaluate.name: biometryNotAvailable" in world.cli("status").stdout.splitlines()
+    cli.proc.kill()
+    cli.wait()
