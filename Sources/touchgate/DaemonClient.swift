@@ -143,7 +143,7 @@ private struct Exchange {
             let s = Double(WireLimits.silenceDeadlineMilliseconds) / 1000
             return Failure(L("touchgated stopped answering (nothing for %s s)", cli, s))
         case .timedOut:
-            let s = WireLimits.replyDeadlineMilliseconds / 1000
+            let s = Double(WireLimits.replyDeadlineMilliseconds) / 1000
             return Failure(L("touchgated did not answer within %s s", cli, s))
         case .wire(let w):
             return Failure(L("bad message from touchgated: %s", cli, w))
