@@ -192,7 +192,7 @@ public struct CoreSetup: Sendable {
 
     /// Order-independent identity of the set of prints (nil: none); damaged ones count too.
     static func snapshot(_ prints: [EnrolledPrint]) -> String? {
-        TouchGatePolicy.enrollmentSnapshot(fingers: prints.map { "\($0.finger.rawValue):\($0.digest)" })
+        TouchGatePolicy.enrollmentSnapshot(fingers: prints.map(\.identity))
     }
 
     func refusal(for r: BiometricRefusal) -> Refusal {

@@ -20,7 +20,7 @@ struct DomainStateKey: Sendable {
     /// Hex HMAC, or nil when there are no prints.
     func domainState(service: String, prints: [EnrolledPrint]) -> String? {
         guard !prints.isEmpty else { return nil }
-        let digests = prints.map { "\($0.finger.rawValue):\($0.digest)" }.sorted().joined(separator: "\n")
+        let digests = prints.map(\.identity).sorted().joined(separator: "\n")
         var message = Array("touchgate-domain-state-v1\0\(service)\0".utf8)
         message.append(contentsOf: Array(digests.utf8))
         let mac = HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: key))

@@ -28,6 +28,9 @@ public struct EnrolledPrint: Sendable, Equatable {
 
     /// Damaged in a way that enrolling it again mends (not merely sealed shut).
     public var needsEnrolling: Bool { damaged && !closed }
+
+    /// `finger:digest`: what the enrollment snapshot and the domain state are made of.
+    public var identity: String { "\(finger.rawValue):\(digest)" }
 }
 
 /// A user's prints, or why they cannot be trusted (a symlink, another owner): fail closed.
@@ -200,7 +203,7 @@ public struct PrintFiles: Sendable {
             // A reader's list already read (the one served) is not read, nor its prints opened, again.
             let listed = known.flatMap { $0.device == key ? $0.list : nil } ?? list(user, device: key)
             guard case .prints(let found) = listed else { return nil }
-            entries += found.map { "\($0.finger.rawValue):\($0.digest)" }
+            entries += found.map(\.identity)
         }
         return entries
     }
