@@ -27,8 +27,7 @@ def world(request):
     w = harness.World(harness.reader_kind_of(request))
     yield w
     w.close()
-    failed = any(getattr(getattr(request.node, "report_" + when, None), "failed", False) for when in ("setup", "call"))
-    if failed and w.daemon is not None:
+    if harness.failed(request) and w.daemon is not None:
         # Shown by pytest under "Captured stdout teardown" for failed tests (or their fixtures) only.
         print("touchgated stderr:\n" + w.daemon.log.dump())
 

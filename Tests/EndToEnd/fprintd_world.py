@@ -279,8 +279,7 @@ def bus_world(request):
     w = BusWorld(harness.reader_kind_of(request))
     yield w
     w.close()
-    call = getattr(request.node, "report_call", None)
-    if call is not None and call.failed:
+    if harness.failed(request):
         if w.daemon is not None:
             print("touchgated stderr:\n" + w.daemon.log.dump())
         print("dbus-daemon stderr:\n" + w.bus_log.dump())
@@ -306,6 +305,17 @@ def password_success(world, user="alice"):
     """What a PAM stack's report line tells the daemon after the password module accepted it."""
     reply, _ = wire.request(world.socket, "password_success", user=user, service="login")
     assert reply["code"] == 0, reply
+
+
+def manager(world, method):
+    """A call of fprintd's Manager (GetDevices, GetDefaultDevice) as root: its reply's values."""
+    return world.root.call(method, path=MANAGER, iface=MANAGER_IFACE)
+
+
+def interfaces_added(world, path, start):
+    """The ObjectManager's InterfacesAdded signal for `path`, at or after signal number `start`."""
+    i = world.root.wait_signal("InterfacesAdded", lambda a: a[0] == path, start=start)
+    return world.root.signals[i]
 
 
 def status(world, user="alice"):

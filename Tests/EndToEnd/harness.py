@@ -195,6 +195,12 @@ class World:
         self.close()
 
 
+def failed(request):
+    """Whether the test asking (`request`) failed, in its body or in a fixture's setup: the
+    fixtures then print their daemons' logs (conftest.py records each phase's report)."""
+    return any(getattr(getattr(request.node, "report_" + when, None), "failed", False) for when in ("setup", "call"))
+
+
 def reader_kind_of(request):
     """The kind of reader a test's world gets: its `reader_kind` fixture's when it uses it, else
     the plain virtual_device."""

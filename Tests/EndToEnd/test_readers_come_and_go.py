@@ -9,7 +9,7 @@ import pytest
 
 import harness
 from fprintd_world import (ALICE_PRINT, DEVICE_IFACE, ERROR, MANAGER, MANAGER_IFACE, BusError, BusWorld, bus_world,  # noqa: F401
-                           enroll_alice, status)
+                           enroll_alice, interfaces_added, manager, status)
 
 ROOT = "/net/reactivated/Fprint"
 OBJECT_MANAGER = "org.freedesktop.DBus.ObjectManager"
@@ -38,18 +38,9 @@ def two_readers(request):
     try:
         yield (w,) + start_two_readers(w)
     finally:
-        if getattr(request.node, "report_call", None) is not None and request.node.report_call.failed and w.daemon:
+        if harness.failed(request) and w.daemon:
             print("touchgated stderr:\n" + w.daemon.log.dump())
         w.close()
-
-
-def manager(world, method):
-    return world.root.call(method, path=MANAGER, iface=MANAGER_IFACE)
-
-
-def interfaces_added(world, path, start):
-    i = world.root.wait_signal("InterfacesAdded", lambda a: a[0] == path, start=start)
-    return world.root.signals[i]
 
 
 def test_the_reader_served_unplugged_leaves_the_bus_and_the_next_one_is_served_on_every_door(two_readers):

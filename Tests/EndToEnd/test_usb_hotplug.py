@@ -9,7 +9,7 @@ import pytest
 
 import harness
 import usb_testbed
-from fprintd_world import MANAGER, MANAGER_IFACE, BusWorld
+from fprintd_world import BusWorld, interfaces_added, manager
 
 DEVICE = "/net/reactivated/Fprint/Device/%d"
 SERVED = re.compile(r"reader: (.+) \(\w+\), \d+ enroll stages")
@@ -38,23 +38,13 @@ def usb_world(request):
         close(show_logs=True)
         raise
     yield w
-    call = getattr(request.node, "report_call", None)
-    close(show_logs=call is not None and call.failed)
-
-
-def devices(world):
-    return world.root.call("GetDevices", path=MANAGER, iface=MANAGER_IFACE)[0]
-
-
-def added(world, path, start):
-    """The InterfacesAdded signal for `path` at or after signal number `start`: its arguments."""
-    return world.root.signals[world.root.wait_signal("InterfacesAdded", lambda a: a[0] == path, start=start)]["args"]
+    close(show_logs=harness.failed(request))
 
 
 def test_a_usb_reader_plugged_in_is_served_when_none_is_and_leaves_when_unplugged(usb_world):
     world = usb_world
     log = world.daemon.log
-    assert devices(world) == [DEVICE % 0]
+    assert manager(world, "GetDevices")[0] == [DEVICE % 0]
     assert world.root.property("name") == world.reader.name
 
     # Plugged in beside the reader served: found, and the reader served stays.
@@ -62,16 +52,16 @@ def test_a_usb_reader_plugged_in_is_served_when_none_is_and_leaves_when_unplugge
     world.usb_testbed.plug()
     log.wait_for("another fingerprint reader was plugged in (%s); serving %s still"
                  % (usb_testbed.READER_NAME, world.reader.name), start=mark)
-    assert devices(world) == [DEVICE % 0]
+    assert manager(world, "GetDevices")[0] == [DEVICE % 0]
 
     # The virtual reader unplugged: the USB reader, which libfprint lists now, is served.
     signals = world.root.signal_count()
     world.reader.unplug()
-    args = added(world, DEVICE % 1, signals)
+    args = interfaces_added(world, DEVICE % 1, signals)["args"]
     assert args[1]["net.reactivated.Fprint.Device"]["name"] == usb_testbed.READER_NAME
     assert args[1]["net.reactivated.Fprint.Device"]["scan-type"] == "swipe"
-    assert devices(world) == [DEVICE % 1]
-    assert world.root.call("GetDefaultDevice", path=MANAGER, iface=MANAGER_IFACE) == [DEVICE % 1]
+    assert manager(world, "GetDevices")[0] == [DEVICE % 1]
+    assert manager(world, "GetDefaultDevice") == [DEVICE % 1]
     assert "canEvaluate.name: biometryNotEnrolled" in world.cli("status").stdout.splitlines()
 
     # Unplugged: libfprint's "removed"; nothing is served, the bus says so.
@@ -79,7 +69,7 @@ def test_a_usb_reader_plugged_in_is_served_when_none_is_and_leaves_when_unplugge
     world.usb_testbed.unplug()
     log.wait_for("the fingerprint reader was unplugged: %s" % usb_testbed.READER_NAME)
     world.root.wait_signal("InterfacesRemoved", lambda a: a[0] == DEVICE % 1, start=signals)
-    assert devices(world) == []
+    assert manager(world, "GetDevices")[0] == []
     assert "canEvaluate.name: biometryNotAvailable" in world.cli("status").stdout.splitlines()
 
     # Plugged in again while none is served: opened at once (FpContext's device-added).
@@ -87,8 +77,8 @@ def test_a_usb_reader_plugged_in_is_served_when_none_is_and_leaves_when_unplugge
     mark = len(log.lines)
     world.usb_testbed.plug()
     log.wait_for("a fingerprint reader was plugged in: %s" % usb_testbed.READER_NAME, start=mark)
-    assert added(world, DEVICE % 2, signals)[1]["net.reactivated.Fprint.Device"]["name"] == usb_testbed.READER_NAME
-    assert devices(world) == [DEVICE % 2]
+    assert interfaces_added(world, DEVICE % 2, signals)["args"][1]["net.reactivated.Fprint.Device"]["name"] == usb_testbed.READER_NAME
+    assert manager(world, "GetDevices")[0] == [DEVICE % 2]
 
 
 def test_a_usb_reader_unplugged_while_enrolling_is_gone_at_once_for_new_requests(usb_world):
@@ -100,7 +90,7 @@ def test_a_usb_reader_unplugged_while_enrolling_is_gone_at_once_for_new_requests
     world.usb_testbed.plug()
     signals = world.root.signal_count()
     world.reader.unplug()
-    added(world, DEVICE % 1, signals)
+    interfaces_added(world, DEVICE % 1, signals)
     cli = harness.CliProcess(world, "enroll", "--user", "bob")
     cli.out.wait_for(re.compile(r"scan your finger"))  # the enrollment's first scan: the reader is busy
     signals = world.root.signal_count()

@@ -96,9 +96,12 @@ def build_packages(out):
     if p.returncode != 0:
         raise AssertionError("dpkg-buildpackage: exit %d\n%s" % (p.returncode, "\n".join(p.stdout.splitlines()[-40:])))
     progress(out, "built the packages from the source package, with no network, in %.0f s" % (now() - t0))
-    debs = {d.name.split("_")[0]: d for d in out.glob("*.deb")}
-    changes = next(out.glob("touchgate_*.changes"))
-    return debs, changes
+    return outputs(out)
+
+
+def outputs(out):
+    """({package: .deb}, .changes) of a build in `out`."""
+    return {d.name.split("_")[0]: d for d in out.glob("*.deb")}, next(out.glob("touchgate_*.changes"))
 
 
 def built_packages(built, out):
@@ -111,8 +114,7 @@ def built_packages(built, out):
     shutil.move(built, out)
     for line in (out / "progress.log").read_text().splitlines():
         log(line + " (beforehand)")
-    debs = {d.name.split("_")[0]: d for d in out.glob("*.deb")}
-    return debs, next(out.glob("touchgate_*.changes"))
+    return outputs(out)
 
 
 KEPT_DEBS = REPO / ".build" / "debs"  # the last build's .debs, for the system test (ignored by git)
