@@ -46,6 +46,10 @@ int tg_evaluate_start(const struct tg_call *c, uint32_t id, int *sock)
      * fails the request rather than being dropped, which would make a remote session look local. */
     if (rhost != NULL)
         tg_put_string(&w, TG_TAG_RHOST, rhost);
+    /* The reader asked for; without it the daemon uses its default reader. A name that matches no
+     * reader is refused as "no reader", and the password follows. */
+    if (opt->device != NULL)
+        tg_put_string(&w, TG_TAG_DEVICE, opt->device);
     if (local_facts(c) != 0)
         tg_put_int(&w, TG_TAG_FLAGS, local_facts(c));
     if (!tg_finish_request(c->pamh, &w, &len))
@@ -58,9 +62,10 @@ int tg_evaluate_start(const struct tg_call *c, uint32_t id, int *sock)
         TG_DEBUG(opt, c->pamh, "connect %s: %s", opt->socket, tg_io_strerror(io));
         return tg_failure_to_pam(io == TG_IO_TIMEOUT ? TG_FAIL_TIMEOUT : TG_FAIL_UNREACHABLE);
     }
-    TG_DEBUG(opt, c->pamh, "evaluate user %s service %s policy %d rhost %s keys %s request %08x",
+    TG_DEBUG(opt, c->pamh,
+             "evaluate user %s service %s policy %d rhost %s device %s keys %s request %08x",
              c->user, service != NULL ? service : "", opt->policy, rhost != NULL ? rhost : "-",
-             c->tty.fd >= 0 ? "yes" : "no", (unsigned)id);
+             opt->device != NULL ? opt->device : "-", c->tty.fd >= 0 ? "yes" : "no", (unsigned)id);
     if ((io = tg_send_all(*sock, req, len, deadline)) != TG_IO_OK) {
         TG_DEBUG(opt, c->pamh, "send: %s", tg_io_strerror(io));
         return tg_failure_to_pam(io == TG_IO_TIMEOUT ? TG_FAIL_TIMEOUT : TG_FAIL_DISCONNECTED);

@@ -14,7 +14,8 @@
 /* The one list of names: tg_option_apply below accepts exactly these, and the manual's drift
  * check (tests/test_options.c) compares them with pam_touchgate.8. */
 const char *const tg_option_names[] = {
-    "socket=", "policy=", "max_tries=", "timeout=", "debug", "noinput", "report", "authtok", NULL,
+    "socket=", "policy=", "max_tries=", "timeout=", "device=",
+    "debug",   "noinput", "report",     "authtok",  NULL,
 };
 
 void tg_options_default(struct tg_options *opt)
@@ -41,6 +42,21 @@ static bool parse_int(const char *s, long lo, long hi, int *out)
     if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
         return false;
     *out = (int)v;
+    return true;
+}
+
+/* A reader's name as the daemon matches it (driver, full name or DRIVER/DEVICE-ID): 1 to
+ * TG_DEVICE_NAME_MAX bytes, no control character. */
+static bool device_name_ok(const char *s)
+{
+    size_t n = strnlen(s, TG_DEVICE_NAME_MAX + 1);
+    if (n == 0 || n > TG_DEVICE_NAME_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch < 0x20 || ch == 0x7f)
+            return false;
+    }
     return true;
 }
 
@@ -74,6 +90,10 @@ enum tg_option_status tg_option_apply(struct tg_options *opt, const char *arg)
     } else if ((v = option_value(arg, "timeout")) != NULL) {
         if (!parse_int(v, 1, TG_TIMEOUT_LIMIT, &opt->timeout_s))
             return TG_OPTION_BAD_VALUE;
+    } else if ((v = option_value(arg, "device")) != NULL) {
+        if (!device_name_ok(v))
+            return TG_OPTION_BAD_VALUE;
+        opt->device = v;
     } else {
         return TG_OPTION_UNKNOWN;
     }

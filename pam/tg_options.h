@@ -6,10 +6,12 @@
 
 #include <security/pam_modules.h>
 
-#define TG_DEFAULT_SOCKET "/run/touchgate/touchgated.sock"
+#define TG_DEFAULT_SOCKET  "/run/touchgate/touchgated.sock"
+#define TG_DEVICE_NAME_MAX 255 /* bytes of a device= value */
 
 struct tg_options {
     const char *socket; /* points into argv, which outlives the call */
+    const char *device; /* points into argv; NULL = not given: the daemon's default reader */
     int policy;         /* TG_POLICY_* */
     int max_tries;      /* 0 = not given: the daemon's value applies */
     int timeout_s;      /* 0 = not given */

@@ -5,9 +5,11 @@ import TouchGateReader
 import TouchGateWire
 
 extension Core {
-    public func list(user: String, caller: Caller) async -> Reply {
+    /// The user's fingers on the reader named (nil: the default one; on every reader when none
+    /// is served).
+    public func list(user: String, caller: Caller, reader: String? = nil) async -> Reply {
         if let refusal = await authorize(caller, user, .selfOrRoot) { return refusal }
-        let found = await prints.list(user, device: await readerInfo()?.deviceKey)
+        let found = await prints.list(user, device: await readerInfo(reader)?.deviceKey)
         if case .unsafe(let why) = found {
             // Prints that cannot be read are not "no prints": the caller is told, never misled.
             log.error("prints of \(user) cannot be listed: \(why)")
@@ -20,7 +22,7 @@ extension Core {
 
     public func devices() async -> Reply {
         var reply = Reply.success()
-        reply.devices = await readerInfo().map { ["\($0.name) (\($0.driver))"] } ?? []
+        reply.devices = await readerDescriptions().map { "\($0.name) (\($0.driver))" }
         return reply
     }
 
@@ -71,7 +73,7 @@ extension Core {
         if let refusal = await authorize(caller, user, .selfOrRoot) { return refusal }
         var reply = Reply.success()
         // Absent when there are no prints or no biometrics (docs/spec.md §4).
-        if let info = await readerInfo() {
+        if let info = await readerInfo(nil) {
             reply.domainState = domainKey.domainState(
                 service: service, prints: await prints.list(user, device: info.deviceKey).prints)
         }
@@ -97,9 +99,10 @@ extension Core {
 
     public func stopMonitoring(_ id: UInt64) { events.unsubscribe(id) }
 
-    public func status(user: String, caller: Caller) async -> Reply {
+    /// `reader`: the reader whose prints and availability are told (nil: the default one).
+    public func status(user: String, caller: Caller, reader: String? = nil) async -> Reply {
         if let refusal = await authorize(caller, user, .selfOrRoot) { return refusal }
-        let info = await readerInfo()
+        let info = await readerInfo(reader)
         let list = await prints.list(user, device: info?.deviceKey)
         var doc = StatusDocument(user: user, fingers: list.prints.map(\.finger.rawValue))
         doc.damagedFingers = list.prints.filter(\.needsEnrolling).map(\.finger.rawValue)
@@ -135,7 +138,7 @@ extension Core {
             doc.lastPasswordSuccess = s.lastPasswordSuccess
             doc.lastFingerprintSuccess = s.lastFingerprintSuccess
         }
-        let refusal = await preflight(user: user, rhost: nil)
+        let refusal = await preflight(user: user, rhost: nil, reader: reader)
         doc.canEvaluate = .init(
             code: refusal?.outcome.rawValue ?? 0, name: refusal?.outcome.name ?? "success",
             reason: refusal?.reason?.rawValue ?? "")

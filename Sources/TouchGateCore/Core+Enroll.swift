@@ -4,17 +4,19 @@ import TouchGateReader
 import TouchGateWire
 
 extension Core {
-    /// `device`: the reader it is for (a D-Bus device object's); nil: whichever is served.
+    /// `reader`: the reader it is for (ReaderInfo.matches: PAM's and the CLI's reader name, a D-Bus
+    /// device object's DRIVER/DEVICE-ID); nil: the default one.
     public func enroll(
         user: String, finger: Finger, password: String?, origin: Origin, caller: Caller,
-        client: any PromptClient, input: PromptInput, device: DeviceKey? = nil
+        client: any PromptClient, input: PromptInput, reader selector: String? = nil
     ) async -> Reply {
         if let refusal = await authorize(caller, user, .selfWithPasswordOrRoot, password: password, origin: origin) {
             return refusal
         }
-        guard let info = await readerInfo() else {
+        guard let served = await served(selector) else {
             return Refusal(.biometryNotAvailable, reason: .noReader, text: .noReader)
         }
+        let reader = served.reader, info = served.info
         let ctx = EventContext(user: user, origin: origin, policy: nil, byUID: caller.uid)
         let scanned: Result<[UInt8], Reply>? = await runPrompt(input, acceptsPassword: false) { prompt in
             let ticket = queue.enqueue()
@@ -25,9 +27,8 @@ extension Core {
                     return interrupted(interrupt)
                 }
             }
-            // The reader may have gone, or another be served, while this waited: the print would
-            // be another reader's than the one it is stored for.
-            guard reader.info?.deviceKey == info.deviceKey, device == nil || device == info.deviceKey else {
+            // The reader may have gone while this waited.
+            guard reader.info?.deviceKey == info.deviceKey else {
                 return .failure(refusal(for: .removed, timeout: 0))
             }
             let scans = info.enrollScans
@@ -36,7 +37,7 @@ extension Core {
             // enrolled, for anyone (fprintd 1.94 does the same, and counts it as a stage).
             if info.supportsIdentify {
                 if let refused = await refuseDuplicate(
-                    user: user, caller: caller, info: info, client: client, prompt: prompt)
+                    user: user, caller: caller, on: served, client: client, prompt: prompt)
                 {
                     return refused
                 }
@@ -66,7 +67,8 @@ extension Core {
                 case .first(.failure(let failure)):
                     // As fprintd: a full chip gives up one print nobody here owns, and the
                     // enrollment starts again (the scans so far were not stored).
-                    if failure == .storageFull, reclaimed < Self.maxReclaimedPrints, await reclaimReaderStorage(info) {
+                    if failure == .storageFull, reclaimed < Self.maxReclaimedPrints, await reclaimReaderStorage(served)
+                    {
                         reclaimed += 1
                         client.show(ProgressEvent(.prompt, .enrollPrompt(finger: finger, stages: info.enrollStages)))
                         continue
@@ -102,16 +104,16 @@ extension Core {
     /// The identify scan before an enrollment: nil when the finger is not enrolled yet, else the
     /// answer (the duplicate, a reader failure, an interrupt; `.some(nil)`: the client went away).
     private func refuseDuplicate(
-        user: String, caller: Caller, info: ReaderInfo, client: PromptClient,
+        user: String, caller: Caller, on served: ServedReader, client: PromptClient,
         prompt: ActivePrompt
     ) async -> Result<[UInt8], Reply>?? {
         let gallery: [GalleryPrint]
-        do { gallery = try await prints.gallery(device: info.deviceKey) } catch {
+        do { gallery = try await prints.gallery(device: served.info.deviceKey) } catch {
             log.error("cannot read the enrolled prints: \(error)")
             return .some(.failure(Self.storageFailure))
         }
         let op = ReaderOperation<ScanResult>()
-        reader.identify(
+        served.reader.identify(
             gallery: gallery.map(\.template), cancellation: op.cancellation,
             retry: { hint in CoreLoop.shared.post { client.show(ProgressEvent(.retry, .retry(hint))) } },
             completion: op.completion())
@@ -139,15 +141,15 @@ extension Core {
 
     /// The reader's own storage is full: deletes one print it holds that no user here owns; false
     /// when there is none, or the store cannot tell (a print it cannot read now).
-    private func reclaimReaderStorage(_ info: ReaderInfo) async -> Bool {
-        guard let owned = try? await prints.everyTemplate(device: info.deviceKey) else {
+    private func reclaimReaderStorage(_ served: ServedReader) async -> Bool {
+        guard let owned = try? await prints.everyTemplate(device: served.info.deviceKey) else {
             log.notice(
                 "the reader's storage is full; none of its prints is deleted: the print store cannot be read in full now"
             )
             return false
         }
         let deleted = OneShot<Bool>()
-        reader.deleteOnePrintNotIn(owned) { d in CoreLoop.shared.post { deleted.set(d) } }
+        served.reader.deleteOnePrintNotIn(owned) { d in CoreLoop.shared.post { deleted.set(d) } }
         guard await deleted.wait() else { return false }
         log.notice("the reader's storage was full: deleted one print no user here owns, and enrolling again")
         return true
@@ -162,29 +164,41 @@ extension Core {
         }
     }
 
-    /// Deletes the named fingers (or all), on every reader's directory of the user.
-    public func delete(user: String, fingers: [Finger], all: Bool, password: String?, origin: Origin, caller: Caller)
-        async -> Reply
-    {
+    /// Deletes the named fingers (or all): the prints made on the reader named (`reader`:
+    /// ReaderInfo.matches; fprintd's device objects), or on every reader when none is named.
+    public func delete(
+        user: String, fingers: [Finger], all: Bool, password: String?, origin: Origin, caller: Caller,
+        reader selector: String? = nil
+    ) async -> Reply {
         if let refusal = await authorize(caller, user, .selfWithPasswordOrRoot, password: password, origin: origin) {
             return refusal
         }
         let targets = all ? Finger.allCases : fingers
+        await readerSettled.wait()
+        var device: DeviceKey?
+        if let selector {
+            guard let named = await served(selector) else {
+                return Refusal(.biometryNotAvailable, reason: .noReader, text: .noReader)
+            }
+            device = named.info.deviceKey
+        }
         // A match-on-chip reader keeps its own copy: read it before the files go, to delete it
         // there too (as fprintd does), so the chip neither fills up nor matches a deleted finger.
-        var onChip: [[UInt8]] = []
-        if let info = await readerInfo() {
-            onChip = (try? await prints.templates(user, device: info.deviceKey, fingers: targets)) ?? []
+        var onChip: [(reader: any FingerprintReader, prints: [[UInt8]])] = []
+        for reader in readers.served where device == nil || reader.info?.deviceKey == device {
+            guard let info = reader.info else { continue }
+            let held = (try? await prints.templates(user, device: info.deviceKey, fingers: targets)) ?? []
+            if !held.isEmpty { onChip.append((reader, held)) }
         }
         let removed: [Finger]
-        do { removed = try await prints.delete(user, device: nil, fingers: targets) } catch {
+        do { removed = try await prints.delete(user, device: device, fingers: targets) } catch {
             log.error("cannot delete templates: \(error)")
             return Self.storageFailure
         }
-        if !onChip.isEmpty {
-            // Not awaited: the reader may be busy with a prompt; the files are what count.
-            let log = self.log
-            reader.deleteFromDevice(onChip) { n in
+        // Not awaited: the reader may be busy with a prompt; the files are what count.
+        let log = self.log
+        for (reader, held) in onChip {
+            reader.deleteFromDevice(held) { n in
                 if n > 0 { log.info("deleted \(n) print(s) from the reader's storage") }
             }
         }

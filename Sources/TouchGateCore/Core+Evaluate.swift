@@ -26,9 +26,12 @@ extension EvaluateRequest {
 
 extension Core {
     /// canEvaluatePolicy: the answer an evaluation would start with, without touching the reader.
-    public func canEvaluate(user: String, policy: EvaluationPolicy, rhost: String?, caller: Caller) async -> Reply {
+    /// `reader`: the reader the request names (nil: the default one).
+    public func canEvaluate(
+        user: String, policy: EvaluationPolicy, rhost: String?, reader: String? = nil, caller: Caller
+    ) async -> Reply {
         if let refusal = await authorize(caller, user, .selfOrRoot) { return refusal }
-        return await preflight(user: user, rhost: rhost) ?? .success()
+        return await preflight(user: user, rhost: rhost, reader: reader) ?? .success()
     }
 
     /// evaluatePolicy. Progress goes to `client`; `input` carries what the person does at the prompt;
@@ -42,7 +45,7 @@ extension Core {
             publishOutcome(ctx, method: method, outcome: refusal.outcome, reason: refusal.reason)
             return r.offersPasswordStep ? offeringPassword(refusal, user: r.user) : refusal
         }
-        if let refusal = await preflight(user: r.user, rhost: r.origin.rhost) {
+        if let refusal = await preflight(user: r.user, rhost: r.origin.rhost, reader: r.reader) {
             log.debug(
                 "evaluate refused: \(refusal.outcome.name) \(refusal.reason?.rawValue ?? "")",
                 metadata: ["user": "\(r.user)"])
@@ -89,13 +92,13 @@ extension Core {
             }
         }
         // State may have changed while queued (another prompt, an unplug).
-        if let refusal = await preflight(user: r.user, rhost: r.origin.rhost) { return .reply(refusal, method: nil) }
-        guard let info = await readerInfo() else {
-            return .reply(refusal(for: .noReader, timeout: timeout), method: nil)
+        if let refusal = await preflight(user: r.user, rhost: r.origin.rhost, reader: r.reader) {
+            return .reply(refusal, method: nil)
         }
-        if let wanted = r.device, wanted != info.deviceKey {  // its reader went while it waited
-            return .reply(refusal(for: .removed, timeout: timeout), method: nil)
+        guard let served = await served(r.reader) else {  // the reader it names went while it waited
+            return .reply(refusal(for: r.reader == nil ? .noReader : .removed, timeout: timeout), method: nil)
         }
+        let reader = served.reader, info = served.info
         let list = await prints.list(r.user, device: info.deviceKey).prints
         let wanted = list.filter { r.fingers?.contains($0.finger) ?? true }
         let usable = wanted.filter { !$0.damaged }

@@ -122,7 +122,7 @@ extension Core {
     /// The identity of the user's current set of prints on every reader (nil: none): what the
     /// keyring password is bound to.
     func currentSnapshot(_ user: String) async -> String? {
-        let info = await readerInfo()
+        let info = await readerInfo(nil)
         return await enrollmentSnapshot(user, here: await prints.list(user, device: info?.deviceKey).prints)
     }
 }

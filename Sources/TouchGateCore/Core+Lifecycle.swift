@@ -21,7 +21,7 @@ extension Core {
     /// does the two steps as the core's and the reader's shutdown; this is both, in that order.
     public func finishShutdown() async {
         await flushForShutdown()
-        await ReaderService(reader, log: log).shutdown()
+        await ReaderService(readers, log: log).shutdown()
     }
 
     /// Every state change on disk within `shutdownStepMilliseconds`. A write that is still pending
@@ -54,21 +54,21 @@ extension Core {
 
 extension Core {
     /// Before sleep (logind's PrepareForSleep): every prompt ends with systemCancel and says why,
-    /// then the reader is closed. Requests during the sleep find no reader.
+    /// then the readers are closed. Requests during the sleep find no reader.
     public func suspend() async {
         cancelPrompts(Self.suspendRefusal)
         let closed = OneShot<Void>()
-        reader.close { CoreLoop.shared.post { closed.set(()) } }
+        readers.close { CoreLoop.shared.post { closed.set(()) } }
         await closed.wait()
-        log.info("reader closed for sleep")
+        log.info("readers closed for sleep")
     }
 
-    /// After resume: the reader is opened again.
+    /// After resume: the readers are opened again.
     public func resume() async {
         let opened = OneShot<Bool>()
-        reader.reopen { ok in CoreLoop.shared.post { opened.set(ok) } }
+        readers.reopen { ok in CoreLoop.shared.post { opened.set(ok) } }
         let ok = await opened.wait()
-        log.info(ok ? "reader reopened after sleep" : "no reader after sleep")
+        log.info(ok ? "readers reopened after sleep" : "no reader after sleep")
     }
 
     static let suspendRefusal = Refusal(.systemCancel, reason: .suspend, text: .suspending)
@@ -82,17 +82,18 @@ extension Core: DaemonService {
     public func shutdown() async { await flushForShutdown() }
 }
 
-/// The reader as a service: it opens on its own thread from the moment it is made (the daemon is
-/// ready before USB enumeration ends); stopping closes it within `shutdownStepMilliseconds`.
+/// The readers as a service: they open on their own thread from the moment they are made (the
+/// daemon is ready before USB enumeration ends); stopping closes them within
+/// `shutdownStepMilliseconds`.
 @CoreActor public final class ReaderService: DaemonService {
-    let reader: any FingerprintReader
+    let readers: any FingerprintReaders
     let log: Logger
     public nonisolated var serviceName: String { "reader" }
-    public init(_ reader: any FingerprintReader, log: Logger) { self.reader = reader; self.log = log }
+    public init(_ readers: any FingerprintReaders, log: Logger) { self.readers = readers; self.log = log }
     public func start() async -> ServiceStart { .running }
     public func shutdown() async {
-        if await !Core.finishes({ [reader] done in reader.close { CoreLoop.shared.post { done() } } }) {
-            log.error("the reader did not close within \(Core.shutdownStepMilliseconds) ms; exiting anyway")
+        if await !Core.finishes({ [readers] done in readers.close { CoreLoop.shared.post { done() } } }) {
+            log.error("the readers did not close within \(Core.shutdownStepMilliseconds) ms; exiting anyway")
         }
     }
 }

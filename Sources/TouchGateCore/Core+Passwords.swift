@@ -85,7 +85,7 @@ extension Core {
     /// records the boot and the current set of prints. Losing this write only keeps the old,
     /// stricter state, so the reply does not wait for the disk.
     func recordPasswordSuccess(_ ctx: EventContext, enable: Bool = false) async throws(StorageError) {
-        let info = await readerInfo()
+        let info = await readerInfo(nil)
         let list = await prints.list(ctx.user, device: info?.deviceKey)
         let env = await environment(ctx.user, prints: list.prints, readerAvailable: info != nil)
         var wasLocked = false

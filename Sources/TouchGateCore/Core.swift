@@ -12,7 +12,8 @@ public struct CoreSetup: Sendable {
     public var bootID: String
     public var stateDirectory: Directory
     public var printStore: Directory
-    public var reader: any FingerprintReader
+    /// Every reader served (LibfprintReaders); requests use the default one or the one they name.
+    public var readers: any FingerprintReaders
     public var passwords: any PasswordVerifying
     public var accounts: any AccountDirectory
     public var clock: any WallClock
@@ -31,12 +32,12 @@ public struct CoreSetup: Sendable {
 
     public init(
         policy: PolicyConfig, allowRemote: Bool, bootID: String, stateDirectory: Directory,
-        printStore: Directory, reader: any FingerprintReader, passwords: any PasswordVerifying,
+        printStore: Directory, readers: any FingerprintReaders, passwords: any PasswordVerifying,
         accounts: any AccountDirectory = SystemAccounts(), clock: any WallClock = SystemClock(),
         log: Logger, audit: Logger
     ) {
         self.policy = policy; self.allowRemote = allowRemote; self.bootID = bootID
-        self.stateDirectory = stateDirectory; self.printStore = printStore; self.reader = reader
+        self.stateDirectory = stateDirectory; self.printStore = printStore; self.readers = readers
         self.passwords = passwords; self.accounts = accounts; self.clock = clock; self.log = log; self.audit = audit
     }
 }
@@ -46,7 +47,7 @@ public struct CoreSetup: Sendable {
     let policyEngine: Policy
     let allowRemote: Bool
     let bootID: String
-    let reader: any FingerprintReader
+    let readers: any FingerprintReaders
     let passwords: any PasswordVerifying
     let accounts: any AccountDirectory
     let clock: any WallClock
@@ -77,7 +78,7 @@ public struct CoreSetup: Sendable {
         policyEngine = Policy(config: setup.policy)
         allowRemote = setup.allowRemote
         bootID = setup.bootID
-        reader = setup.reader
+        readers = setup.readers
         passwords = setup.passwords
         accounts = setup.accounts
         clock = setup.clock
@@ -93,7 +94,7 @@ public struct CoreSetup: Sendable {
             users: users, policy: policyEngine, clock: setup.clock, pool: storagePool,
             log: { log.error("\($0)") })
         prints = PrintCache(
-            files: PrintFiles(root: setup.printStore, reader: setup.reader, sealing: setup.sealing),
+            files: PrintFiles(root: setup.printStore, reader: setup.readers, sealing: setup.sealing),
             pool: storagePool, log: { log.notice("\($0)") })
         names = NameCache(accounts: setup.accounts, pool: accountPool)
         keyring = KeyringFiles(
@@ -101,7 +102,7 @@ public struct CoreSetup: Sendable {
             key: KeyringKey(sealing: setup.sealing, withoutTPM: setup.keyringWithoutTPM, state: setup.stateDirectory))
         keyringServices = Set(setup.keyringServices)
         let settled = readerSettled
-        setup.reader.whenOpened { CoreLoop.shared.post { settled.set(()) } }
+        setup.readers.whenOpened { CoreLoop.shared.post { settled.set(()) } }
         if let sealing = setup.sealing { sealStore(prints.files, sealing) }
     }
 
@@ -122,26 +123,32 @@ public struct CoreSetup: Sendable {
         }
     }
 
-    /// The reader as it is once its first opening has ended (it may be absent).
-    /// Calls `handler` on the core loop when the open reader's description changes.
-    public nonisolated func onReaderInfoChanged(_ handler: @escaping @CoreActor @Sendable (ReaderInfo?) -> Void) {
-        reader.onInfoChanged { info in CoreLoop.shared.post { handler(info) } }
+    /// Calls `handler` on the core loop with every served reader's description whenever one
+    /// changes, is unplugged or is added.
+    public nonisolated func onReadersChanged(_ handler: @escaping @CoreActor @Sendable ([ReaderInfo]) -> Void) {
+        readers.onChange { infos in CoreLoop.shared.post { handler(infos) } }
     }
 
-    func readerInfo() async -> ReaderInfo? {
+    /// The reader a request names (`selector`: docs/readers.md; nil: the default one) and its
+    /// description, once the readers' first opening has ended; nil when it is not served.
+    func served(_ selector: String?) async -> ServedReader? {
         await readerSettled.wait()
-        return reader.info
+        guard let reader = readers.reader(selector), let info = reader.info else { return nil }
+        return ServedReader(reader: reader, info: info)
     }
+
+    func readerInfo(_ selector: String?) async -> ReaderInfo? { await served(selector)?.info }
 
     // MARK: canEvaluate
 
     /// What an evaluation would end with before it starts, or nil when a prompt makes sense.
     /// Never touches the reader; prints and states are cached, so it answers in microseconds.
-    func preflight(user: String, rhost: String?) async -> Refusal? {
+    /// `reader`: the reader the request names (nil: the default one).
+    func preflight(user: String, rhost: String?, reader: String?) async -> Refusal? {
         if let rhost, !rhost.isEmpty, !allowRemote {
             return Refusal(.biometryNotAvailable, reason: .remote, text: .remoteSession)
         }
-        let info = await readerInfo()
+        let info = await readerInfo(reader)
         let stored = await states.load(user)
         guard case .state(let state) = stored else {
             return Refusal(.biometryLockout, reason: .stateUnreadable, text: .stateUnreadable)
@@ -280,11 +287,22 @@ extension Reason {
 
 extension ReaderInfo {
     public var deviceKey: DeviceKey { DeviceKey(driver: driver, deviceID: deviceID) }
+    /// The name that means this reader and no other in a request (ReaderInfo.matches).
+    public var selector: String { "\(driver)/\(deviceID)" }
+}
+
+/// A reader a request runs on, with its description when it was chosen.
+struct ServedReader {
+    let reader: any FingerprintReader
+    let info: ReaderInfo
 }
 
 extension Core {
-    /// The reader once its first opening ended (nil: none), for front-ends that describe it.
-    public func readerDescription() async -> ReaderInfo? { await readerInfo() }
+    /// Every reader served, the default one first, once their first opening has ended.
+    public func readerDescriptions() async -> [ReaderInfo] {
+        await readerSettled.wait()
+        return readers.served.compactMap(\.info)
+    }
 
     /// The account name of a uid (NSS, on the accounts pool), for front-ends that take "" as "me".
     public func accountName(uid: UInt32) async -> String? { await names.name(of: uid) }

@@ -1,4 +1,4 @@
-// The prints of each user on the current reader, read once from disk (on the storage pool) and kept
+// The prints of each user on each reader, read once from disk (on the storage pool) and kept
 // until the daemon itself changes them; and the account-name lookups of callers, briefly cached.
 import Glibc
 import TouchGateWire
@@ -7,7 +7,7 @@ import TouchGateWire
     let files: PrintFiles
     private let pool: WorkerPool
     private let log: (String) -> Void
-    private var cache: [String: (device: DeviceKey, list: PrintList)] = [:]
+    private var cache: [String: [DeviceKey: PrintList]] = [:]
     private var entries: [String: [String]] = [:]
 
     init(files: PrintFiles, pool: WorkerPool, log: @escaping (String) -> Void = { _ in }) {
@@ -22,13 +22,13 @@ import TouchGateWire
             let files = self.files
             return (try? await pool.run { files.listAllDevices(user) }) ?? .unsafe("storage queue full")
         }
-        if let hit = cache[user], hit.device == device { return hit.list }
+        if let hit = cache[user]?[device] { return hit }
         let files = self.files
         guard let list = try? await pool.run({ files.list(user, device: device) }) else {
             return .unsafe("storage queue full")  // not cached: the next request reads again
         }
         // A print sealed shut (the TPM did not answer) is asked for again next time.
-        if !list.prints.contains(where: \.closed) { cache[user] = (device, list) }
+        if !list.prints.contains(where: \.closed) { cache[user, default: [:]][device] = list }
         for p in list.prints {
             if let why = p.problem { log("\(user)'s \(p.finger.rawValue) print is not used: \(why)") }
         }
@@ -44,7 +44,7 @@ import TouchGateWire
     /// lists are; nil when they cannot be read now.
     func snapshotEntries(_ user: String) async -> [String]? {
         if let hit = entries[user] { return hit }
-        let files = self.files, known = cache[user]
+        let files = self.files, known = cache[user] ?? [:]
         guard let found = (try? await pool.run { files.snapshotEntries(user, known: known) }) ?? nil else { return nil }
         entries[user] = found
         return found

@@ -51,12 +51,13 @@ public struct GalleryPrint: Sendable, Equatable {
 /// The files. Blocking: the core calls these on its storage pool.
 public struct PrintFiles: Sendable {
     public let root: Directory
-    public let reader: any FingerprintReader
+    /// Reads what a serialized print says of itself (libfprint, never a device).
+    public let reader: any FingerprintReaders
     /// When set, prints are written sealed once the machine's data key is had, and sealed ones are
     /// opened with it (PrintStore+Sealing.swift); nil reads and writes prints in the clear.
     public let sealing: PrintSealing?
 
-    public init(root: Directory, reader: any FingerprintReader, sealing: PrintSealing? = nil) {
+    public init(root: Directory, reader: any FingerprintReaders, sealing: PrintSealing? = nil) {
         self.root = root
         self.reader = reader
         self.sealing = sealing
@@ -196,12 +197,12 @@ public struct PrintFiles: Sendable {
 
     /// `finger:digest` of each of the user's prints on every reader, damaged ones too (what the
     /// enrollment snapshot is made of); nil when one reader's prints cannot be listed.
-    public func snapshotEntries(_ user: String, known: (device: DeviceKey, list: PrintList)? = nil) -> [String]? {
+    public func snapshotEntries(_ user: String, known: [DeviceKey: PrintList] = [:]) -> [String]? {
         guard let keys = try? devices(user) else { return nil }
         var entries: [String] = []
         for key in keys {
-            // A reader's list already read (the one served) is not read, nor its prints opened, again.
-            let listed = known.flatMap { $0.device == key ? $0.list : nil } ?? list(user, device: key)
+            // A reader's list already read is not read, nor its prints opened, again.
+            let listed = known[key] ?? list(user, device: key)
             guard case .prints(let found) = listed else { return nil }
             entries += found.map(\.identity)
         }

@@ -48,17 +48,18 @@ public struct EvaluateRequest: Sendable {
     public var fingers: [Finger]?
     /// After a match, the user's sealed login password is wanted (pam_touchgate's authtok).
     public var wantAuthtok: Bool
-    /// The reader this request is for (a D-Bus device object's); nil: whichever is served. When
-    /// another reader is served by the time its turn comes, the request ends as for a removed one.
-    public var device: DeviceKey?
+    /// The reader this request is for (PAM's device=, the CLI's --device, a D-Bus device object's
+    /// DRIVER/DEVICE-ID: ReaderInfo.matches); nil: the default one. When no reader it names is
+    /// served by the time its turn comes, the request ends as for a removed one.
+    public var reader: String?
     public init(
         user: String, policy: EvaluationPolicy, origin: Origin = Origin(), maxTries: Int? = nil,
         timeoutSeconds: Int? = nil, noInput: Bool = false, noTerminal: Bool = false, fingers: [Finger]? = nil,
-        wantAuthtok: Bool = false, device: DeviceKey? = nil
+        wantAuthtok: Bool = false, reader: String? = nil
     ) {
         self.user = user; self.policy = policy; self.origin = origin; self.maxTries = maxTries
         self.timeoutSeconds = timeoutSeconds; self.noInput = noInput; self.noTerminal = noTerminal
-        self.fingers = fingers; self.wantAuthtok = wantAuthtok; self.device = device
+        self.fingers = fingers; self.wantAuthtok = wantAuthtok; self.reader = reader
     }
 }
 

@@ -143,7 +143,7 @@ extension FprintDevice {
         let selected = finger?.rawValue ?? (enrolled.fingers.count == 1 ? enrolled.fingers[0].rawValue : "any")
         let request = EvaluateRequest(
             user: claim.username, policy: .biometrics, origin: Origin(service: FprintNames.bus),
-            maxTries: 1, noInput: true, fingers: finger.map { [$0] }, device: info.deviceKey)
+            maxTries: 1, noInput: true, fingers: finger.map { [$0] }, reader: info.selector)
         let signals = DeviceSignals(device: self, verify: true)
         // The core's own evaluation from the start, so a locked-out or password-required user is
         // refused by the same rules, with the reason, and audited as every refused evaluation is.
@@ -198,7 +198,7 @@ extension FprintDevice {
             let reply = await core.enroll(
                 user: claim.username, finger: finger, password: nil,
                 origin: Origin(service: FprintNames.bus), caller: caller,
-                client: signals, input: action.input, device: info.deviceKey)
+                client: signals, input: action.input, reader: info.selector)
             setFingerNeeded(false)
             if let status = FprintStatus.enrollResult(reply), !action.input.isDelivered {
                 emit("EnrollStatus", [V.string(status), V.bool(true)])

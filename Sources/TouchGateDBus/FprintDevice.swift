@@ -234,7 +234,7 @@ import TouchGateWire
 
     private func listEnrolled(_ call: Invocation) async -> Result<[Variant], BusError> {
         await authorized(call, [.verify]) { user, caller in
-            let reply = await core.list(user: user, caller: caller)
+            let reply = await core.list(user: user, caller: caller, reader: info.selector)
             guard reply.isSuccess else { return .failure(Self.error(for: reply)) }
             guard !reply.fingers.isEmpty else { return .failure(.noEnrolledPrints("Failed to discover prints")) }
             return .success([V.array("s", reply.fingers.map { V.string($0.rawValue) })])
@@ -254,7 +254,7 @@ import TouchGateWire
     private func deletePrints(_ user: String, _ caller: Caller, finger: Finger?) async -> Result<[Variant], BusError> {
         let reply = await core.delete(
             user: user, fingers: finger.map { [$0] } ?? [], all: finger == nil, password: nil,
-            origin: Origin(service: FprintNames.bus), caller: caller)
+            origin: Origin(service: FprintNames.bus), caller: caller, reader: info.selector)
         if reply.outcome == .notFound || (reply.isSuccess && reply.fingers.isEmpty) {
             return .failure(
                 .noEnrolledPrints(

@@ -11,8 +11,8 @@ import TouchGateReader
     let log: Logger
     private(set) var connection: OpaquePointer?
     private(set) var authority: Authority?
-    /// The device object of the reader served (nil: none).
-    private(set) var device: FprintDevice?
+    /// The device objects of the readers served, in the readers' order: the first is the default.
+    private(set) var devices: [FprintDevice] = []
     /// Device objects of readers unplugged while claimed: exported until the claim ends, as fprintd
     /// keeps them until it closes the device.
     private var retired: [FprintDevice] = []
@@ -41,9 +41,10 @@ import TouchGateReader
         self.connection = connection
         authority = Authority(connection: connection) { [log] in log.notice("\($0)") }
         guard register(connection) else { return false }
-        // Changes first, then the reader as it is: a reader unplugged in between is not missed.
-        core.onReaderInfoChanged { [weak self] info in self?.readerChanged(info) }
-        if let info = await core.readerDescription(), device == nil { export(info) }
+        // Changes first, then the readers as they are: a reader unplugged in between is not missed.
+        core.onReadersChanged { [weak self] infos in self?.readersChanged(infos) }
+        let now = await core.readerDescriptions()
+        for info in now where !devices.contains(where: { $0.info.deviceKey == info.deviceKey }) { export(info) }
         ownerID = tgg_bus_own_name_on_connection(
             connection, FprintNames.bus, G_BUS_NAME_OWNER_FLAGS_DO_NOT_QUEUE,
             { _, _, data in
@@ -112,22 +113,30 @@ import TouchGateReader
     // MARK: devices come and go
 
     func device(at path: String) -> FprintDevice? {
-        device?.path == path ? device : retired.first { $0.path == path }
+        devices.first { $0.path == path } ?? retired.first { $0.path == path }
     }
 
-    /// The reader served changed: the same reader's properties follow it; a reader unplugged takes
-    /// its object off the bus (InterfacesRemoved; once released, if claimed); another one gets a
-    /// new object (InterfacesAdded).
-    private func readerChanged(_ info: ReaderInfo?) {
-        if let device, let info, device.info.deviceKey == info.deviceKey {
-            return device.update(info)
-        }
-        if let old = device {
-            device = nil
+    /// The readers served changed: a reader's properties follow it; a reader unplugged takes its
+    /// object off the bus (InterfacesRemoved; once released, if claimed); a new one gets an object
+    /// (InterfacesAdded).
+    private func readersChanged(_ infos: [ReaderInfo]) {
+        for old in devices where !infos.contains(where: { $0.deviceKey == old.info.deviceKey }) {
+            devices.removeAll { $0 === old }
             log.info("fingerprint reader \(old.info.name) gone from \(old.path)")
             if old.claim == nil { unexport(old) } else { old.gone = true; retired.append(old) }
         }
-        if let info { export(info) }
+        for info in infos {
+            if let same = devices.first(where: { $0.info.deviceKey == info.deviceKey }) {
+                same.update(info)
+            } else {
+                export(info)
+            }
+        }
+        // The default device is the first reader served, as the readers list them.
+        let order = infos.map(\.deviceKey)
+        devices.sort {
+            (order.firstIndex(of: $0.info.deviceKey) ?? .max) < (order.firstIndex(of: $1.info.deviceKey) ?? .max)
+        }
     }
 
     private func export(_ info: ReaderInfo) {
@@ -135,7 +144,7 @@ import TouchGateReader
         nextDeviceNumber += 1
         guard let id = registerObject(path, FprintNames.deviceInterface) else { return }
         let new = FprintDevice(service: self, info: info, path: path, registration: id)
-        device = new
+        devices.append(new)
         emit(
             "InterfacesAdded", path: FprintNames.root, interface: FprintNames.objectManagerInterface,
             [V.objectPath(path), interfaces(of: new)])
@@ -155,14 +164,14 @@ import TouchGateReader
         V.array("{sa{sv}}", [V.entry(V.string(FprintNames.deviceInterface), device.allProperties())])
     }
 
-    private var exported: [FprintDevice] { (device.map { [$0] } ?? []) + retired }
+    private var exported: [FprintDevice] { devices + retired }
 
     private func dispatch(_ call: Invocation, path: String, interface: String) {
         switch (path, interface, call.method) {
         case (FprintNames.manager, _, "GetDevices"):
             call.reply([V.array("o", exported.map { V.objectPath($0.path) })])
         case (FprintNames.manager, _, "GetDefaultDevice"):
-            if let device { call.reply([V.objectPath(device.path)]) } else { call.fail(.noSuchDevice()) }
+            if let first = devices.first { call.reply([V.objectPath(first.path)]) } else { call.fail(.noSuchDevice()) }
         case (FprintNames.root, _, "GetManagedObjects"):
             call.reply([
                 V.array("{oa{sa{sv}}}", exported.map { V.entry(V.objectPath($0.path), interfaces(of: $0)) })
@@ -212,7 +221,7 @@ import TouchGateReader
             }
         }
         registrations = []
-        device = nil
+        devices = []
         retired = []
     }
 }

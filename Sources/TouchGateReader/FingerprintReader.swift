@@ -103,33 +103,16 @@ public struct PrintDescription: Sendable, Equatable {
     }
 }
 
-/// A fingerprint reader. Operations are asynchronous: callbacks come on the reader's own thread,
-/// in order, and `completion` is called exactly once.
+/// One fingerprint reader. Operations are asynchronous: callbacks come on the readers' thread, in
+/// order, and `completion` is called exactly once.
 public protocol FingerprintReader: AnyObject, Sendable {
-    /// The reader, or nil when there is none (or it was removed).
+    /// The reader, or nil once it was removed (or closed).
     var info: ReaderInfo? { get }
 
     func enroll(
         user: String, fingerIndex: Int, cancellation: Cancellation,
         progress: @escaping @Sendable (EnrollEvent) -> Void,
         completion: @escaping @Sendable (Result<[UInt8], ReaderFailure>) -> Void)
-
-    /// Calls `completion` (from any thread) once the first attempt to open a reader has ended,
-    /// successfully or not; until then `info` may still be nil for a reader that is there.
-    func whenOpened(_ completion: @escaping @Sendable () -> Void)
-
-    /// The metadata of a serialized print, or nil when libfprint cannot read it (a damaged file).
-    /// Callable from any thread; never touches the device.
-    func describe(_ template: [UInt8]) -> PrintDescription?
-
-    /// Whether `describe` can judge a print at all: false when libfprint itself could not be
-    /// loaded, so that no print is called damaged for that.
-    var describesPrints: Bool { get }
-
-    /// Calls `handler` (on the reader's thread) whenever the reader served changes: the driver
-    /// changed its number of enroll stages or the finger's status, the reader was unplugged (nil)
-    /// or another one is served now (one plugged in, the next one listed, another after a sleep).
-    func onInfoChanged(_ handler: @escaping @Sendable (ReaderInfo?) -> Void)
 
     /// Deletes these prints from the reader's own storage (match-on-chip readers; nothing on the
     /// others), after their files went; `completion` gets how many it deleted there.
@@ -139,12 +122,6 @@ public protocol FingerprintReader: AnyObject, Sendable {
     /// of `owned` (every print the store has for it: the others are another system's, or an earlier
     /// install's), as fprintd does; `completion` tells whether one was deleted.
     func deleteOnePrintNotIn(_ owned: [[UInt8]], completion: @escaping @Sendable (Bool) -> Void)
-
-    /// Closes the device (shutdown, suspend); later operations fail with `.noReader` until `reopen`.
-    func close(completion: @escaping @Sendable () -> Void)
-
-    /// Opens the first reader again (resume); `completion` tells whether one is open.
-    func reopen(completion: @escaping @Sendable (Bool) -> Void)
 
     /// One scan identified against every print of `gallery` (which may be empty), on a reader that
     /// can identify: the first scan of an enrollment. Retry hints restart the wait; no timeout.
@@ -163,12 +140,59 @@ public protocol FingerprintReader: AnyObject, Sendable {
 }
 
 extension FingerprintReader {
-    public var describesPrints: Bool { true }
-    public func onInfoChanged(_ handler: @escaping @Sendable (ReaderInfo?) -> Void) {}
     public func deleteFromDevice(_ templates: [[UInt8]], completion: @escaping @Sendable (Int) -> Void) {
         completion(0)
     }
     public func deleteOnePrintNotIn(_ owned: [[UInt8]], completion: @escaping @Sendable (Bool) -> Void) {
         completion(false)
+    }
+}
+
+/// Every reader the daemon serves: libfprint's whole list, and the ones plugged in later.
+public protocol FingerprintReaders: AnyObject, Sendable {
+    /// The readers served now, in the order libfprint found them; the first is the default one.
+    var served: [any FingerprintReader] { get }
+
+    /// Calls `completion` (from any thread) once the first attempt to open the readers has ended,
+    /// successfully or not; until then `served` may still lack a reader that is there.
+    func whenOpened(_ completion: @escaping @Sendable () -> Void)
+
+    /// The metadata of a serialized print, or nil when libfprint cannot read it (a damaged file).
+    /// Callable from any thread; never touches a device.
+    func describe(_ template: [UInt8]) -> PrintDescription?
+
+    /// Whether `describe` can judge a print at all: false when libfprint itself could not be
+    /// loaded, so that no print is called damaged for that.
+    var describesPrints: Bool { get }
+
+    /// Calls `handler` (on the readers' thread) with every served reader's description whenever
+    /// one changes (its enroll stages, the finger's status), one is unplugged or one is added.
+    func onChange(_ handler: @escaping @Sendable ([ReaderInfo]) -> Void)
+
+    /// Closes every reader (shutdown, suspend); `served` is empty until `reopen`.
+    func close(completion: @escaping @Sendable () -> Void)
+
+    /// Opens the readers again (resume); `completion` tells whether one is open.
+    func reopen(completion: @escaping @Sendable (Bool) -> Void)
+}
+
+extension FingerprintReaders {
+    public var describesPrints: Bool { true }
+    public func onChange(_ handler: @escaping @Sendable ([ReaderInfo]) -> Void) {}
+
+    /// The reader a request names (`selector`: its driver, its name, or DRIVER/DEVICE-ID), or the
+    /// default one when it names none; nil when none is served or none matches.
+    public func reader(_ selector: String?) -> (any FingerprintReader)? {
+        let served = self.served
+        guard let selector else { return served.first }
+        return served.first { $0.info?.matches(selector) == true }
+    }
+}
+
+extension ReaderInfo {
+    /// Whether a request's reader name means this reader: its driver (`synaptics`), its name, or
+    /// DRIVER/DEVICE-ID (two readers of one driver).
+    public func matches(_ selector: String) -> Bool {
+        selector == driver || selector == name || selector == "\(driver)/\(deviceID)"
     }
 }

@@ -1,47 +1,48 @@
 // Readers that come and go: libfprint's FpContext says when a reader is plugged in, the open
-// FpDevice when it is unplugged. The reader served is the first libfprint lists; when it goes, the
-// next one still plugged in is served, and a reader plugged in while none is served is opened.
+// FpDevice when it is unplugged. Every reader found is opened and served; one that goes leaves
+// the others as they are.
 import CGIO
 import CTouchGateLibs
 
-extension LibfprintReader {
+extension LibfprintReaders {
     /// On the reader thread, once: listens for readers libfprint finds while running.
     func watchForReaders() {
         guard let context else { return }
         let added: @convention(c) (gpointer?, gpointer?, gpointer?) -> Void = { _, device, data in
-            let reader = Unmanaged<LibfprintReader>.fromOpaque(data!).takeUnretainedValue()
-            reader.readerPluggedIn(device)
+            let readers = Unmanaged<LibfprintReaders>.fromOpaque(data!).takeUnretainedValue()
+            readers.readerPluggedIn(device)
         }
         _ = g_signal_connect_data(
             context, "device-added", unsafeBitCast(added, to: GCallback.self),
             Unmanaged.passUnretained(self).toOpaque(), nil, GConnectFlags(rawValue: 0))
     }
 
-    /// On the reader thread (FpContext's device-added): served when no reader is.
+    /// On the reader thread (FpContext's device-added): opened and served beside the others.
     private func readerPluggedIn(_ object: gpointer?) {
         guard let object else { return }
         let name = String(cString: tgfp_device_get_name(object.assumingMemoryBound(to: FpDevice.self)))
-        // A job, not now: an operation of the reader served may be running in this very loop.
+        log("a fingerprint reader was plugged in: \(name)")
+        // A job, not now: an operation of another reader may be running in this very loop; the
+        // new reader is opened once it has ended.
         submit { [self] in
-            guard device == nil else {
-                return log("another fingerprint reader was plugged in (\(name)); serving \(info?.name ?? "?") still")
-            }
-            log("a fingerprint reader was plugged in: \(name)")
-            if openFirstDevice() { announce(info) }
+            let before = served.count
+            openDevices()
+            if served.count != before { announce() }
         }
     }
+}
 
-    /// On the reader thread (the open FpDevice's "removed"): the reader is gone at once for every
-    /// new request; the operation running ends with libfprint's REMOVED, then the device is closed
-    /// and the next reader, if any, served.
+extension LibfprintReader {
+    /// On the reader thread (the FpDevice's "removed"): the reader is gone at once for every new
+    /// request; the operation running ends with libfprint's REMOVED, then the device is closed.
     func deviceUnplugged(_ object: gpointer?) {
         guard let dev = device, UnsafeMutableRawPointer(dev) == object else { return }
         retire(dev, why: "the fingerprint reader was unplugged")
     }
 
-    /// On the reader thread (the open FpDevice's notify::removed): libfprint sends it at once, and
-    /// its "removed" signal only when the action running has ended, which a driver may take long
-    /// to notice. The reader is gone for every new request now, and the operation running is
+    /// On the reader thread (the FpDevice's notify::removed): libfprint sends it at once, and its
+    /// "removed" signal only when the action running has ended, which a driver may take long to
+    /// notice. The reader is gone for every new request now, and the operation running is
     /// cancelled and ends as removed.
     func deviceRemovedNotice(_ object: gpointer?) {
         guard let dev = device, UnsafeMutableRawPointer(dev) == object, cfp_device_removed(dev) != 0 else { return }
@@ -57,9 +58,9 @@ extension LibfprintReader {
     /// until a resume.
     func removedDuringOperation() {
         guard let dev = device else { return }
-        if cfp_device_removed(dev) == 0 && !givenUp.contains(dev) {
+        if cfp_device_removed(dev) == 0 && !readers.givenUp.contains(dev) {
             _ = cfp_object_ref(dev)  // held, so that its address is never another reader's
-            givenUp.append(dev)
+            readers.givenUp.append(dev)
         }
         retire(dev, why: "the fingerprint reader reported itself removed")
     }
@@ -70,12 +71,10 @@ extension LibfprintReader {
         let name = info?.name ?? "?"
         current.withLock { $0 = nil }
         log("\(why): \(name)")
-        announce(nil)
-        let retired = UInt(bitPattern: dev)  // which device, for the job (a pointer is not Sendable)
+        readers.announce()
         submit { [self] in
-            guard let open = device, UInt(bitPattern: open) == retired else { return }
             closeDevice()
-            if openFirstDevice() { announce(info) }
+            readers.forget(self)
         }
     }
 }

@@ -9,11 +9,13 @@ import TouchGateWire
     {
         let caller = connection.caller
         let origin = Origin(service: frame.string(.service), tty: frame.string(.tty), rhost: frame.string(.rhost))
+        // The reader the request names (pam_touchgate's device=, the CLI's --device); nil: the default.
+        let reader = frame.string(.device)
         switch frame.kind {
         case .canEvaluate:
             return await core.canEvaluate(
                 user: try frame.requireString(.user), policy: try policy(frame),
-                rhost: origin.rhost, caller: caller)
+                rhost: origin.rhost, reader: reader, caller: caller)
         case .evaluate:
             // What only the client knows; the core decides from it (unknown bits are ignored).
             let flags = frame.int(.flags) ?? 0
@@ -21,15 +23,15 @@ import TouchGateWire
                 user: try frame.requireString(.user), policy: try policy(frame), origin: origin,
                 maxTries: frame.int(.maxTries).map(Int.init), timeoutSeconds: frame.int(.timeout).map(Int.init),
                 noInput: flags & WireLimits.flagNoInput != 0, noTerminal: flags & WireLimits.flagNoTerminal != 0,
-                wantAuthtok: flags & WireLimits.flagWantAuthtok != 0)
+                wantAuthtok: flags & WireLimits.flagWantAuthtok != 0, reader: reader)
             return await core.evaluate(request, caller: caller, client: connection, input: input)
         case .enroll:
             guard let finger = Finger(rawValue: try frame.requireString(.finger)) else { throw .wrongType(.finger) }
             return await core.enroll(
                 user: try frame.requireString(.user), finger: finger, password: frame.string(.password),
-                origin: origin, caller: caller, client: connection, input: input)
+                origin: origin, caller: caller, client: connection, input: input, reader: reader)
         case .list:
-            return await core.list(user: try frame.requireString(.user), caller: caller)
+            return await core.list(user: try frame.requireString(.user), caller: caller, reader: reader)
         case .delete:
             let all = frame.int(.all) == 1
             let named = try frame.string(.finger).map { name throws(WireError) -> Finger in
@@ -39,13 +41,13 @@ import TouchGateWire
             guard all != (named != nil) else { throw .missingField(.finger) }
             var reply = await core.delete(
                 user: try frame.requireString(.user), fingers: named.map { [$0] } ?? [], all: all,
-                password: frame.string(.password), origin: origin, caller: caller)
+                password: frame.string(.password), origin: origin, caller: caller, reader: reader)
             reply.fingers = []  // the count is in the message; the wire answer carries no list
             return reply
         case .devices:
             return await core.devices()
         case .status:
-            return await core.status(user: try frame.requireString(.user), caller: caller)
+            return await core.status(user: try frame.requireString(.user), caller: caller, reader: reader)
         case .enable:
             return await core.enable(
                 user: try frame.requireString(.user), password: frame.string(.password),

@@ -40,11 +40,12 @@ struct Status: ParsableCommand {
 
     @ParentCommand var root: Touchgate
     @OptionGroup var user: UserOption
+    @OptionGroup var reader: ReaderOption
     @Flag(name: .long, help: "Print the daemon's JSON document on one line.") var json = false
 
     func run() throws {
         let user = try user.resolved()
-        let result = try DaemonClient(socketPath: root.socketPath).call(.status, [Field(.user, user)])
+        let result = try DaemonClient(socketPath: root.socketPath).call(.status, [Field(.user, user)] + reader.fields)
         guard let document = result.string(.json) else {
             throw Failure(L("touchgated sent no status", cli))
         }

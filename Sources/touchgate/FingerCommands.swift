@@ -22,6 +22,7 @@ struct Enroll: ParsableCommand {
 
     @ParentCommand var root: Touchgate
     @OptionGroup var user: UserOption
+    @OptionGroup var reader: ReaderOption
     @Option(name: .long, help: fingerHelp) var finger: String = Finger.rightIndex.rawValue
 
     func validate() throws { try validateFinger(finger) }
@@ -31,7 +32,8 @@ struct Enroll: ParsableCommand {
         let client = DaemonClient(socketPath: root.socketPath)
         if !Caller.isRoot { try client.checkReachable() }
         let fields =
-            [Field(.user, user), Field(.finger, finger)] + localeField() + (try PasswordPrompt.fieldIfNeeded())
+            [Field(.user, user), Field(.finger, finger)] + reader.fields + localeField()
+            + (try PasswordPrompt.fieldIfNeeded())
         _ = try client.prompt(.enroll, fields) { frame in
             if let line = progressLine(frame, enrolling: finger) { say(line) }
         }
@@ -46,13 +48,14 @@ struct Verify: ParsableCommand {
 
     @ParentCommand var root: Touchgate
     @OptionGroup var user: UserOption
+    @OptionGroup var reader: ReaderOption
 
     func run() throws {
         let user = try user.resolved()
         var fields =
             [
                 Field(.user, user), Field(.policy, EvaluationPolicy.biometrics.rawValue), Field(.service, "touchgate"),
-            ] + localeField()
+            ] + reader.fields + localeField()
         if let tty = Caller.tty { fields.append(Field(.tty, tty)) }
         _ = try DaemonClient(socketPath: root.socketPath).prompt(.evaluate, fields) { frame in
             if let line = progressLine(frame) { say(line) }
@@ -66,10 +69,11 @@ struct List: ParsableCommand {
 
     @ParentCommand var root: Touchgate
     @OptionGroup var user: UserOption
+    @OptionGroup var reader: ReaderOption
 
     func run() throws {
         let user = try user.resolved()
-        let result = try DaemonClient(socketPath: root.socketPath).call(.list, [Field(.user, user)])
+        let result = try DaemonClient(socketPath: root.socketPath).call(.list, [Field(.user, user)] + reader.fields)
         let fingers = result.strings(.finger)
         if fingers.isEmpty {
             say(L("No fingers enrolled for %s.", cli, user))
@@ -81,10 +85,14 @@ struct List: ParsableCommand {
 struct Delete: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Delete one enrolled finger, or all of them.",
-        discussion: "A user other than root is asked for their password first.")
+        discussion: """
+            A user other than root is asked for their password first. Without --device, the \
+            prints made on every reader are deleted.
+            """)
 
     @ParentCommand var root: Touchgate
     @OptionGroup var user: UserOption
+    @OptionGroup var reader: ReaderOption
     @Option(name: .long, help: fingerHelp) var finger: String?
     @Flag(name: .long, help: "Delete every enrolled finger.") var all = false
 
@@ -102,7 +110,8 @@ struct Delete: ParsableCommand {
         let client = DaemonClient(socketPath: root.socketPath)
         if !Caller.isRoot { try client.checkReachable() }
         let which = finger.map { Field(.finger, $0) } ?? Field(.all, 1)
-        _ = try client.call(.delete, [Field(.user, user), which] + (try PasswordPrompt.fieldIfNeeded()))
+        _ = try client.call(
+            .delete, [Field(.user, user), which] + reader.fields + (try PasswordPrompt.fieldIfNeeded()))
         if let finger {
             say(L("Deleted %s for %s.", cli, finger, user))
         } else {

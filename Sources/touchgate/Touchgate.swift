@@ -1,5 +1,6 @@
 // The `touchgate` command: its subcommands, the global --socket option, and one-line failures.
 import ArgumentParser
+import TouchGateL10n
 import TouchGateWire
 #if canImport(Glibc)
 import Glibc
@@ -68,4 +69,26 @@ struct UserOption: ParsableArguments {
         if let user { return user }
         return try Caller.invokingUserName()
     }
+}
+
+/// --device: the reader a command is for, when the machine has several (`touchgate devices` lists
+/// them); without it the default one, the first libfprint lists.
+struct ReaderOption: ParsableArguments {
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The reader: its driver (as `touchgate devices` shows it in brackets), its name, or DRIVER/DEVICE-ID.",
+            valueName: "reader"))
+    var device: String?
+
+    func validate() throws {
+        guard let device else { return }
+        let control = device.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
+        if device.isEmpty || device.utf8.count > 255 || control {
+            throw ValidationError(L("A reader's name has 1 to 255 characters and no control characters.", cli))
+        }
+    }
+
+    /// The DEVICE field the request carries (none: the default reader).
+    var fields: [Field] { device.map { [Field(.device, $0)] } ?? [] }
 }

@@ -70,7 +70,7 @@ func serve(_ options: DaemonOptions) -> Int32 {
     guard let bootID = readSmallFile(options.bootIdFile)?.trimmingWhitespace, !bootID.isEmpty else {
         return startFailure("cannot read the boot identity from \(options.bootIdFile)")
     }
-    let reader = LibfprintReader { message in log.info("\(message)") }
+    let readers = LibfprintReaders { message in log.info("\(message)") }
     let state: Directory, prints: Directory
     do { state = try Directory.openRoot(stateDirectory) } catch {
         return startFailure("state directory \(stateDirectory): \(error)")
@@ -80,11 +80,11 @@ func serve(_ options: DaemonOptions) -> Int32 {
     }
     let sealing = PrintSealing(
         mode: settings.seal, sealer: TPMSealer(tcti: settings.tpm, pcrs: settings.sealPCRs), state: state)
-    if options.exportPrints { return exportPrints(PrintFiles(root: prints, reader: reader, sealing: sealing)) }
+    if options.exportPrints { return exportPrints(PrintFiles(root: prints, reader: readers, sealing: sealing)) }
     let stale = StartUp.removeStaleTemporaries(state: state, printStore: prints)
     if stale > 0 { log.notice("removed \(stale) temporary files left by interrupted writes") }
 
-    StartUp.migrateLegacyPrints(state: state, files: PrintFiles(root: prints, reader: reader)) { log.notice("\($0)") }
+    StartUp.migrateLegacyPrints(state: state, files: PrintFiles(root: prints, reader: readers)) { log.notice("\($0)") }
 
     let listenFD: Int32
     let boundPath: String?
@@ -99,7 +99,7 @@ func serve(_ options: DaemonOptions) -> Int32 {
     }
     var wiring = CoreSetup(
         policy: settings.policy, allowRemote: settings.allowRemote, bootID: bootID,
-        stateDirectory: state, printStore: prints, reader: reader,
+        stateDirectory: state, printStore: prints, readers: readers,
         passwords: PAMPasswordChecker(service: settings.passwordService), log: log, audit: audit)
     wiring.sealing = sealing
     wiring.keyringServices = settings.keyringServices
@@ -113,7 +113,7 @@ func serve(_ options: DaemonOptions) -> Int32 {
             let listener = Listener(core: core, fd: listenFD, log: log)
             return .success(
                 DaemonServices(
-                    reader: reader, core: core, listener: listener, socketPath: boundPath,
+                    readers: readers, core: core, listener: listener, socketPath: boundPath,
                     fprintdAPI: settings.fprintdAPI, log: log))
         } catch { return .failure(error) }
     }

@@ -14,14 +14,14 @@ import TouchGateSocket
     private let log: Logger
 
     init(
-        reader: any FingerprintReader, core: Core, listener: Listener, socketPath: String?, fprintdAPI: Bool,
+        readers: any FingerprintReaders, core: Core, listener: Listener, socketPath: String?, fprintdAPI: Bool,
         log: Logger
     ) {
         self.core = core
         self.fprintdAPI = fprintdAPI
         self.log = log
         group = ServiceGroup(log: log)
-        group.add(ReaderService(reader, log: log), required: true)
+        group.add(ReaderService(readers, log: log), required: true)
         group.add(core, required: true)
         group.add(listener, required: true)
         group.add(Readiness(socketPath: socketPath, log: log), required: true)
@@ -65,14 +65,14 @@ import TouchGateSocket
     func shutdown() async {}
 }
 
-/// Waits until the reader's first opening has ended (found, or not), so what follows starts after it.
+/// Waits until the readers' first opening has ended (found, or not), so what follows starts after it.
 @CoreActor private final class ReaderSettled: DaemonService {
     let core: Core
     nonisolated var serviceName: String { "reader settled" }
     init(core: Core) { self.core = core }
 
     func start() async -> ServiceStart {
-        _ = await core.readerDescription()
+        _ = await core.readerDescriptions()
         return .running
     }
 

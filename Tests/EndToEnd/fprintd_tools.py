@@ -114,8 +114,9 @@ class BusClient:
     def wait_name(self, name, timeout=10.0):
         return self.result(self._send({"op": "wait_name", "name": name}), timeout)[0]
 
-    def property(self, name):
-        return self.call("Get", DEVICE_IFACE, name, iface="org.freedesktop.DBus.Properties")[0]
+    def property(self, name, **kw):
+        """A property of a device object (the first one; `path=` another)."""
+        return self.call("Get", DEVICE_IFACE, name, iface="org.freedesktop.DBus.Properties", **kw)[0]
 
     def wait_signal(self, member, match=None, start=0, timeout=DEFAULT_WAIT):
         """Index of the first signal `member` at or after `start` whose args satisfy `match`."""

@@ -294,9 +294,10 @@ def bus_daemon(bus_world):
 ALICE_PRINT = "alice-right-index"
 
 
-def enroll_alice(world, print_id=ALICE_PRINT, finger=None):
-    """alice enrolls with `touchgate enroll`, typing her password: usable at once."""
-    rc, cli = harness.enroll(world, "alice", print_id, finger=finger, as_user="alice")
+def enroll_alice(world, print_id=ALICE_PRINT, finger=None, reader=None):
+    """alice enrolls with `touchgate enroll`, typing her password: usable at once (`reader`: on
+    that one of the world's readers, named with --device)."""
+    rc, cli = harness.enroll(world, "alice", print_id, finger=finger, as_user="alice", reader=reader)
     assert rc == 0, "enroll failed: %s\n%s" % (cli.stderr, cli.out.dump())
     return print_id
 

@@ -288,17 +288,20 @@ class CliProcess:
 STAGE = re.compile(r"\b(\d+)\s*/\s*(\d+)\b")
 
 
-def enroll(world, user, print_id, finger=None, as_user=None, on_event=None, timeout=DEFAULT_WAIT):
+def enroll(world, user, print_id, finger=None, as_user=None, on_event=None, timeout=DEFAULT_WAIT, reader=None):
     """`touchgate enroll --user USER`: a SCAN for the prompt line, then one after each stage line
     until the last stage; returns (exit status, CliProcess). `on_event(kind, text)` sees each step.
-    As root by default; `as_user=USER` runs it as that user, who types their password."""
+    As root by default; `as_user=USER` runs it as that user, who types their password. `reader`:
+    another of the world's virtual readers, named with --device (its driver), scanned instead."""
+    scanner = reader or world.reader
     args = ["enroll", "--user", user] + (["--finger", finger] if finger else [])
+    args += ["--device", reader.kind] if reader else []
     cli = CliProcess(world, *args, as_user=as_user, password=PASSWORDS.get(as_user) if as_user else None)
     report = on_event or (lambda kind, text: None)
     try:
         i = cli.out.wait_for(re.compile(r"\S"), timeout)  # the prompt: the reader is listening
         report("shown", cli.out.lines[i][1])
-        world.reader.scan(print_id)
+        scanner.scan(print_id)
         report("scan", "SCAN %s" % print_id)
         while True:
             i = cli.out.wait_for(STAGE, timeout, start=i + 1)
@@ -307,7 +310,7 @@ def enroll(world, user, print_id, finger=None, as_user=None, on_event=None, time
             stage, stages = map(int, STAGE.search(line).groups())
             if stage >= stages:
                 break
-            world.reader.scan(print_id)
+            scanner.scan(print_id)
             report("scan", "SCAN %s" % print_id)
     except WaitTimeout as e:
         rc = cli.wait(timeout)

@@ -61,7 +61,7 @@ def test_suspend_ends_prompts_and_releases_the_inhibitor_resume_takes_it_again(b
         ERROR, NO_READER)
 
     world.emit_prepare_for_sleep(False)
-    daemon.log.wait_for("reader reopened after sleep")
+    daemon.log.wait_for("readers reopened after sleep")
     i = daemon.log.wait_for("holding a sleep delay inhibitor")
     daemon.log.wait_for("holding a sleep delay inhibitor", start=i + 1)  # taken again
     assert inhibitors(world) == [INHIBITOR]
@@ -119,7 +119,7 @@ def test_sleep_is_handled_with_the_fprintd_api_turned_off(bus_world):
     wait_inhibitors(world, [])
 
     world.emit_prepare_for_sleep(False)
-    daemon.log.wait_for("reader reopened after sleep")
+    daemon.log.wait_for("readers reopened after sleep")
     wait_inhibitors(world, [INHIBITOR])
     pam = world.pam("alice")
     pam.wait_for(PROMPT)

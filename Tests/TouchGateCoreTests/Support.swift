@@ -38,7 +38,7 @@ extension TestBed {
 
 extension Core {
     func preflight(_ user: String = "alice", rhost: String? = nil) async -> Refusal? {
-        await preflight(user: user, rhost: rhost)
+        await preflight(user: user, rhost: rhost, reader: nil)
     }
 
     /// The user's state as the core holds it (failing the test when it is unreadable).

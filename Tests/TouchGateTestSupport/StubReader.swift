@@ -5,7 +5,7 @@ import TouchGateThreads
 
 /// Plays back scripted scans. Unscripted verifications fail (`.failed`), unscripted enrollments
 /// complete; `.hold` waits until the core cancels the operation and then ends it as cancelled.
-public final class StubReader: FingerprintReader, Sendable {
+public final class StubReader: FingerprintReader, FingerprintReaders, Sendable {
     public enum Scan: Sendable, Equatable {
         case match(Int)
         case noMatch
@@ -66,7 +66,9 @@ public final class StubReader: FingerprintReader, Sendable {
             .bytes
     }
 
-    // MARK: FingerprintReader
+    // MARK: FingerprintReaders (a machine with this one reader, or none while it has no info)
+
+    public var served: [any FingerprintReader] { info == nil ? [] : [self] }
 
     public func whenOpened(_ completion: @escaping @Sendable () -> Void) { completion() }
 

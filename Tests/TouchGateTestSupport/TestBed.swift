@@ -39,19 +39,19 @@ extension Caller {
 
     public func setup(
         bootID: String = "boot-1", allowRemote: Bool = false, policy: PolicyConfig = .defaults,
-        reader: (any FingerprintReader)? = nil
+        reader: (any FingerprintReaders)? = nil
     ) throws -> CoreSetup {
         CoreSetup(
             policy: policy, allowRemote: allowRemote, bootID: bootID,
             stateDirectory: try Directory.openRoot(statePath), printStore: try Directory.openRoot(storePath),
-            reader: reader ?? self.reader, passwords: passwords, accounts: accounts, clock: clock,
+            readers: reader ?? self.reader, passwords: passwords, accounts: accounts, clock: clock,
             log: quietLogger, audit: collectingLogger(audit))
     }
 
     /// A core as the daemon starts it on these directories.
     public func makeCore(
         bootID: String = "boot-1", allowRemote: Bool = false, policy: PolicyConfig = .defaults,
-        reader: (any FingerprintReader)? = nil
+        reader: (any FingerprintReaders)? = nil
     ) throws -> Core {
         try Core(setup(bootID: bootID, allowRemote: allowRemote, policy: policy, reader: reader))
     }

@@ -12,7 +12,8 @@ static void test_defaults_and_values(void)
     struct tg_options o;
     tg_options_default(&o);
     CHECK(strcmp(o.socket, TG_DEFAULT_SOCKET) == 0 && o.policy == TG_POLICY_BIOMETRICS &&
-              o.max_tries == 0 && o.timeout_s == 0 && !o.debug && !o.noinput && !o.report,
+              o.max_tries == 0 && o.timeout_s == 0 && o.device == NULL && !o.debug && !o.noinput &&
+              !o.report,
           "defaults");
 
     CHECK(tg_option_apply(&o, "socket=/run/x.sock") == TG_OPTION_OK &&
@@ -71,6 +72,44 @@ static void test_bad_values(void)
     }
 }
 
+/* device=: a reader's name sent as written, 1 to TG_DEVICE_NAME_MAX bytes without a control
+ * character; a bad one keeps the reader given before (or none: the daemon's default). */
+static void test_device(void)
+{
+    struct tg_options o, before;
+    tg_options_default(&o);
+    CHECK(tg_option_apply(&o, "device=virtual_image") == TG_OPTION_OK &&
+              strcmp(o.device, "virtual_image") == 0,
+          "device=virtual_image");
+    CHECK(tg_option_apply(&o, "device=synaptics/0 Synaptics Sensors") == TG_OPTION_OK &&
+              strcmp(o.device, "synaptics/0 Synaptics Sensors") == 0,
+          "device= with a slash and blanks");
+    char name[sizeof("device=") + TG_DEVICE_NAME_MAX + 1];
+    snprintf(name, sizeof(name), "device=%0*d", TG_DEVICE_NAME_MAX, 7);
+    CHECK(tg_option_apply(&o, name) == TG_OPTION_OK && strlen(o.device) == TG_DEVICE_NAME_MAX,
+          "device= of %d bytes", TG_DEVICE_NAME_MAX);
+
+    static const char *const bad[] = {
+        "device=",         "device=virtual\timage",   "device=virtual_image\n",
+        "device=\x1b[31m", "device=virtual\x7fimage",
+    };
+    tg_option_apply(&o, "device=synaptics");
+    before = o;
+    for (size_t i = 0; i < COUNT(bad); i++) {
+        CHECK(tg_option_apply(&o, bad[i]) == TG_OPTION_BAD_VALUE, "'%s' not refused", bad[i]);
+        CHECK(memcmp(&o, &before, sizeof(o)) == 0, "'%s' changed the options", bad[i]);
+    }
+    snprintf(name, sizeof(name), "device=%0*d", TG_DEVICE_NAME_MAX + 1, 7);
+    CHECK(tg_option_apply(&o, name) == TG_OPTION_BAD_VALUE, "a device name of %d bytes",
+          TG_DEVICE_NAME_MAX + 1);
+    CHECK(memcmp(&o, &before, sizeof(o)) == 0, "a device name too long changed the options");
+
+    /* Given alone, a bad name leaves none: the daemon's default reader. */
+    tg_options_default(&o);
+    CHECK(tg_option_apply(&o, "device=") == TG_OPTION_BAD_VALUE && o.device == NULL,
+          "an empty device= set a reader");
+}
+
 /* A value the manual could show for each option, so the parser can be asked about it. */
 static const char *sample_value(const char *name)
 {
@@ -78,6 +117,8 @@ static const char *sample_value(const char *name)
         return "/run/touchgate/touchgated.sock";
     if (strcmp(name, "policy=") == 0)
         return "biometrics";
+    if (strcmp(name, "device=") == 0)
+        return "virtual_image";
     return "3";
 }
 
@@ -191,6 +232,7 @@ int main(int argc, char **argv)
     (void)argv;
     test_defaults_and_values();
     test_bad_values();
+    test_device();
     /* Run from pam/ by `make check`. */
     test_manual_names_every_option("pam_touchgate.8");
     test_list_is_the_parsers("tg_options.c");

@@ -74,7 +74,8 @@ static void test_fake_daemon(void)
     /* Invalid options are ignored and keep the values before them. */
     write_service(
         "tg-options",
-        "socket=SOCKET bogus max_tries=abc max_tries=101 timeout=0 policy=nope socket=rel.sock");
+        "socket=SOCKET bogus max_tries=abc max_tries=101 timeout=0 policy=nope socket=rel.sock "
+        "device=");
     write_service("tg-policy", "socket=SOCKET policy=biometrics-or-password timeout=15");
 
     /* Retry hint relayed as TEXT_INFO, keepalive shows nothing, TG_OK -> PAM_SUCCESS. */
@@ -94,6 +95,7 @@ static void test_fake_daemon(void)
     CHECK(frame_string_is(req, TG_TAG_LOCALE, "en_US.UTF-8"), "LOCALE from LANG");
     CHECK(frame_string_is(req, TG_TAG_TTY, "/dev/pts/9"), "TTY");
     CHECK(frame_string_is(req, TG_TAG_RHOST, NULL), "RHOST sent though not set");
+    CHECK(frame_string_is(req, TG_TAG_DEVICE, NULL), "DEVICE sent though not given");
     CHECK(frame_int_is(req, TG_TAG_FLAGS, TG_FLAG_NO_TERMINAL, true),
           "FLAGS NO_TERMINAL (alone) not sent without a terminal (policy biometrics)");
     CHECK(sv.conn[0].saw_close, "module did not hang up");
@@ -162,6 +164,7 @@ static void test_fake_daemon(void)
           "invalid policy= changed POLICY");
     CHECK(frame_int_is(req, TG_TAG_MAX_TRIES, 0, false), "invalid max_tries= sent MAX_TRIES");
     CHECK(frame_int_is(req, TG_TAG_TIMEOUT, 0, false), "invalid timeout= sent TIMEOUT");
+    CHECK(frame_string_is(req, TG_TAG_DEVICE, NULL), "invalid device= sent DEVICE");
 
     /* Error-style progress and used-up tries: both lines shown as errors, PAM_MAXTRIES. Without a
      * terminal, biometrics-or-password still takes input (the password step): no NO_INPUT. */
@@ -271,6 +274,26 @@ static void test_ssh_session(void)
     CHECK(frame_string_is(&sv.conn[0].request, TG_TAG_RHOST, NULL), "RHOST without any SSH sign");
 }
 
+/* device= names the reader in the EVALUATE request, as written; the daemon matches it. */
+static void test_device(void)
+{
+    static struct fake_server sv;
+    struct run r;
+
+    write_service("tg-device", "socket=SOCKET device=virtual_image");
+    run_against(&sv, MATCH, "tg-device", NULL, &r);
+    const struct tg_frame *req = &sv.conn[0].request;
+    CHECK(r.rc == PAM_SUCCESS, "device= match: %d", r.rc);
+    CHECK(sv.conn[0].got_request && req->kind == TG_KIND_EVALUATE, "device=: not an EVALUATE");
+    CHECK(frame_string_is(req, TG_TAG_DEVICE, "virtual_image"), "device=: DEVICE not sent");
+
+    /* A full name with blanks, in pam.conf's square brackets. */
+    write_service("tg-device-name", "socket=SOCKET [device=Virtual image device for debugging]");
+    run_against(&sv, MATCH, "tg-device-name", NULL, &r);
+    CHECK(frame_string_is(&sv.conn[0].request, TG_TAG_DEVICE, "Virtual image device for debugging"),
+          "[device=...]: DEVICE not the name with its blanks");
+}
+
 /* A controlling terminal would make the module read keys: these runs are about the terminal-less
  * case, so they run in a session of their own, without one (test_tty covers the terminal). */
 static void detach_from_terminal(void)
@@ -303,6 +326,7 @@ int main(int argc, char **argv)
     test_quiet_when_not_enrolled();
     test_noinput();
     test_ssh_session();
+    test_device();
     fake_cleanup(&env);
     return check_summary("test_pam");
 }

@@ -47,14 +47,15 @@
 
 /* Request kinds (client -> daemon). Any request may also carry LOCALE (the language of its
  * messages) and SERVICE, TTY, RHOST (recorded in its events); docs/spec.md §6 has the tables. */
-#define TG_KIND_CAN_EVALUATE     0x01  /* USER POLICY [SERVICE] [RHOST] [LOCALE] */
-#define TG_KIND_EVALUATE         0x02  /* USER POLICY [SERVICE] [MAX_TRIES] [TIMEOUT] [LOCALE] [TTY] [RHOST] [FLAGS] */
+#define TG_KIND_CAN_EVALUATE     0x01  /* USER POLICY [SERVICE] [RHOST] [LOCALE] [DEVICE] */
+#define TG_KIND_EVALUATE         0x02  /* USER POLICY [SERVICE] [MAX_TRIES] [TIMEOUT] [LOCALE] [TTY] [RHOST] [DEVICE]
+                                        * [FLAGS] */
 #define TG_KIND_CANCEL           0x03  /* (no fields) request_id = the request to cancel */
-#define TG_KIND_ENROLL           0x04  /* USER FINGER [PASSWORD]  (PASSWORD: needed unless the caller is root) */
-#define TG_KIND_LIST             0x05  /* USER */
-#define TG_KIND_DELETE           0x06  /* USER (FINGER | ALL=1) [PASSWORD]  (as ENROLL) */
+#define TG_KIND_ENROLL           0x04  /* USER FINGER [PASSWORD] [DEVICE]  (PASSWORD: needed unless the caller is root) */
+#define TG_KIND_LIST             0x05  /* USER [DEVICE] */
+#define TG_KIND_DELETE           0x06  /* USER (FINGER | ALL=1) [PASSWORD] [DEVICE]  (as ENROLL) */
 #define TG_KIND_DEVICES          0x07  /* (no fields) */
-#define TG_KIND_STATUS           0x08  /* USER */
+#define TG_KIND_STATUS           0x08  /* USER [DEVICE] */
 #define TG_KIND_ENABLE           0x09  /* USER [PASSWORD]  (as ENROLL) */
 #define TG_KIND_DISABLE          0x0A  /* USER */
 #define TG_KIND_LOCK             0x0B  /* USER */
@@ -96,7 +97,9 @@
 #define TG_TAG_PROGRESS      14  /* int: TG_PROGRESS_* */
 #define TG_TAG_STAGE         15  /* int */
 #define TG_TAG_STAGES        16  /* int */
-#define TG_TAG_DEVICE        17  /* string: reader name; repeatable in RESULT */
+#define TG_TAG_DEVICE        17  /* string: reader name; in a request (CAN_EVALUATE, EVALUATE, ENROLL, LIST,
+                                 * DELETE, STATUS), the reader asked for (driver, name or DRIVER/DEVICE-ID;
+                                 * absent: the default reader; DELETE: every reader); repeatable in RESULT */
 #define TG_TAG_REASON        18  /* string: machine reason, TG_REASON_* */
 #define TG_TAG_SECONDS       19  /* int: seconds left (passwordBackoff) */
 #define TG_TAG_FLAGS         20  /* int: TG_FLAG_* (EVALUATE: NO_INPUT NO_TERMINAL; PROGRESS: ACCEPTS_PASSWORD;

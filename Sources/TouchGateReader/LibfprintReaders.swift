@@ -1,0 +1,161 @@
+// Every libfprint-2 reader the machine has: one thread owns the default GMainContext and makes every
+// libfprint call, for all of them; each open FpDevice is a LibfprintReader.
+import CGIO
+import CTouchGateLibs
+import Synchronization
+import TouchGateThreads
+
+public final class LibfprintReaders: FingerprintReaders, Sendable {
+    private let jobs = Mutex<[@Sendable () -> Void]>([])
+    private let opened = Mutex<(done: Bool, waiters: [@Sendable () -> Void])>((false, []))
+    let log: @Sendable (String) -> Void
+    private let changeHandlers = Mutex<[@Sendable ([ReaderInfo]) -> Void]>([])
+    /// The readers open, in the order they were found (a removed one leaves once it is closed).
+    let open = Mutex<[LibfprintReader]>([])
+    /// Devices that reported themselves removed while libfprint still lists them (each held by a
+    /// reference): not opened again until a resume; reader thread only.
+    nonisolated(unsafe) var givenUp: [UnsafeMutablePointer<FpDevice>] = []
+    nonisolated(unsafe) var context: UnsafeMutablePointer<FpContext>?
+
+    public var served: [any FingerprintReader] { open.withLock { $0.filter { $0.info != nil } } }
+
+    /// Starts the reader thread, which opens every reader libfprint offers; returns at once (the
+    /// daemon is ready before USB enumeration ends), `whenOpened` tells when that is done.
+    public init(log: @escaping @Sendable (String) -> Void = { _ in }) {
+        self.log = log
+        let started = startThread(name: "touchgate-fprint", stackSize: 1 << 20) { [self] in
+            // Own the default context for good: g_main_context_invoke from other threads then
+            // always queues onto this thread (cancelling from another thread raced).
+            _ = g_main_context_acquire(nil)
+            if let failure = LibfprintReader.loadLibfprint() {
+                log("no fingerprint reader: cannot load libfprint (\(failure))")
+            } else {
+                context = tgfp_context_new()
+                openDevices()
+                watchForReaders()
+            }
+            finishOpening()
+            runLoop()
+        }
+        if !started {
+            log("cannot start the reader thread")
+            finishOpening()
+        }
+    }
+
+    public func whenOpened(_ completion: @escaping @Sendable () -> Void) {
+        let now = opened.withLock { s -> Bool in
+            if s.done { return true }
+            s.waiters.append(completion)
+            return false
+        }
+        if now { completion() }
+    }
+
+    private func finishOpening() {
+        let waiters = opened.withLock { s -> [@Sendable () -> Void] in
+            s.done = true
+            defer { s.waiters = [] }
+            return s.waiters
+        }
+        for w in waiters { w() }
+    }
+
+    private func runLoop() -> Never {
+        while true {
+            let job = jobs.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+            if let job { job(); continue }
+            // Sleeps until a job is queued (g_main_context_wakeup) or a GLib source fires.
+            _ = g_main_context_iteration(nil, 1)
+        }
+    }
+
+    func submit(_ job: @escaping @Sendable () -> Void) {
+        jobs.withLock { $0.append(job) }
+        g_main_context_wakeup(nil)
+    }
+
+    /// On the reader thread: opens every reader libfprint lists that is still plugged in, not open
+    /// yet and not given up on; true when at least one is open afterwards.
+    @discardableResult
+    func openDevices() -> Bool {
+        guard let context else { return false }  // libfprint could not be loaded (said at start)
+        guard let devices = tgfp_context_get_devices(context), devices.pointee.len > 0 else {
+            if open.withLock({ $0.isEmpty }) { log("no fingerprint reader found") }
+            return false
+        }
+        var listed: [UnsafeMutablePointer<FpDevice>] = []
+        for i in 0..<devices.pointee.len {
+            let dev = cfp_ptr_array_index(devices, i).assumingMemoryBound(to: FpDevice.self)
+            listed.append(dev)
+            if cfp_device_removed(dev) != 0 || givenUp.contains(dev) { continue }
+            if open.withLock({ $0.contains { $0.device == dev } }) { continue }
+            if let reader = LibfprintReader.open(dev, readers: self) { open.withLock { $0.append(reader) } }
+        }
+        // In libfprint's order, whatever the order they were opened in: the default reader is the
+        // first it lists, after a resume as at start.
+        open.withLock { readers in
+            let rank = { (r: LibfprintReader) in r.device.flatMap { listed.firstIndex(of: $0) } ?? listed.count }
+            readers.sort { rank($0) < rank($1) }
+        }
+        return !served.isEmpty
+    }
+
+    /// On the reader thread: a reader was closed (unplugged, given up): it leaves the list.
+    func forget(_ reader: LibfprintReader) {
+        open.withLock { $0.removeAll { $0 === reader } }
+    }
+
+    public func onChange(_ handler: @escaping @Sendable ([ReaderInfo]) -> Void) {
+        changeHandlers.withLock { $0.append(handler) }
+    }
+
+    /// Tells every handler what the readers served are now.
+    func announce() {
+        let infos = served.compactMap(\.info)
+        for handler in changeHandlers.withLock({ $0 }) { handler(infos) }
+    }
+
+    public var describesPrints: Bool { LibfprintReader.loadLibfprint() == nil }
+
+    public func describe(_ template: [UInt8]) -> PrintDescription? {
+        var error: UnsafeMutablePointer<GError>?
+        guard !template.isEmpty, LibfprintReader.loadLibfprint() == nil,
+            let print = template.withUnsafeBufferPointer({
+                tgfp_print_deserialize($0.baseAddress, gsize($0.count), &error)
+            })
+        else {
+            if error != nil { g_error_free(error) }
+            return nil
+        }
+        defer { cfp_object_unref(UnsafeMutableRawPointer(print)) }
+        func text(_ p: UnsafePointer<CChar>?) -> String? { p.map { String(cString: $0) } }
+        // Whether its chip still holds it: asked of the reader it was made on, if one is open.
+        let onDevice = open.withLock { $0 }.lazy.compactMap { $0.isOnChip(print) }.first
+        return PrintDescription(
+            driver: text(tgfp_print_get_driver(print)) ?? "",
+            deviceID: text(tgfp_print_get_device_id(print)) ?? "",
+            finger: Int(tgfp_print_get_finger(print).rawValue),
+            username: text(tgfp_print_get_username(print)),
+            onDevice: onDevice)
+    }
+
+    public func close(completion: @escaping @Sendable () -> Void) {
+        submit { [self] in
+            for reader in open.withLock({ $0 }) { reader.closeDevice() }
+            open.withLock { $0 = [] }
+            completion()
+        }
+    }
+
+    public func reopen(completion: @escaping @Sendable (Bool) -> Void) {
+        submit { [self] in
+            for dev in givenUp { cfp_object_unref(dev) }
+            givenUp = []
+            let any = openDevices()
+            // After a sleep the readers may be others, or none, and their state has moved on.
+            announce()
+            completion(any)
+        }
+    }
+}
