@@ -88,6 +88,23 @@ def test_every_reader_is_served_and_each_door_uses_the_default_one_or_the_one_it
     assert pam.result == "PAM_AUTHINFO_UNAVAIL" and pam.messages() == [NO_READER], pam.transcript()
 
 
+def test_pam_fprintd_and_fprintd_verify_use_the_default_reader(two_readers):
+    """fprintd 1.94's pam_fprintd and fprintd-verify take the first device GetDevices lists, which
+    is the default reader, as fprintd lists its own default first."""
+    world, default, other = two_readers
+    enroll_alice(world, "alice-on-the-other", reader=other)
+    service = world.fprintd_service()
+    pam = world.pam("alice", service=service).wait()
+    assert pam.result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()  # none on the default: the password next
+    verify = world.run_tool("fprintd-verify", "alice")
+    assert verify.returncode != 0, verify.transcript()
+    enroll_alice(world, "alice-on-the-default")
+    pam = world.pam("alice", service=service)
+    pam.wait_for(re.compile(re.escape(default.name)))  # with several readers, it names the one it uses
+    default.scan("alice-on-the-default")
+    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+
+
 def test_a_deletion_through_one_device_object_leaves_the_other_readers_prints(two_readers):
     world, default, other = two_readers
     enroll_alice(world, "alice-on-the-default")
