@@ -22,10 +22,14 @@ exec </dev/null  # nothing here reads standard input (CI has none)
 logs=$(mktemp -d)
 packages=$(mktemp -d /tmp/tg-packages-XXXXXX)
 packages_pid=
+image_pid=
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
-    [ -n "$packages_pid" ] && kill -TERM "$packages_pid" 2>/dev/null && wait "$packages_pid"
-    rm -rf "$logs" "$packages"
+    local pid
+    for pid in $packages_pid $image_pid; do
+        kill -TERM "$pid" 2>/dev/null && wait "$pid"
+    done
+    rm -rf --one-file-system "$logs" "$packages"
 }
 trap cleanup EXIT
 failed=()
@@ -48,17 +52,19 @@ run() {
 }
 
 started=$(date +%s)
-run lint 300 ./scripts/lint.sh
-run build 1800 ./scripts/build.sh --tests
-# The core tests read the build's catalogs (made by build.sh), as the daemon in the end-to-end tests does.
+# What every runner needs from Debian first (the linters too, on a fresh machine).
+run deps 1800 ./scripts/deps.sh
 # The install test's first step, the Debian packages built from a source package with no network
 # (four minutes of both cores), runs meanwhile in the background at the lowest CPU priority: the
-# runners before the install test use little of the machine, and take what they need first.
+# runners before the install test leave cores idle much of the time, and take what they need first.
 if [ "${TOUCHGATE_SKIP_INSTALL_TEST:-0}" != 1 ] && [ "$(id -u)" -eq 0 ]; then
     timeout --kill-after=10 2700 nice -n 19 python3 -B Tests/Install/build_packages.py "$packages/build" \
         >"$logs/packages.log" 2>&1 &
     packages_pid=$!
 fi
+run lint 300 ./scripts/lint.sh
+run build 1800 ./scripts/build.sh --tests
+# The core tests read the build's catalogs (made by build.sh), as the daemon in the end-to-end tests does.
 run swift-test 1200 env TOUCHGATE_LOCALEDIR="$TOUCHGATE_ROOT/.build/locale" swift test
 run c-tests 600 make -C pam check
 run e2e 600 python3 -B -m pytest -q -p no:cacheprovider Tests/EndToEnd
@@ -71,9 +77,27 @@ if [ -n "$packages_pid" ]; then
     echo
     echo "=== the packages, built in the background (the install test waited $((SECONDS - began)) s for them)"
     tail -n 40 "$logs/packages.log"
+    # The system test's image (Tests/System/image.py) is built from the same packages in the
+    # background while the install test runs; their copies first, since the install test moves them.
+    if [ "${TOUCHGATE_SKIP_SYSTEM_TEST:-0}" != 1 ] && [ "$(cat "$packages/build/result" 2>/dev/null)" = ok ]; then
+        mkdir "$packages/image-debs"
+        find "$packages/build" -maxdepth 1 -name '*.deb' ! -name '*-dbgsym_*' -exec cp -t "$packages/image-debs" {} +
+        timeout --kill-after=10 2400 nice -n 19 python3 -B Tests/System/image.py "$packages/image-debs" \
+            "$packages/image-work" >"$logs/image.log" 2>&1 &
+        image_pid=$!
+    fi
     run install 2400 env TOUCHGATE_PACKAGES_BUILD="$packages/build" ./scripts/install-test.sh
 else
     run install 2400 ./scripts/install-test.sh
+fi
+if [ -n "$image_pid" ]; then
+    began=$SECONDS
+    wait "$image_pid"
+    image_pid=
+    durations+=("image-wait $((SECONDS - began)) s")
+    echo
+    echo "=== the system test's image, built in the background (the system test waited $((SECONDS - began)) s for it)"
+    tail -n 5 "$logs/image.log"
 fi
 run system 2400 ./scripts/system-test.sh
 

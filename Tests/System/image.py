@@ -12,6 +12,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -158,3 +159,20 @@ def image(debs, depends, work):
         shutil.rmtree(root, ignore_errors=True)
     log("system image: built in %.0f s (%s)" % (os.times().elapsed - t0, key))
     return cached
+
+
+def main(argv):
+    """`python3 -B Tests/System/image.py DEBS WORK`: the image for the .debs in DEBS, built into the
+    cache unless it is there (WORK: a scratch directory). The test command runs it in the background
+    beside the install test; the system test then finds it cached (the same .debs, the same key)."""
+    if len(argv) != 3:
+        sys.exit("usage: image.py DEBS WORK")
+    sys.path.insert(0, str(HERE.parent / "Install"))
+    import machine  # noqa: E402  (the install test's reading of a .deb's Depends)
+    debs = {d.name.split("_")[0]: d for d in Path(argv[1]).glob("*.deb")}
+    Path(argv[2]).mkdir(parents=True, exist_ok=True)
+    image(debs, machine.depends, argv[2])
+
+
+if __name__ == "__main__":
+    main(sys.argv)
