@@ -57,6 +57,26 @@ def listed(world, user):
     return world.cli("list", "--user", user).stdout.split()
 
 
+# --- any finger ---------------------------------------------------------------------------------
+
+
+def test_any_finger_matches_on_readers_that_identify_and_the_plain_one_asks_for_the_first(reader_kind, world, alice):
+    """Two fingers enrolled: on a reader that can identify, a prompt is one identify over both
+    prints, so either finger matches; the plain reader verifies one print at a time, the first
+    finger in libfprint's order, as fprintd's VerifyStart("any") picks it there."""
+    rc, cli = harness.enroll(world, "alice", "alice-left-thumb", finger="left-thumb", as_user="alice")
+    assert rc == 0, cli.stderr
+    pam = world.pam("alice")
+    pam.wait_for(harness.PROMPT)
+    world.reader.scan(ALICE_PRINT)  # her right index finger: the second in libfprint's order
+    if world.reader.can_identify:
+        assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+        return
+    pam.wait_for(harness.no_match(2))
+    world.reader.scan("alice-left-thumb")
+    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+
+
 # --- the duplicate check ------------------------------------------------------------------------
 
 
