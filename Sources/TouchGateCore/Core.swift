@@ -182,7 +182,7 @@ public struct CoreSetup: Sendable {
         return nil
     }
 
-    /// `prints`: the user's on the reader served (or on every reader, when none is).
+    /// `prints`: the user's on the reader asked for (or on every reader, when none is served).
     func environment(_ user: String, prints: [EnrolledPrint], readerAvailable: Bool) async -> Environment {
         Environment(
             now: clock.now(), bootID: bootID, enrollmentSnapshot: await enrollmentSnapshot(user, here: prints),

@@ -8,7 +8,7 @@ public struct Environment: Sendable, Equatable {
     /// The user's current enrollment snapshot, of the prints on every reader; nil when the user
     /// has no prints.
     public var enrollmentSnapshot: String?
-    /// The user has prints on the reader served (by default: has any at all).
+    /// The user has prints on the reader asked for (by default: has any at all).
     public var enrolledHere: Bool
     /// A reader is present and usable (not unplugged, not too hot, not a refused remote session).
     public var readerAvailable: Bool
