@@ -20,9 +20,15 @@ extension Core {
         return reply
     }
 
+    /// Every reader served, the default first, as "NAME (DRIVER)": what a request may name it by.
+    /// Two readers of one driver are told apart by DRIVER/DEVICE-ID, which is shown for them.
     public func devices() async -> Reply {
+        let infos = await readerDescriptions()
         var reply = Reply.success()
-        reply.devices = await readerDescriptions().map { "\($0.name) (\($0.driver))" }
+        reply.devices = infos.map { info in
+            let shared = infos.filter { $0.driver == info.driver }.count > 1
+            return "\(info.name) (\(shared ? info.selector : info.driver))"
+        }
         return reply
     }
 

@@ -126,6 +126,18 @@ import TouchGateWire
         }
     }
 
+    @Test func twoReadersOfOneDriverAreListedWithTheirDeviceIDsAndNamedByThem() async throws {
+        try await withTestBed { bed in
+            var info = try #require(bed.reader.info)
+            info.deviceID = "stub-1"
+            let twin = StubReader(info: info)
+            let core = try bed.makeCore(reader: StubReaderSet(bed.reader, twin))
+            #expect(await core.devices().devices == ["Stub reader (stub/stub-0)", "Stub reader (stub/stub-1)"])
+            #expect(await enroll(core, .leftThumb, reader: "stub/stub-1") == .success(.enrolled(.leftThumb)))
+            #expect(twin.enrollments.count == 1 && bed.reader.enrollments.isEmpty)
+        }
+    }
+
     @Test func devicesListsEveryReaderServedTheDefaultFirst() async throws {
         try await withTestBed { bed in
             let (core, second) = try machine(bed)
