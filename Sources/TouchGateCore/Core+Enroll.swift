@@ -13,9 +13,7 @@ extension Core {
         if let refusal = await authorize(caller, user, .selfWithPasswordOrRoot, password: password, origin: origin) {
             return refusal
         }
-        guard let served = await served(selector) else {
-            return Refusal(.biometryNotAvailable, reason: .noReader, text: .noReader)
-        }
+        guard let served = await served(selector) else { return refusal(for: .noReader, timeout: 0) }
         let reader = served.reader, info = served.info
         let ctx = EventContext(user: user, origin: origin, policy: nil, byUID: caller.uid)
         let scanned: Result<[UInt8], Reply>? = await runPrompt(input, acceptsPassword: false) { prompt in
@@ -177,9 +175,7 @@ extension Core {
         await readerSettled.wait()
         var device: DeviceKey?
         if let selector {
-            guard let named = await served(selector) else {
-                return Refusal(.biometryNotAvailable, reason: .noReader, text: .noReader)
-            }
+            guard let named = await served(selector) else { return refusal(for: .noReader, timeout: 0) }
             device = named.info.deviceKey
         }
         // A match-on-chip reader keeps its own copy: read it before the files go, to delete it

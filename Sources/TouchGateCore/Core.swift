@@ -287,8 +287,6 @@ extension Reason {
 
 extension ReaderInfo {
     public var deviceKey: DeviceKey { DeviceKey(driver: driver, deviceID: deviceID) }
-    /// The name that means this reader and no other in a request (ReaderInfo.matches).
-    public var selector: String { "\(driver)/\(deviceID)" }
 }
 
 /// A reader a request runs on, with its description when it was chosen.

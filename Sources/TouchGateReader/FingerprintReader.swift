@@ -190,9 +190,12 @@ extension FingerprintReaders {
 }
 
 extension ReaderInfo {
+    /// The name that means this reader and no other in a request: DRIVER/DEVICE-ID.
+    public var selector: String { "\(driver)/\(deviceID)" }
+
     /// Whether a request's reader name means this reader: its driver (`synaptics`), its name, or
-    /// DRIVER/DEVICE-ID (two readers of one driver).
-    public func matches(_ selector: String) -> Bool {
-        selector == driver || selector == name || selector == "\(driver)/\(deviceID)"
+    /// its `selector` (two readers of one driver).
+    public func matches(_ name: String) -> Bool {
+        name == driver || name == self.name || name == selector
     }
 }
