@@ -51,6 +51,17 @@ run() {
     return 0
 }
 
+# waited NAME PID WHAT LOG LINES: waits for a step that ran in the background, records how long the
+# test command waited for it (NAME-wait) and shows the end of its log.
+waited() {
+    local began=$SECONDS
+    wait "$2"
+    durations+=("$1-wait $((SECONDS - began)) s")
+    echo
+    echo "=== $3, built in the background (waited for $((SECONDS - began)) s)"
+    tail -n "$5" "$4"
+}
+
 started=$(date +%s)
 # What every runner needs from Debian first (the linters too, on a fresh machine).
 run deps 1800 ./scripts/deps.sh
@@ -70,13 +81,8 @@ run c-tests 600 make -C pam check
 run e2e 600 python3 -B -m pytest -q -p no:cacheprovider Tests/EndToEnd
 run fuzz 600 ./fuzz/run.sh
 if [ -n "$packages_pid" ]; then
-    began=$SECONDS
-    wait "$packages_pid"
+    waited packages "$packages_pid" "the packages" "$logs/packages.log" 40
     packages_pid=
-    durations+=("packages-wait $((SECONDS - began)) s")
-    echo
-    echo "=== the packages, built in the background (the install test waited $((SECONDS - began)) s for them)"
-    tail -n 40 "$logs/packages.log"
     # The system test's image (Tests/System/image.py) is built from the same packages in the
     # background while the install test runs; their copies first, since the install test moves them.
     if [ "${TOUCHGATE_SKIP_SYSTEM_TEST:-0}" != 1 ] && [ "$(cat "$packages/build/result" 2>/dev/null)" = ok ]; then
@@ -91,13 +97,8 @@ else
     run install 2400 ./scripts/install-test.sh
 fi
 if [ -n "$image_pid" ]; then
-    began=$SECONDS
-    wait "$image_pid"
+    waited image "$image_pid" "the system test's image" "$logs/image.log" 5
     image_pid=
-    durations+=("image-wait $((SECONDS - began)) s")
-    echo
-    echo "=== the system test's image, built in the background (the system test waited $((SECONDS - began)) s for it)"
-    tail -n 5 "$logs/image.log"
 fi
 run system 2400 ./scripts/system-test.sh
 
