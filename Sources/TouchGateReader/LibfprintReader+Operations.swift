@@ -50,7 +50,7 @@ extension LibfprintReader {
         user: String, fingerIndex: Int, cancellation: Cancellation,
         progress: @escaping @Sendable (EnrollEvent) -> Void
     ) -> Result<[UInt8], ReaderFailure> {
-        guard let dev = device else { return .failure(.noReader) }
+        guard let dev = usableDevice else { return .failure(whyUnusable) }
         let stages = Int(tgfp_device_get_nr_enroll_stages(dev))
         // Floating reference: fp_device_enroll_sync sinks and releases it.
         let template = tgfp_print_new(dev)
@@ -94,7 +94,7 @@ extension LibfprintReader {
         templates: [[UInt8]], timeoutSeconds: Int?, identifyAlways: Bool, cancellation: Cancellation,
         retry: @escaping @Sendable (RetryHint) -> Void
     ) -> Result<ScanResult, ReaderFailure> {
-        guard let dev = device else { return .failure(.noReader) }
+        guard let dev = usableDevice else { return .failure(whyUnusable) }
         var prints: [OpaquePointer] = []
         defer { for p in prints { cfp_object_unref(UnsafeMutableRawPointer(p)) } }
         for t in templates {

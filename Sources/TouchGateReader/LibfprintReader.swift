@@ -81,6 +81,13 @@ public final class LibfprintReader: FingerprintReader, Sendable {
         }
     }
 
+    /// On the reader thread: the device an operation may start on; nil when there is none, for
+    /// the reason `whyUnusable` gives.
+    var usableDevice: UnsafeMutablePointer<FpDevice>? { deviceRetired ? nil : device }
+    /// A reader unplugged after the request was let in fails as removed (its prompt says so), not
+    /// as "no reader".
+    var whyUnusable: ReaderFailure { deviceRetired ? .removed : .noReader }
+
     /// On the reader thread: closes the device and lets it go (shutdown, suspend, removal).
     func closeDevice() {
         guard let dev = device else { return }
