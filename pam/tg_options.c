@@ -9,6 +9,7 @@
 
 #include <security/pam_ext.h>
 
+#include "tg_codec.h"
 #include "touchgate_wire.h"
 
 /* The one list of names: tg_option_apply below accepts exactly these, and the manual's drift
@@ -46,7 +47,7 @@ static bool parse_int(const char *s, long lo, long hi, int *out)
 }
 
 /* A reader's name as the daemon matches it (driver, full name or DRIVER/DEVICE-ID): 1 to
- * TG_DEVICE_NAME_MAX bytes, no control character. */
+ * TG_DEVICE_NAME_MAX bytes of UTF-8 (what the wire carries), no control character. */
 static bool device_name_ok(const char *s)
 {
     size_t n = strnlen(s, TG_DEVICE_NAME_MAX + 1);
@@ -57,7 +58,7 @@ static bool device_name_ok(const char *s)
         if (ch < 0x20 || ch == 0x7f)
             return false;
     }
-    return true;
+    return tg_string_check((const uint8_t *)s, n) == TG_CODEC_OK;
 }
 
 enum tg_option_status tg_option_apply(struct tg_options *opt, const char *arg)

@@ -72,8 +72,8 @@ static void test_bad_values(void)
     }
 }
 
-/* device=: a reader's name sent as written, 1 to TG_DEVICE_NAME_MAX bytes without a control
- * character; a bad one keeps the reader given before (or none: the daemon's default). */
+/* device=: a reader's name sent as written, 1 to TG_DEVICE_NAME_MAX bytes of UTF-8 without a
+ * control character; a bad one keeps the reader given before (or none: the daemon's default). */
 static void test_device(void)
 {
     struct tg_options o, before;
@@ -81,6 +81,9 @@ static void test_device(void)
     CHECK(tg_option_apply(&o, "device=virtual_image") == TG_OPTION_OK &&
               strcmp(o.device, "virtual_image") == 0,
           "device=virtual_image");
+    CHECK(tg_option_apply(&o, u8"device=Lecteur d\u2019empreintes") == TG_OPTION_OK &&
+              strcmp(o.device, u8"Lecteur d\u2019empreintes") == 0,
+          "device= in UTF-8 beyond ASCII");
     CHECK(tg_option_apply(&o, "device=synaptics/0 Synaptics Sensors") == TG_OPTION_OK &&
               strcmp(o.device, "synaptics/0 Synaptics Sensors") == 0,
           "device= with a slash and blanks");
@@ -91,7 +94,8 @@ static void test_device(void)
 
     static const char *const bad[] = {
         "device=",         "device=virtual\timage",   "device=virtual_image\n",
-        "device=\x1b[31m", "device=virtual\x7fimage",
+        "device=\x1b[31m", "device=virtual\x7fimage", "device=caf\xe9",
+        "device=caf\xc3",  "device=\xc0\xaf",         "device=\xed\xa0\x80",
     };
     tg_option_apply(&o, "device=synaptics");
     before = o;
