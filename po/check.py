@@ -104,11 +104,32 @@ def swift_literal_problems(path):
     return problems
 
 
+# A call that marks a message for translation: tg_text(lang, "…"), N_("…"), L("…"), NL("…", …).
+MARKED = re.compile(r'\btg_text\(\s*\w+\s*,\s*"|\bN_\(\s*"|\bN?L\(\s*"')
+
+
+def marking_sources():
+    """The module's and the programs' sources that mark a message for translation."""
+    found = []
+    for top in ("pam", "Sources"):
+        for d, _, files in os.walk(os.path.join(TOP, top)):
+            for name in files:
+                if name.endswith((".c", ".swift")):
+                    path = os.path.join(d, name)
+                    with open(path, encoding="utf-8") as f:
+                        if MARKED.search(f.read()):
+                            found.append(os.path.relpath(path, TOP))
+    return sorted(found)
+
+
 def main():
     sources = listed("POTFILES")
     linguas = listed("LINGUAS")
     for path in sources:
         check(os.path.isfile(os.path.join(TOP, path)), "POTFILES names %s, which does not exist" % path)
+    # A file that marks messages but is not listed would ship them untranslated, unseen.
+    for path in marking_sources():
+        check(path in sources, "%s marks messages for translation but POTFILES does not name it" % path)
     sources = [p for p in sources if os.path.isfile(os.path.join(TOP, p))]
     for path in sources:
         if path.endswith(".swift"):

@@ -85,7 +85,7 @@ struct ReaderOption: ParsableArguments {
         guard let device else { return }
         let control = device.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
         if device.isEmpty || device.utf8.count > 255 || control {
-            throw ValidationError(L("A reader's name has 1 to 255 characters and no control characters.", cli))
+            throw ValidationError(L("A reader's name is 1 to 255 bytes long, with no control characters.", cli))
         }
     }
 
