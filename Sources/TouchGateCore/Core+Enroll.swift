@@ -172,20 +172,21 @@ extension Core {
             return refusal
         }
         let targets = all ? Finger.allCases : fingers
-        await readerSettled.wait()
-        var device: DeviceKey?
+        let on: [ServedReader]
         if let selector {
             guard let named = await served(selector) else { return refusal(for: .noReader, timeout: 0) }
-            device = named.info.deviceKey
+            on = [named]
+        } else {
+            on = await servedReaders()
         }
         // A match-on-chip reader keeps its own copy: read it before the files go, to delete it
         // there too (as fprintd does), so the chip neither fills up nor matches a deleted finger.
         var onChip: [(reader: any FingerprintReader, prints: [[UInt8]])] = []
-        for reader in readers.served where device == nil || reader.info?.deviceKey == device {
-            guard let info = reader.info else { continue }
-            let held = (try? await prints.templates(user, device: info.deviceKey, fingers: targets)) ?? []
-            if !held.isEmpty { onChip.append((reader, held)) }
+        for served in on {
+            let held = (try? await prints.templates(user, device: served.info.deviceKey, fingers: targets)) ?? []
+            if !held.isEmpty { onChip.append((served.reader, held)) }
         }
+        let device = selector == nil ? nil : on.first?.info.deviceKey
         let removed: [Finger]
         do { removed = try await prints.delete(user, device: device, fingers: targets) } catch {
             log.error("cannot delete templates: \(error)")

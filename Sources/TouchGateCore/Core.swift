@@ -139,6 +139,13 @@ public struct CoreSetup: Sendable {
 
     func readerInfo(_ selector: String?) async -> ReaderInfo? { await served(selector)?.info }
 
+    /// Every reader served, the default one first, with its description, once the readers' first
+    /// opening has ended.
+    func servedReaders() async -> [ServedReader] {
+        await readerSettled.wait()
+        return readers.served.compactMap { reader in reader.info.map { ServedReader(reader: reader, info: $0) } }
+    }
+
     // MARK: canEvaluate
 
     /// What an evaluation would end with before it starts, or nil when a prompt makes sense.
@@ -297,10 +304,7 @@ struct ServedReader {
 
 extension Core {
     /// Every reader served, the default one first, once their first opening has ended.
-    public func readerDescriptions() async -> [ReaderInfo] {
-        await readerSettled.wait()
-        return readers.served.compactMap(\.info)
-    }
+    public func readerDescriptions() async -> [ReaderInfo] { await servedReaders().map(\.info) }
 
     /// The account name of a uid (NSS, on the accounts pool), for front-ends that take "" as "me".
     public func accountName(uid: UInt32) async -> String? { await names.name(of: uid) }
