@@ -1,11 +1,10 @@
 // A machine with several scripted readers: what LibfprintReaders is to libfprint's list.
-import Synchronization
 import TouchGateReader
 
-/// Serves its readers in order (the first is the default), each while it has a description.
+/// Serves its readers in order (the first is the default), each while it has a description; it
+/// announces no change (the protocol's default onChange).
 public final class StubReaderSet: FingerprintReaders, Sendable {
     public let readers: [StubReader]
-    private let handlers = Mutex<[@Sendable ([ReaderInfo]) -> Void]>([])
 
     public init(_ readers: StubReader...) { self.readers = readers }
 
@@ -14,10 +13,6 @@ public final class StubReaderSet: FingerprintReaders, Sendable {
     public func whenOpened(_ completion: @escaping @Sendable () -> Void) { completion() }
 
     public func describe(_ template: [UInt8]) -> PrintDescription? { readers.first?.describe(template) }
-
-    public func onChange(_ handler: @escaping @Sendable ([ReaderInfo]) -> Void) {
-        handlers.withLock { $0.append(handler) }
-    }
 
     public func close(completion: @escaping @Sendable () -> Void) {
         for r in readers { r.close {} }
