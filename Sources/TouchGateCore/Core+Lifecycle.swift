@@ -38,14 +38,32 @@ extension Core {
 
     static let shutdownStepMilliseconds = 1500
 
+    /// logind's default InhibitDelayMaxSec: it goes to sleep after that whether or not the delay
+    /// inhibitor is given back, so waiting longer for the readers before sleep gains nothing.
+    static let sleepDelayMilliseconds = 5000
+
     /// Starts `step`, which calls `done` when it has finished; true if that was within
-    /// `shutdownStepMilliseconds`, false once that time is up.
-    static func finishes(_ step: (@escaping @CoreActor () -> Void) -> Void) async -> Bool {
+    /// `within` ms, false once that time is up.
+    static func finishes(
+        within: Int = shutdownStepMilliseconds, _ step: (@escaping @CoreActor () -> Void) -> Void
+    ) async -> Bool {
         let finished = OneShot<Bool>()
-        let late = LoopTimer(after: shutdownStepMilliseconds) { finished.set(false) }
+        let late = LoopTimer(after: within) { finished.set(false) }
         defer { late.cancel() }
         step { finished.set(true) }
         return await finished.wait()
+    }
+
+    /// Closes every reader within `within` ms; a driver that does not let go is said in the log
+    /// (`then`: what happens anyway) and left behind. False when they did not close in time.
+    static func closeReaders(
+        _ readers: any FingerprintReaders, within: Int = shutdownStepMilliseconds, log: Logger, then: String
+    ) async -> Bool {
+        if await finishes(within: within, { done in readers.close { CoreLoop.shared.post { done() } } }) {
+            return true
+        }
+        log.error("the readers did not close within \(within) ms; \(then)")
+        return false
     }
 
     /// How many prompts are running (for the front-ends' drain and for tests).
@@ -57,10 +75,10 @@ extension Core {
     /// then the readers are closed. Requests during the sleep find no reader.
     public func suspend() async {
         cancelPrompts(Self.suspendRefusal)
-        let closed = OneShot<Void>()
-        readers.close { CoreLoop.shared.post { closed.set(()) } }
-        await closed.wait()
-        log.info("readers closed for sleep")
+        // The sleep inhibitor is given back once this returns: no later than logind would sleep anyway.
+        if await Self.closeReaders(readers, within: Self.sleepDelayMilliseconds, log: log, then: "sleeping anyway") {
+            log.info("readers closed for sleep")
+        }
     }
 
     /// After resume: the readers are opened again.
@@ -92,8 +110,6 @@ extension Core: DaemonService {
     public init(_ readers: any FingerprintReaders, log: Logger) { self.readers = readers; self.log = log }
     public func start() async -> ServiceStart { .running }
     public func shutdown() async {
-        if await !Core.finishes({ [readers] done in readers.close { CoreLoop.shared.post { done() } } }) {
-            log.error("the readers did not close within \(Core.shutdownStepMilliseconds) ms; exiting anyway")
-        }
+        _ = await Core.closeReaders(readers, log: log, then: "exiting anyway")
     }
 }
