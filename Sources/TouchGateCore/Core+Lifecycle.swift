@@ -81,12 +81,19 @@ extension Core {
         }
     }
 
-    /// After resume: the readers are opened again.
+    /// After resume: the readers are opened again. Awaited for at most `sleepDelayMilliseconds`
+    /// (the sleep watcher takes its inhibitor again once this returns); a reader opened later is
+    /// served from then on.
     public func resume() async {
-        let opened = OneShot<Bool>()
+        let opened = OneShot<Bool?>()
+        let late = LoopTimer(after: Self.sleepDelayMilliseconds) { opened.set(nil) }
+        defer { late.cancel() }
         readers.reopen { ok in CoreLoop.shared.post { opened.set(ok) } }
-        let ok = await opened.wait()
-        log.info(ok ? "readers reopened after sleep" : "no reader after sleep")
+        switch await opened.wait() {
+        case true?: log.info("readers reopened after sleep")
+        case false?: log.info("no reader after sleep")
+        case nil: log.error("the readers are not open again \(Self.sleepDelayMilliseconds) ms after resume; going on")
+        }
     }
 
     static let suspendRefusal = Refusal(.systemCancel, reason: .suspend, text: .suspending)
