@@ -15,32 +15,31 @@ private final class StuckReaders: FingerprintReaders, Sendable {
     func reopen(completion: @escaping @Sendable (Bool) -> Void) {}
 }
 
+/// A step that waits on the readers, and how long it may.
+enum ReaderStep: String, CaseIterable, Sendable {
+    case shutdown, sleep, resume
+
+    @CoreActor var deadline: Int { self == .shutdown ? Core.shutdownStepMilliseconds : Core.sleepDelayMilliseconds }
+
+    @CoreActor func run(_ core: Core) async {
+        switch self {
+        case .shutdown: await core.finishShutdown()
+        case .sleep: await core.suspend()
+        case .resume: await core.resume()
+        }
+    }
+}
+
 @Suite("Core: closing and reopening the readers have deadlines")
 @CoreActor struct ReaderDeadlineTests {
-    @Test func shutdownGoesOnWhenTheReadersDoNotCloseWithinItsStep() async throws {
+    /// Shutdown within its step; sleep and resume within logind's default delay.
+    @Test(arguments: ReaderStep.allCases)
+    func goesOnWhenTheReadersDoNotAnswerWithinItsDeadline(_ step: ReaderStep) async throws {
         try await withTestBed { bed in
             let core = try bed.makeCore(reader: StuckReaders())
-            let step = Core.shutdownStepMilliseconds, began = ContinuousClock.now
-            #expect(await within(step + 5000) { await core.finishShutdown() } != nil)
-            #expect(ContinuousClock.now - began >= .milliseconds(step))
-        }
-    }
-
-    @Test func sleepGoesOnWhenTheReadersDoNotCloseWithinLogindsDelay() async throws {
-        try await withTestBed { bed in
-            let core = try bed.makeCore(reader: StuckReaders())
-            let delay = Core.sleepDelayMilliseconds, began = ContinuousClock.now
-            #expect(await within(delay + 5000) { await core.suspend() } != nil)
-            #expect(ContinuousClock.now - began >= .milliseconds(delay))
-        }
-    }
-
-    @Test func resumeGoesOnWhenTheReadersDoNotOpenAgainWithinTheSleepDelay() async throws {
-        try await withTestBed { bed in
-            let core = try bed.makeCore(reader: StuckReaders())
-            let delay = Core.sleepDelayMilliseconds, began = ContinuousClock.now
-            #expect(await within(delay + 5000) { await core.resume() } != nil)
-            #expect(ContinuousClock.now - began >= .milliseconds(delay))
+            let deadline = step.deadline, began = ContinuousClock.now
+            #expect(await within(deadline + 5000) { await step.run(core) } != nil)
+            #expect(ContinuousClock.now - began >= .milliseconds(deadline))
         }
     }
 }
