@@ -101,19 +101,64 @@ enum tg_option_status tg_option_apply(struct tg_options *opt, const char *arg)
     return TG_OPTION_OK;
 }
 
+static bool shown_escaped(unsigned char ch, bool utf8)
+{
+    return ch < 0x20 || ch == 0x7f || ch == '\\' || (ch > 0x7f && !utf8);
+}
+
+void tg_option_printable(const char *arg, char *out, size_t size)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t len = strlen(arg), whole = 1, o = 0, i = 0;
+    bool utf8 = tg_string_check((const uint8_t *)arg, len) == TG_CODEC_OK;
+    if (size == 0)
+        return;
+    for (size_t k = 0; k < len; k++)
+        whole += shown_escaped((unsigned char)arg[k], utf8) ? 4 : 1;
+    /* Cut short: leave room for "..." and the NUL. */
+    size_t room = whole <= size ? size - 1 : (size >= 4 ? size - 4 : 0);
+    for (; i < len; i++) {
+        unsigned char ch = (unsigned char)arg[i];
+        bool escape = shown_escaped(ch, utf8);
+        if (o + (escape ? 4 : 1) > room)
+            break;
+        if (escape) {
+            out[o++] = '\\';
+            out[o++] = 'x';
+            out[o++] = hex[ch >> 4];
+            out[o++] = hex[ch & 0xf];
+        } else {
+            out[o++] = (char)ch;
+        }
+    }
+    if (i < len) {
+        /* Never half a UTF-8 character: a cut inside one drops the bytes copied of it. */
+        if (utf8 && ((unsigned char)arg[i] & 0xc0) == 0x80) {
+            while (o > 0 && ((unsigned char)out[o - 1] & 0xc0) == 0x80)
+                o--;
+            if (o > 0)
+                o--;
+        }
+        if (o + 3 < size) {
+            memcpy(out + o, "...", 3);
+            o += 3;
+        }
+    }
+    out[o] = '\0';
+}
+
 void tg_options_parse(pam_handle_t *pamh, int argc, const char **argv, struct tg_options *opt)
 {
     tg_options_default(opt);
     for (int i = 0; i < argc; i++) {
-        switch (tg_option_apply(opt, argv[i])) {
-        case TG_OPTION_OK:
-            break;
-        case TG_OPTION_UNKNOWN:
-            pam_syslog(pamh, LOG_ERR, "unknown option ignored: %s", argv[i]);
-            break;
-        case TG_OPTION_BAD_VALUE:
-            pam_syslog(pamh, LOG_ERR, "invalid option value ignored, default kept: %s", argv[i]);
-            break;
-        }
+        enum tg_option_status status = tg_option_apply(opt, argv[i]);
+        if (status == TG_OPTION_OK)
+            continue;
+        char shown[TG_OPTION_SHOWN_MAX];
+        tg_option_printable(argv[i], shown, sizeof(shown));
+        pam_syslog(pamh, LOG_ERR,
+                   status == TG_OPTION_UNKNOWN ? "unknown option ignored: %s"
+                                               : "invalid option value ignored, default kept: %s",
+                   shown);
     }
 }

@@ -3,11 +3,13 @@
 #define TG_OPTIONS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include <security/pam_modules.h>
 
-#define TG_DEFAULT_SOCKET  "/run/touchgate/touchgated.sock"
-#define TG_DEVICE_NAME_MAX 255 /* bytes of a device= value */
+#define TG_DEFAULT_SOCKET   "/run/touchgate/touchgated.sock"
+#define TG_DEVICE_NAME_MAX  255 /* bytes of a device= value */
+#define TG_OPTION_SHOWN_MAX 320 /* bytes of an option as logged, with its NUL */
 
 struct tg_options {
     const char *socket; /* points into argv, which outlives the call */
@@ -35,6 +37,12 @@ void tg_options_default(struct tg_options *opt);
 
 /* Applies one argument. Never partly: on anything but TG_OPTION_OK, opt is unchanged. */
 enum tg_option_status tg_option_apply(struct tg_options *opt, const char *arg);
+
+/* An argument as it may be logged: control characters, DEL and backslashes as \xNN, and every
+ * byte above 0x7f too unless the whole argument is UTF-8; cut to fit out (ending "..."), which
+ * always ends with a NUL. Options come from root's /etc/pam.d, but a log line is read by people
+ * and parsers, so an escape sequence or a line break in one is shown, not obeyed. */
+void tg_option_printable(const char *arg, char *out, size_t size);
 
 /* Defaults, then every argument in order; unknown options and bad values are logged, ignored. */
 void tg_options_parse(pam_handle_t *pamh, int argc, const char **argv, struct tg_options *opt);

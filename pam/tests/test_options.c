@@ -114,6 +114,56 @@ static void test_device(void)
           "an empty device= set a reader");
 }
 
+/* What a refused option looks like in the log: shown, never obeyed (no escape sequence or line
+ * break reaches syslog), and never longer than the buffer. */
+static void test_printable(void)
+{
+    static const struct {
+        const char *arg, *shown;
+    } cases[] = {
+        { "debug", "debug" },
+        { "device=\x1b[31m", "device=\\x1b[31m" },
+        { "bogus\nfake line", "bogus\\x0afake line" },
+        { "a\\x41", "a\\x5cx41" },
+        { "del\x7f", "del\\x7f" },
+        { "device=caf\xe9", "device=caf\\xe9" },
+        { "device=\xc0\xaf", "device=\\xc0\\xaf" },
+        { u8"device=d\u2019empreintes", u8"device=d\u2019empreintes" },
+    };
+    char out[TG_OPTION_SHOWN_MAX];
+    for (size_t i = 0; i < COUNT(cases); i++) {
+        tg_option_printable(cases[i].arg, out, sizeof(out));
+        CHECK(strcmp(out, cases[i].shown) == 0, "'%s' shown as '%s'", cases[i].shown, out);
+    }
+
+    char longest[1000];
+    memset(longest, 'a', sizeof(longest) - 1);
+    longest[sizeof(longest) - 1] = '\0';
+    tg_option_printable(longest, out, sizeof(out));
+    CHECK(strlen(out) == sizeof(out) - 1 && strcmp(out + strlen(out) - 3, "...") == 0,
+          "a long option cut to %zu bytes with '...': %zu bytes", sizeof(out) - 1, strlen(out));
+    longest[sizeof(out) - 1] = '\0';
+    tg_option_printable(longest, out, sizeof(out));
+    CHECK(strcmp(out, longest) == 0, "an option that fits exactly was cut");
+    memset(longest, '\n', sizeof(longest) - 1);
+    longest[sizeof(longest) - 1] = '\0';
+    tg_option_printable(longest, out, sizeof(out));
+    CHECK(strlen(out) < sizeof(out) && strchr(out, '\n') == NULL &&
+              strcmp(out + strlen(out) - 3, "...") == 0,
+          "line breaks escaped and cut within the buffer");
+
+    char small[8];
+    tg_option_printable(u8"ab\u2019cdefgh", small, sizeof(small));
+    CHECK(strcmp(small, "ab...") == 0, "a cut inside a UTF-8 character gave '%s'", small);
+    tg_option_printable("ab\x1b"
+                        "cdefgh",
+                        small, sizeof(small));
+    CHECK(strcmp(small, "ab...") == 0, "a cut inside an escape gave '%s'", small);
+    char one[1] = { 'x' };
+    tg_option_printable("anything", one, sizeof(one));
+    CHECK(one[0] == '\0', "a one-byte buffer holds only the NUL");
+}
+
 /* A value the manual could show for each option, so the parser can be asked about it. */
 static const char *sample_value(const char *name)
 {
@@ -237,6 +287,7 @@ int main(int argc, char **argv)
     test_defaults_and_values();
     test_bad_values();
     test_device();
+    test_printable();
     /* Run from pam/ by `make check`. */
     test_manual_names_every_option("pam_touchgate.8");
     test_list_is_the_parsers("tg_options.c");
