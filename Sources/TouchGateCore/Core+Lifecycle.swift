@@ -83,12 +83,17 @@ extension Core {
 
     /// After resume: the readers are opened again. Awaited for at most `sleepDelayMilliseconds`
     /// (the sleep watcher takes its inhibitor again once this returns); a reader opened later is
-    /// served from then on.
+    /// served from then on, and the log says when.
     public func resume() async {
-        let opened = OneShot<Bool?>()
+        let opened = OneShot<Bool?>(), log = self.log
         let late = LoopTimer(after: Self.sleepDelayMilliseconds) { opened.set(nil) }
         defer { late.cancel() }
-        readers.reopen { ok in CoreLoop.shared.post { opened.set(ok) } }
+        readers.reopen { ok in
+            CoreLoop.shared.post {
+                guard opened.isSet else { return opened.set(ok) }
+                log.info(ok ? "readers reopened after sleep, late" : "no reader after sleep, found late")
+            }
+        }
         switch await opened.wait() {
         case true?: log.info("readers reopened after sleep")
         case false?: log.info("no reader after sleep")

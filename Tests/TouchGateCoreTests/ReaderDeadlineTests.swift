@@ -1,6 +1,7 @@
 // Closing and reopening the readers have deadlines: a driver that never answers keeps neither the
 // daemon from exiting (SIGTERM), nor logind's sleep waiting on the daemon's inhibitor, nor the
 // inhibitor from being taken again after a resume.
+import Synchronization
 import Testing
 @testable import TouchGateCore
 import TouchGateReader
@@ -13,6 +14,16 @@ private final class StuckReaders: FingerprintReaders, Sendable {
     func describe(_ template: [UInt8]) -> PrintDescription? { nil }
     func close(completion: @escaping @Sendable () -> Void) {}
     func reopen(completion: @escaping @Sendable (Bool) -> Void) {}
+}
+
+/// A machine whose readers open again only when the test says so.
+private final class LateReaders: FingerprintReaders, Sendable {
+    let reopened = Mutex<(@Sendable (Bool) -> Void)?>(nil)
+    var served: [any FingerprintReader] { [] }
+    func whenOpened(_ completion: @escaping @Sendable () -> Void) { completion() }
+    func describe(_ template: [UInt8]) -> PrintDescription? { nil }
+    func close(completion: @escaping @Sendable () -> Void) { completion() }
+    func reopen(completion: @escaping @Sendable (Bool) -> Void) { reopened.withLock { $0 = completion } }
 }
 
 /// A step that waits on the readers, and how long it may.
@@ -40,6 +51,26 @@ enum ReaderStep: String, CaseIterable, Sendable {
             let deadline = step.deadline, began = ContinuousClock.now
             #expect(await within(deadline + 5000) { await step.run(core) } != nil)
             #expect(ContinuousClock.now - began >= .milliseconds(deadline))
+        }
+    }
+
+    /// A reader that opens after the resume stopped waiting is logged when it does: the log never
+    /// leaves "not open again" as the last word about readers that are served.
+    @Test func aReaderOpenedAfterTheResumeDeadlineIsLoggedWhenItOpens() async throws {
+        try await withTestBed { bed in
+            let readers = LateReaders()
+            let core = try bed.makeCore(reader: readers)
+            #expect(await within(Core.sleepDelayMilliseconds + 5000) { await core.resume() } != nil)
+            #expect(bed.logged.all.contains { $0.contains("not open again") })
+            #expect(!bed.logged.all.contains { $0.contains("reopened") })
+
+            let reopened = try #require(readers.reopened.withLock { $0 })
+            reopened(true)
+            // The completion posts to the core loop; one more post runs after it.
+            let drained = OneShot<Void>()
+            CoreLoop.shared.post { drained.set(()) }
+            #expect(await value(of: drained) != nil)
+            #expect(bed.logged.all.contains { $0 == "readers reopened after sleep, late" })
         }
     }
 }

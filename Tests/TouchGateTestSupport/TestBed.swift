@@ -22,6 +22,8 @@ extension Caller {
     public let accounts: TableAccounts
     /// Every audit line of every core made here.
     public let audit = Collector<String>()
+    /// Every line the cores made here logged.
+    public let logged = Collector<String>()
 
     public var statePath: String { "\(root)/state" }
     public var storePath: String { "\(root)/prints" }
@@ -45,7 +47,7 @@ extension Caller {
             policy: policy, allowRemote: allowRemote, bootID: bootID,
             stateDirectory: try Directory.openRoot(statePath), printStore: try Directory.openRoot(storePath),
             readers: reader ?? self.reader, passwords: passwords, accounts: accounts, clock: clock,
-            log: quietLogger, audit: collectingLogger(audit))
+            log: collectingLogger(logged), audit: collectingLogger(audit))
     }
 
     /// A core as the daemon starts it on these directories.
