@@ -47,7 +47,7 @@ struct Touchgated: ParsableCommand {
     ///
     /// Without arguments — how systemd starts it — every setting is a default or comes from the
     /// environment, so the daemon starts at once: the argument parser's reflection costs a few
-    /// milliseconds at every start (docs/benchmarks.md).
+    /// milliseconds at every start (docs/benchmark-changes.md).
     static func main() {
         let recorded = readSmallFile("/proc/self/cmdline", limit: 1 << 16).map {
             $0.split(separator: "\0", omittingEmptySubsequences: false).dropFirst().dropLast().map(String.init)
