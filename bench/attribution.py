@@ -80,8 +80,10 @@ def symbols(path):
     text = subprocess.run(["nm", "-S", "--defined-only", path], capture_output=True, text=True, check=True).stdout
     out = []
     for line in text.splitlines():
-        fields = line.split()
-        if len(fields) == 4:
+        # ADDRESS SIZE TYPE NAME; a name may hold blanks, or a line break (strings the optimiser
+        # named after their text), whose second line is not a symbol.
+        fields = line.split(maxsplit=3)
+        if len(fields) == 4 and re.fullmatch(r"[0-9a-f]+", fields[0]) and re.fullmatch(r"[0-9a-f]+", fields[1]):
             out.append((int(fields[0], 16), int(fields[1], 16), module_of(fields[3])))
     return sorted(out)
 
