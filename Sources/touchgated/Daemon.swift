@@ -104,7 +104,7 @@ func serve(_ options: DaemonOptions) -> Int32 {
     wiring.sealing = sealing
     wiring.keyringServices = settings.keyringServices
     wiring.keyringWithoutTPM = settings.keyringWithoutTPM
-    let linuxAudit = LinuxAudit(log: log)
+    let linuxAudit = AuditSender(channel: LibauditChannel(), log: log)
     wiring.linuxAudit = { linuxAudit.record($0) }
     let setup = wiring
     let services: Result<DaemonServices, StorageError> = onCoreLoop {
