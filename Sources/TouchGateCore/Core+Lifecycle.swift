@@ -42,16 +42,27 @@ extension Core {
     /// inhibitor is given back, so waiting longer for the readers before sleep gains nothing.
     static let sleepDelayMilliseconds = 5000
 
+    /// Starts `step`, which hands `done` its result when it has finished; that result if it came
+    /// within `within` ms, nil once that time is up. A result after that goes to `late`.
+    static func result<T: Sendable>(
+        within: Int, _ step: (@escaping @CoreActor (T) -> Void) -> Void, late: (@CoreActor (T) -> Void)? = nil
+    ) async -> T? {
+        let finished = OneShot<T?>()
+        let timer = LoopTimer(after: within) { finished.set(nil) }
+        defer { timer.cancel() }
+        step { value in
+            guard finished.isSet else { return finished.set(value) }
+            late?(value)
+        }
+        return await finished.wait()
+    }
+
     /// Starts `step`, which calls `done` when it has finished; true if that was within
     /// `within` ms, false once that time is up.
     static func finishes(
         within: Int = shutdownStepMilliseconds, _ step: (@escaping @CoreActor () -> Void) -> Void
     ) async -> Bool {
-        let finished = OneShot<Bool>()
-        let late = LoopTimer(after: within) { finished.set(false) }
-        defer { late.cancel() }
-        step { finished.set(true) }
-        return await finished.wait()
+        await result(within: within) { done in step { done(()) } } != nil
     }
 
     /// Closes every reader within `within` ms; a driver that does not let go is said in the log
@@ -85,16 +96,13 @@ extension Core {
     /// (the sleep watcher takes its inhibitor again once this returns); a reader opened later is
     /// served from then on, and the log says when.
     public func resume() async {
-        let opened = OneShot<Bool?>(), log = self.log
-        let late = LoopTimer(after: Self.sleepDelayMilliseconds) { opened.set(nil) }
-        defer { late.cancel() }
-        readers.reopen { ok in
-            CoreLoop.shared.post {
-                guard opened.isSet else { return opened.set(ok) }
+        let reopened = await Self.result(
+            within: Self.sleepDelayMilliseconds,
+            { [readers] done in readers.reopen { ok in CoreLoop.shared.post { done(ok) } } },
+            late: { [log] ok in
                 log.info(ok ? "readers reopened after sleep, late" : "no reader after sleep, found late")
-            }
-        }
-        switch await opened.wait() {
+            })
+        switch reopened {
         case true?: log.info("readers reopened after sleep")
         case false?: log.info("no reader after sleep")
         case nil: log.error("the readers are not open again \(Self.sleepDelayMilliseconds) ms after resume; going on")
