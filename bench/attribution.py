@@ -148,7 +148,8 @@ def report(pid, top=14):
         lines.append("    %-34s %8.0f" % (name, kb))
     lines.append("  by module, symbols with a size only (KB):")
     for name, kb in sorted(by_module.items(), key=lambda kv: -kv[1])[:top]:
-        lines.append("    %-34s %8.0f" % (name, kb))
+        if kb >= 1:  # not the names a mangled local symbol's length prefix yields, at 0 KB
+            lines.append("    %-34s %8.0f" % (name, kb))
     return "\n".join(lines)
 
 

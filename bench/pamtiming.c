@@ -33,7 +33,8 @@ static void flush_records(void)
     n_records = 0;
 }
 
-int misc_conv(int num_msg, const struct pam_message **msg, struct pam_response **resp, void *appdata)
+int misc_conv(int num_msg, const struct pam_message **msg, struct pam_response **resp,
+              void *appdata)
 {
     static int (*real)(int, const struct pam_message **, struct pam_response **, void *);
     long long t = now_ns();
@@ -41,7 +42,8 @@ int misc_conv(int num_msg, const struct pam_message **msg, struct pam_response *
         snprintf(records[n_records++], sizeof(records[0]), "conv %lld %d %s", t, msg[i]->msg_style,
                  msg[i]->msg ? msg[i]->msg : "");
     if (!real)
-        real = (int (*)(int, const struct pam_message **, struct pam_response **, void *))dlsym(RTLD_NEXT, "misc_conv");
+        real = (int (*)(int, const struct pam_message **, struct pam_response **, void *))dlsym(
+            RTLD_NEXT, "misc_conv");
     return real ? real(num_msg, msg, resp, appdata) : PAM_CONV_ERR;
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The style checks: swift-format (.swift-format) over Sources/, Tests/ and Package.swift,
-# clang-format (.clang-format) over the C of pam/ and Sources/C*, shellcheck (.shellcheckrc) over
+# The style checks: swift-format (.swift-format) over Sources/, Tests/, bench/ and Package.swift,
+# clang-format (.clang-format) over the C of pam/, Sources/C* and bench/, shellcheck (.shellcheckrc) over
 # the shell of scripts/, bench/, fuzz/ and .ci/. Each tool passes or fails as a whole; the last line
 # is `lint: N passed, N failed` and the exit status is non-zero if any failed.
 # --fix first applies both formatters in place (shellcheck has no fixer: its findings stay to fix).
@@ -37,8 +37,8 @@ missing() {
 }
 
 # The files each tool checks, NUL-separated so no name is split.
-swift_files() { find Sources Tests -name '*.swift' -print0; printf '%s\0' Package.swift; }
-c_files() { find pam Sources/C* \( -name '*.c' -o -name '*.h' \) -print0; }
+swift_files() { find Sources Tests bench -name '*.swift' -print0; printf '%s\0' Package.swift; }
+c_files() { find pam Sources/C* bench \( -name '*.c' -o -name '*.h' \) -print0; }
 shell_files() {
     local f
     while IFS= read -r -d '' f; do
