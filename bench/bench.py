@@ -106,6 +106,22 @@ def versions(args, touchgated, module):
             "pam_wrapper": command_output(["dpkg-query", "-W", "-f=${Version}", "libpam-wrapper"])}
 
 
+def start_bus(directory, buses):
+    """A private system bus in `directory` with polkit (told to allow every action) and logind
+    stand-ins, appended to `buses` as (bus, client) as soon as each exists, so it is stopped even if
+    a later step fails."""
+    directory.mkdir()
+    bus = PrivateBus(directory)
+    buses.append((bus, None))
+    client = BusClient(bus.address)
+    buses[-1] = (bus, client)
+    client.watch_names(POLKIT, LOGIND)
+    bus.start_stand_in(client, "polkitd", POLKIT)
+    client.call(POLKIT, "/org/freedesktop/PolicyKit1/Authority", "org.freedesktop.DBus.Mock", "AllowUnknown",
+                GLib.Variant("(b)", (True,)))
+    bus.start_stand_in(client, "logind", LOGIND)
+
+
 def say(text):
     print(text, flush=True)
 
@@ -139,18 +155,15 @@ def main():
         say("  note: the machine is busy (something waited for a CPU %.0f%% of the last 10 s): expect noisy figures" % busy)
 
     world = harness.World()
-    bus = client = None
+    buses = []  # (bus, client): fprintd's, then touchgate's
     systems = []
     whole = procstat.Contention()
     try:
-        bus = PrivateBus(world.dir)
-        client = BusClient(bus.address)
-        client.watch_names(POLKIT, LOGIND)
-        bus.start_stand_in(client, "polkitd", POLKIT)
-        client.call(POLKIT, "/org/freedesktop/PolicyKit1/Authority", "org.freedesktop.DBus.Mock", "AllowUnknown",
-                    GLib.Variant("(b)", (True,)))
-        bus.start_stand_in(client, "logind", LOGIND)
-        systems = [Touchgate(world, touchgated), Fprintd(world, args.fprintd_root, bus, client)]
+        # Each daemon on a system bus of its own (both own fprintd's name), with the same stand-ins.
+        for name in ("fprintd-bus", "touchgate-bus"):
+            start_bus(world.dir / name, buses)
+        (bus, client), (tg_bus, tg_client) = buses
+        systems = [Touchgate(world, touchgated, tg_bus, tg_client), Fprintd(world, args.fprintd_root, bus, client)]
         for s in systems:
             s.start()
             s.enroll(scenarios.USER, scenarios.PRINT)
@@ -168,9 +181,9 @@ def main():
     finally:
         for s in systems:
             s.stop()
-        if client:
-            client.close()
-        if bus:
+        for bus, client in buses:
+            if client:
+                client.close()
             bus.stop()
         world.close()
     info["run"] = whole.end()

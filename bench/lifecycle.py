@@ -107,6 +107,7 @@ def cold_start(ctx):
                 ctx.say("  %s: the first authentication after ready showed no prompt; the daemon's log:\n%s"
                         % (s.name, s.log.dump() if getattr(s, "log", None) else "(none)"))
                 continue
+            s.wait_served()
             mem = procstat.memory_mb(s.daemon_pid())
             prompt.add(s.name, ms(t.message(s.prompt) - spawned))
             rss.add(s.name, mem["VmRSS"])
@@ -154,6 +155,7 @@ def activation(ctx):
                 prompt.outcome(s.name, t.result)
                 ready.add(s.name, ms(t_ready - t.start))
                 prompt.add(s.name, ms(t.message(s.prompt) - t.start))
+                s.wait_served()
                 rss.add(s.name, procstat.memory_mb(s.daemon_pid())["VmRSS"])
                 s.stop()
     finally:

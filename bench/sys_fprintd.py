@@ -141,6 +141,9 @@ class Fprintd:
     def daemon_pid(self):
         return self.pid
 
+    def wait_served(self, timeout=10.0):
+        """Its D-Bus API is its readiness: served once started."""
+
     def companions(self):
         """The other server-side processes an authentication costs: the bus and the stand-ins."""
         pids = {"dbus-daemon": self.bus.pid}

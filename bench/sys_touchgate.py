@@ -14,6 +14,7 @@ import wire
 from pamclient import pump_lines
 
 SERVICE = "bench-touchgate"
+FPRINTD_NAME = "net.reactivated.Fprint"  # served by the daemon's D-Bus front-end
 
 
 class Touchgate:
@@ -27,8 +28,15 @@ class Touchgate:
     ready_event = "READY=1 on NOTIFY_SOCKET"
     cheap_query = "canEvaluate (new connection per client, as root)"
 
-    def __init__(self, world, touchgated):
+    def __init__(self, world, touchgated, bus=None, client=None):
+        """`bus`: its own private system bus (privatebus.PrivateBus, `client` connected to it), on
+        which the daemon serves fprintd's API and holds its sleep inhibitor, as installed; without
+        one it runs with neither."""
         self.world = world
+        self.bus, self.client = bus, client
+        self._owner_mark = 0
+        if client is not None:
+            client.watch_names(FPRINTD_NAME)
         self.binary = str(touchgated)
         self.socket = world.socket
         self.reader = world.reader
@@ -72,6 +80,8 @@ class Touchgate:
         (config_dir / "touchgate.conf").write_text("print_store = %s\n" % self.world.prints)
         env.update(RUNTIME_DIRECTORY=str(self.socket.parent), STATE_DIRECTORY=str(self.world.state),
                    CONFIGURATION_DIRECTORY=str(config_dir))
+        if self.bus is not None:
+            env.update(self.bus.env())
         return env
 
     def _drain_notify(self):
@@ -97,6 +107,8 @@ class Touchgate:
     def _spawn(self, argv, env):
         self._drain_notify()
         self.log = harness.LineLog("touchgated stderr")
+        if self.client is not None:
+            self._owner_mark = self.client.owner_mark()
         started = time.monotonic()
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, env=env, start_new_session=True)
@@ -158,9 +170,24 @@ class Touchgate:
     def daemon_pid(self):
         return self.pid
 
+    def wait_served(self, timeout=10.0):
+        """Until the daemon started last owns fprintd's name on its bus: its D-Bus front-end starts
+        after READY=1, and a figure of the whole daemon (RSS) is taken once it runs."""
+        if self.client is None:
+            return
+        try:
+            self.client.wait_owner(FPRINTD_NAME, True, self._owner_mark, timeout=timeout, proc=self.proc)
+        except (RuntimeError, TimeoutError) as e:
+            raise RuntimeError("%s\n%s" % (e, self.log.dump())) from None
+
     def companions(self):
-        """Other server-side processes an authentication costs: none."""
-        return {}
+        """Other server-side processes an authentication costs: its bus and the stand-ins on it,
+        if it has one (PAM's path does not use them; what they use is shown all the same)."""
+        if self.bus is None:
+            return {}
+        pids = {"dbus-daemon": self.bus.pid}
+        pids.update(("%s stand-in" % t, p.pid) for t, p in self.bus.stand_ins.items())
+        return pids
 
     def freeze(self):
         os.kill(self.pid, signal.SIGSTOP)
