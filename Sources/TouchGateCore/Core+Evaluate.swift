@@ -147,7 +147,7 @@ extension Core {
                     // The match happened; a lost reset only leaves the counters higher (fail closed).
                     log.error("cannot record fingerprint success: \(error)")
                 }
-                log.info("fingerprint matched", metadata: ["user": "\(r.user)"])
+                log.debug("fingerprint matched", metadata: ["user": "\(r.user)"])  // the audit record says it
                 publishOutcome(ctx, method: "fingerprint", outcome: .success, reason: nil)
                 return .reply(.success(.recognised), method: "fingerprint")
             case .first(.success(.noMatch)):

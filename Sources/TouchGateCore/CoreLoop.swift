@@ -44,6 +44,18 @@ public final class CoreLoop: @unchecked Sendable {
             }, box)
     }
 
+    /// Runs `body` once nothing more urgent is ready on the loop (GLib's idle priority): after the
+    /// jobs, socket events and timers due then. For work no reply should wait behind.
+    @CoreActor public func whenIdle(_ body: @escaping @Sendable @CoreActor () -> Void) {
+        let box = Unmanaged.passRetained(JobBox(body)).toOpaque()
+        tg_loop_idle(
+            handle,
+            { raw in
+                let job = Unmanaged<JobBox>.fromOpaque(raw!).takeRetainedValue()
+                CoreActor.assumeIsolated(job.body)
+            }, box)
+    }
+
     /// Starts a task on the loop that prefers the loop as its task executor (see `LoopExecutor`).
     @discardableResult
     public func task(_ body: @escaping @Sendable @CoreActor () async -> Void) -> Task<Void, Never> {

@@ -24,6 +24,7 @@ import TouchGateWire
     var claim: Claim?
     /// The verify or enroll running (or finished but not yet stopped, as fprintd keeps it).
     var action: DeviceAction?
+    /// A verify or enrollment of this object's listens on the reader (finger-needed).
     var fingerNeeded = false
 
     init(service: FprintService, info: ReaderInfo, path: String, registration: UInt32) {
@@ -31,6 +32,7 @@ import TouchGateWire
         self.info = info
         self.path = path
         self.registration = registration
+        heard = Heard(stages: Int32(info.enrollScans), present: false, needed: false)
     }
 
     /// Emits a signal of this device.
@@ -46,8 +48,8 @@ import TouchGateWire
         // fprintd counts one more stage on identify-capable readers (its duplicate check).
         case "num-enroll-stages": return V.int32(Int32(info.enrollScans))
         case "scan-type": return V.string(info.isSwipe ? "swipe" : "press")
-        case "finger-present": return V.bool(info.fingerPresent)
-        case "finger-needed": return V.bool(needsFinger)
+        case "finger-present": return V.bool(fingerOn)
+        case "finger-needed": return V.bool(fingerNeeded)
         default: return nil
         }
     }
@@ -58,29 +60,55 @@ import TouchGateWire
         V.vardict(Self.propertyNames.compactMap { name in property(name).map { (name, $0) } })
     }
 
-    /// finger-needed: the driver waits for a finger, or a verify or enrollment of ours runs.
-    private var needsFinger: Bool { fingerNeeded || info.fingerNeeded }
+    /// finger-needed and finger-present speak of this object's own verify or enrollment only, as
+    /// fprintd's do (its reader is open only while claimed, for its clients' operations): while a
+    /// PAM prompt of the socket's uses the reader they stay false, and that prompt costs the bus
+    /// nothing. finger-needed: ours listens (`fingerNeeded`); finger-present: the driver feels a
+    /// finger meanwhile.
+    private var fingerOn: Bool { fingerNeeded && info.fingerPresent }
 
-    /// The driver changed its stage count or the finger's status: clients waiting for it hear it
-    /// (PropertiesChanged with what changed), as from fprintd.
+    /// The properties that change, as clients last heard them (at export, then by PropertiesChanged).
+    private struct Heard: Equatable {
+        var stages: Int32
+        var present: Bool
+        var needed: Bool
+    }
+    private var heard: Heard
+    private var current: Heard {
+        Heard(stages: Int32(info.enrollScans), present: fingerOn, needed: fingerNeeded)
+    }
+    private var changeQueued = false
+
+    /// The driver changed its stage count or the finger's status: clients waiting for it hear it.
     func update(_ new: ReaderInfo) {
-        let before = (info.enrollScans, info.fingerPresent, needsFinger)
         info = new
-        var changed: [(String, Variant)] = []
-        if new.enrollScans != before.0 { changed.append(("num-enroll-stages", V.int32(Int32(new.enrollScans)))) }
-        if new.fingerPresent != before.1 { changed.append(("finger-present", V.bool(new.fingerPresent))) }
-        if needsFinger != before.2 { changed.append(("finger-needed", V.bool(needsFinger))) }
-        emitChanged(changed)
+        queueChanged()
     }
 
     func setFingerNeeded(_ needed: Bool) {
-        let before = needsFinger
         fingerNeeded = needed
-        if needsFinger != before { emitChanged([("finger-needed", V.bool(needsFinger))]) }
+        queueChanged()
     }
 
-    private func emitChanged(_ changed: [(String, Variant)]) {
-        guard !changed.isEmpty else { return }
+    /// One PropertiesChanged with what differs from what clients heard, sent once the loop has
+    /// nothing more urgent (a reply to a scan never waits behind it). Changes made meanwhile go out
+    /// together, and one undone meanwhile not at all, as GDBus's generated objects (fprintd's) do.
+    private func queueChanged() {
+        guard !changeQueued, current != heard else { return }
+        changeQueued = true
+        CoreLoop.shared.whenIdle { [weak self] in self?.emitChanged() }
+    }
+
+    private func emitChanged() {
+        changeQueued = false
+        let now = current
+        var changed: [(String, Variant)] = []
+        if now.stages != heard.stages { changed.append(("num-enroll-stages", V.int32(now.stages))) }
+        if now.present != heard.present { changed.append(("finger-present", V.bool(now.present))) }
+        if now.needed != heard.needed { changed.append(("finger-needed", V.bool(now.needed))) }
+        heard = now
+        // Not for an object already off the bus (its InterfacesRemoved was the last word).
+        guard !changed.isEmpty, service.device(at: path) === self else { return }
         emit(
             "PropertiesChanged", interface: "org.freedesktop.DBus.Properties",
             [V.string(FprintNames.deviceInterface), V.vardict(changed), V.array("s", [])])

@@ -220,3 +220,24 @@ def test_finger_present_and_needed_follow_the_driver(reader_kind, alice_enrolled
     root.wait_signal("VerifyStatus", lambda a: a == ["verify-match", True], start=mark)
     root.call("VerifyStop")
     root.call("Release")
+
+
+def test_a_pam_prompt_shows_no_finger_on_the_bus(reader_kind, alice_enrolled):
+    """finger-needed and finger-present speak of D-Bus clients' own operations, as fprintd's do (its
+    reader is open only while claimed): through a PAM prompt on the socket, a finger on the reader
+    and the match, both stay false and no PropertiesChanged is sent; a D-Bus verify's is the first."""
+    world = alice_enrolled
+    root = world.root
+    mark = root.signal_count()
+    pam = world.pam("alice")
+    pam.wait_for(PROMPT)
+    world.reader.finger(True)
+    assert (root.property("finger-needed"), root.property("finger-present")) == (False, False)
+    world.reader.scan(ALICE_PRINT)
+    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+    root.call("Claim", "alice")
+    root.call("VerifyStart", "any")
+    i = root.wait_finger_needed(True, start=mark)
+    assert [s for s in root.signals[mark:i] if s["signal"] == "PropertiesChanged"] == [], root.signals[mark:i]
+    root.call("VerifyStop")
+    root.call("Release")
