@@ -84,6 +84,12 @@ class PrivateBus:
     def env(self):
         return {"DBUS_SYSTEM_BUS_ADDRESS": self.address}
 
+    def processes(self):
+        """{name: pid} of the bus and its stand-ins, the server-side processes a client of it may cost."""
+        pids = {"dbus-daemon": self.pid}
+        pids.update(("%s stand-in" % t, p.pid) for t, p in self.stand_ins.items())
+        return pids
+
     def start_stand_in(self, client, template, name):
         """python3-dbusmock's template on this bus; returns once it owns its name."""
         mark = client.owner_mark()

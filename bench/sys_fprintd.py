@@ -146,9 +146,7 @@ class Fprintd:
 
     def companions(self):
         """The other server-side processes an authentication costs: the bus and the stand-ins."""
-        pids = {"dbus-daemon": self.bus.pid}
-        pids.update(("%s stand-in" % t, p.pid) for t, p in self.bus.stand_ins.items())
-        return pids
+        return self.bus.processes()
 
     def freeze(self):
         os.kill(self.pid, signal.SIGSTOP)

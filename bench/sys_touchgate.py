@@ -183,11 +183,7 @@ class Touchgate:
     def companions(self):
         """Other server-side processes an authentication costs: its bus and the stand-ins on it,
         if it has one (PAM's path does not use them; what they use is shown all the same)."""
-        if self.bus is None:
-            return {}
-        pids = {"dbus-daemon": self.bus.pid}
-        pids.update(("%s stand-in" % t, p.pid) for t, p in self.bus.stand_ins.items())
-        return pids
+        return self.bus.processes() if self.bus is not None else {}
 
     def freeze(self):
         os.kill(self.pid, signal.SIGSTOP)
