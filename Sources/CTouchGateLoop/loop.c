@@ -163,24 +163,6 @@ unsigned tg_loop_timer(tg_loop *loop, unsigned milliseconds, tg_timer_fn fn, voi
     return id;
 }
 
-static gboolean idle_fired(gpointer data)
-{
-    struct job *j = data;
-    j->fn(j->arg);
-    return G_SOURCE_REMOVE;
-}
-
-void tg_loop_idle(tg_loop *loop, tg_job_fn fn, void *arg)
-{
-    struct job *j = g_new(struct job, 1);
-    j->fn = fn;
-    j->arg = arg;
-    GSource *source = g_idle_source_new(); /* G_PRIORITY_DEFAULT_IDLE */
-    g_source_set_callback(source, idle_fired, j, g_free);
-    g_source_attach(source, loop->context);
-    g_source_unref(source);
-}
-
 void tg_loop_remove(tg_loop *loop, unsigned id)
 {
     if (id == 0)

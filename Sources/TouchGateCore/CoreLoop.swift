@@ -35,23 +35,13 @@ public final class CoreLoop: @unchecked Sendable {
 
     /// Runs `body` on the loop thread, after what was posted before it; callable from any thread.
     public func post(_ body: @escaping @Sendable @CoreActor () -> Void) {
-        tg_loop_post(handle, Self.runJob, Self.boxed(body))
-    }
-
-    /// Runs `body` once nothing more urgent is ready on the loop (GLib's idle priority): after the
-    /// jobs, socket events and timers due then. For work no reply should wait behind.
-    @CoreActor public func whenIdle(_ body: @escaping @Sendable @CoreActor () -> Void) {
-        tg_loop_idle(handle, Self.runJob, Self.boxed(body))
-    }
-
-    /// A job for the C loop: `body` retained until `runJob` runs it once, on the loop thread.
-    private static func boxed(_ body: @escaping @Sendable @CoreActor () -> Void) -> UnsafeMutableRawPointer {
-        Unmanaged.passRetained(JobBox(body)).toOpaque()
-    }
-
-    private static let runJob: tg_job_fn = { raw in
-        let job = Unmanaged<JobBox>.fromOpaque(raw!).takeRetainedValue()
-        CoreActor.assumeIsolated(job.body)
+        let box = Unmanaged.passRetained(JobBox(body)).toOpaque()
+        tg_loop_post(
+            handle,
+            { raw in
+                let job = Unmanaged<JobBox>.fromOpaque(raw!).takeRetainedValue()
+                CoreActor.assumeIsolated(job.body)
+            }, box)
     }
 
     /// Starts a task on the loop that prefers the loop as its task executor (see `LoopExecutor`).

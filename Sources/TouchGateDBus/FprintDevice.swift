@@ -77,38 +77,28 @@ import TouchGateWire
     private var current: Heard {
         Heard(stages: Int32(info.enrollScans), present: fingerOn, needed: fingerNeeded)
     }
-    private var changeQueued = false
 
     /// The driver changed its stage count or the finger's status: clients waiting for it hear it.
     func update(_ new: ReaderInfo) {
         info = new
-        queueChanged()
+        emitChanged()
     }
 
     func setFingerNeeded(_ needed: Bool) {
         fingerNeeded = needed
-        queueChanged()
+        emitChanged()
     }
 
-    /// One PropertiesChanged with what differs from what clients heard, sent once the loop has
-    /// nothing more urgent (a reply to a scan never waits behind it). Changes made meanwhile go out
-    /// together, and one undone meanwhile not at all, as GDBus's generated objects (fprintd's) do.
-    private func queueChanged() {
-        guard !changeQueued, current != heard else { return }
-        changeQueued = true
-        CoreLoop.shared.whenIdle { [weak self] in self?.emitChanged() }
-    }
-
+    /// A PropertiesChanged with what differs from what clients heard, at once: each operation's
+    /// finger-needed true and false reach them in order with its other signals.
     private func emitChanged() {
-        changeQueued = false
         let now = current
+        guard now != heard else { return }
         var changed: [(String, Variant)] = []
         if now.stages != heard.stages { changed.append(("num-enroll-stages", V.int32(now.stages))) }
         if now.present != heard.present { changed.append(("finger-present", V.bool(now.present))) }
         if now.needed != heard.needed { changed.append(("finger-needed", V.bool(now.needed))) }
         heard = now
-        // Not for an object already off the bus (its InterfacesRemoved was the last word).
-        guard !changed.isEmpty, service.device(at: path) === self else { return }
         emit(
             "PropertiesChanged", interface: "org.freedesktop.DBus.Properties",
             [V.string(FprintNames.deviceInterface), V.vardict(changed), V.array("s", [])])

@@ -35,9 +35,6 @@ unsigned tg_loop_watch(tg_loop *loop, int fd, unsigned events, tg_fd_fn fn, void
 void tg_loop_watch_events(tg_loop *loop, unsigned id, unsigned events);
 unsigned tg_loop_timer(tg_loop *loop, unsigned milliseconds, tg_timer_fn fn, void *arg);
 void tg_loop_remove(tg_loop *loop, unsigned id);
-/* Loop thread only: fn(arg) runs once, when nothing of higher priority is ready (GLib's idle
- * priority): after the jobs, fd events and timers that are due then. */
-void tg_loop_idle(tg_loop *loop, tg_job_fn fn, void *arg);
 
 /* The GMainContext, for GLib code (GDBus) that must dispatch on this loop. */
 void *tg_loop_main_context(tg_loop *loop);
