@@ -98,7 +98,8 @@ void tg_loop_post(tg_loop *loop, tg_job_fn fn, void *arg)
     g_array_append_val(js->queue, j);
     gboolean first = g_atomic_int_add(&js->pending, 1) == 0;
     g_mutex_unlock(&js->lock);
-    if (first)
+    /* The loop's own thread needs no wake-up: it prepares the queue again before it polls. */
+    if (first && !g_main_context_is_owner(loop->context))
         g_main_context_wakeup(loop->context);
 }
 

@@ -129,6 +129,14 @@ public struct CoreSetup: Sendable {
         readers.onChange { infos in CoreLoop.shared.post { handler(infos) } }
     }
 
+    /// Starts (true) or ends one watching of the finger's status, whose changes then reach the
+    /// `onReadersChanged` handlers; returns the reader's description as it is once watching has
+    /// begun, so the watcher starts from the driver's present state.
+    public nonisolated func watchFinger(_ watching: Bool, on selector: String) -> ReaderInfo? {
+        readers.watchFinger(watching)
+        return readers.reader(selector)?.info
+    }
+
     /// The reader a request names (`selector`: docs/readers.md; nil: the default one) and its
     /// description, once the readers' first opening has ended; nil when it is not served.
     func served(_ selector: String?) async -> ServedReader? {

@@ -25,7 +25,7 @@ import TouchGateWire
     /// The verify or enroll running (or finished but not yet stopped, as fprintd keeps it).
     var action: DeviceAction?
     /// A verify or enrollment of this object's listens on the reader (finger-needed).
-    var fingerNeeded = false
+    private(set) var fingerNeeded = false
 
     init(service: FprintService, info: ReaderInfo, path: String, registration: UInt32) {
         self.service = service
@@ -85,7 +85,10 @@ import TouchGateWire
     }
 
     func setFingerNeeded(_ needed: Bool) {
+        guard needed != fingerNeeded else { return }
         fingerNeeded = needed
+        // The driver's finger status reaches this object only while it listens.
+        if let now = core.watchFinger(needed, on: info.selector), needed { info = now }
         emitChanged()
     }
 

@@ -9,8 +9,8 @@ public struct ReaderInfo: Sendable, Equatable {
     public var supportsIdentify: Bool
     /// Swipe sensor (else press): decides the prompt's wording.
     public var isSwipe: Bool
-    /// What the driver says of the finger (libfprint's finger-status): it waits for one, one is on it.
-    public var fingerNeeded = false
+    /// Whether the driver feels a finger on it (libfprint's finger-status); announced only while
+    /// someone watches it (`FingerprintReaders.watchFinger`).
     public var fingerPresent = false
 
     /// Scans an enrollment takes: the driver's stages, and on a reader that can identify one more
@@ -166,8 +166,14 @@ public protocol FingerprintReaders: AnyObject, Sendable {
     var describesPrints: Bool { get }
 
     /// Calls `handler` (on the readers' thread) with every served reader's description whenever
-    /// one changes (its enroll stages, the finger's status), one is unplugged or one is added.
+    /// one changes (its enroll stages; the finger's status while it is watched), one is unplugged
+    /// or one is added.
     func onChange(_ handler: @escaping @Sendable ([ReaderInfo]) -> Void)
+
+    /// Starts (or, with false, ends one) watching of the finger's status: while any watching goes
+    /// on, its changes are announced to the `onChange` handlers. Unwatched, they only update
+    /// `info`, so a prompt nobody shows the finger to wakes no other thread for it.
+    func watchFinger(_ watching: Bool)
 
     /// Closes every reader (shutdown, suspend); `served` is empty until `reopen`.
     func close(completion: @escaping @Sendable () -> Void)
@@ -179,6 +185,7 @@ public protocol FingerprintReaders: AnyObject, Sendable {
 extension FingerprintReaders {
     public var describesPrints: Bool { true }
     public func onChange(_ handler: @escaping @Sendable ([ReaderInfo]) -> Void) {}
+    public func watchFinger(_ watching: Bool) {}
 
     /// The reader a request names (`selector`: its driver, its name, or DRIVER/DEVICE-ID), or the
     /// default one when it names none; nil when none is served or none matches.

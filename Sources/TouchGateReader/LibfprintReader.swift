@@ -109,15 +109,12 @@ public final class LibfprintReader: FingerprintReader, Sendable {
     private func deviceChanged(_ object: gpointer?) {
         guard let dev = device, UnsafeMutableRawPointer(dev) == object else { return }
         let stages = Int(tgfp_device_get_nr_enroll_stages(dev))
-        let status = tgfp_device_get_finger_status(dev).rawValue
-        let needed = status & FP_FINGER_STATUS_NEEDED.rawValue != 0
-        let present = status & FP_FINGER_STATUS_PRESENT.rawValue != 0
+        let present = tgfp_device_get_finger_status(dev).rawValue & FP_FINGER_STATUS_PRESENT.rawValue != 0
         guard
             let (info, stagesChanged) = current.withLock({ s -> (ReaderInfo, Bool)? in
                 guard var info = s else { return nil }
                 let before = info
                 info.enrollStages = stages
-                info.fingerNeeded = needed
                 info.fingerPresent = present
                 guard info != before else { return nil }
                 s = info
@@ -125,6 +122,7 @@ public final class LibfprintReader: FingerprintReader, Sendable {
             })
         else { return }
         if stagesChanged { log("reader \(info.name): now \(stages) enroll stages") }
-        readers.announce()
+        // After `current` is written: a watcher that starts now reads it, or is announced to.
+        if stagesChanged || readers.fingerWatched { readers.announce() }
     }
 }

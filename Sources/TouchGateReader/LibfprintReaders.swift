@@ -10,6 +10,8 @@ public final class LibfprintReaders: FingerprintReaders, Sendable {
     private let opened = Mutex<(done: Bool, waiters: [@Sendable () -> Void])>((false, []))
     let log: @Sendable (String) -> Void
     private let changeHandlers = Mutex<[@Sendable ([ReaderInfo]) -> Void]>([])
+    /// How many watch the finger's status (`watchFinger`).
+    private let fingerWatchers = Mutex(0)
     /// The readers open, in the order they were found (a removed one leaves once it is closed).
     let open = Mutex<[LibfprintReader]>([])
     /// Devices that reported themselves removed while libfprint still lists them (each held by a
@@ -109,6 +111,12 @@ public final class LibfprintReaders: FingerprintReaders, Sendable {
     public func onChange(_ handler: @escaping @Sendable ([ReaderInfo]) -> Void) {
         changeHandlers.withLock { $0.append(handler) }
     }
+
+    public func watchFinger(_ watching: Bool) {
+        fingerWatchers.withLock { $0 = max(0, $0 + (watching ? 1 : -1)) }
+    }
+
+    var fingerWatched: Bool { fingerWatchers.withLock { $0 > 0 } }
 
     /// Tells every handler what the readers served are now.
     func announce() {

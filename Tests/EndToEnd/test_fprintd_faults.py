@@ -222,6 +222,33 @@ def test_finger_present_and_needed_follow_the_driver(reader_kind, alice_enrolled
     root.call("Release")
 
 
+def test_a_verify_starts_from_the_finger_status_the_driver_has_then(reader_kind, alice_enrolled):
+    """The driver's finger status is announced only while a D-Bus operation listens: a finger laid
+    on the reader before (unannounced) is present from the verify's start, and one lifted in a
+    verify that ended is not present at the next one's."""
+    world = alice_enrolled
+    root = world.root
+    root.call("Claim", "alice")
+    world.reader.finger(True)
+    mark = root.signal_count()
+    root.call("VerifyStart", "any")
+    root.wait_signal("PropertiesChanged",
+                     lambda a: a[0] == DEVICE_IFACE and a[1].get("finger-present") is True, start=mark)
+    assert root.property("finger-needed") is True
+    world.reader.finger(False)
+    root.wait_signal("PropertiesChanged",
+                     lambda a: a[0] == DEVICE_IFACE and a[1].get("finger-present") is False, start=mark)
+    root.call("VerifyStop")
+    mark = root.signal_count()
+    root.call("VerifyStart", "any")
+    i = root.wait_finger_needed(True, start=mark)
+    assert root.property("finger-present") is False
+    changes = [s["args"][1] for s in root.signals[mark:i + 1] if s["signal"] == "PropertiesChanged"]
+    assert [c for c in changes if c.get("finger-present") is True] == [], changes
+    root.call("VerifyStop")
+    root.call("Release")
+
+
 def test_a_pam_prompt_shows_no_finger_on_the_bus(reader_kind, alice_enrolled):
     """finger-needed and finger-present speak of D-Bus clients' own operations, as fprintd's do (its
     reader is open only while claimed): through a PAM prompt on the socket, a finger on the reader
