@@ -13,9 +13,11 @@ import pytest
 
 import clients
 import harness
+import terminal
 import wire
-from clients import CLIENTS, CTRL_C, ENTER, HINT_ENTER, HINT_TYPE, TYPING
+from clients import CLIENTS, HINT_ENTER, HINT_TYPE, TYPING
 from harness import PASSWORDS, PROMPT, no_match, now
+from terminal import CTRL_C, ENTER
 
 ALL = list(CLIENTS.values())
 LOCKED = "Fingerprint locked after 5 failed attempts: enter your password"
@@ -48,8 +50,8 @@ def either_or(world):
 def assert_sane(term):
     """The terminal is as the client found it: echo, canonical input, signals, CR/NL handling."""
     before, after = term.modes_before, term.modes()
-    assert clients.not_sane(before) == [], "the pty did not start sane"
-    diffs = clients.modes_differences(before, after)
+    assert terminal.not_sane(before) == [], "the pty did not start sane"
+    diffs = terminal.modes_differences(before, after)
     assert diffs == [], "terminal left %s; screen:\n%s" % (" ".join(diffs), term.transcript())
     assert after == before, "termios changed: %r -> %r" % (before, after)
 

@@ -17,9 +17,11 @@ import pytest
 
 import clients
 import harness
+import terminal
 import wire
-from clients import CLIENTS, ENTER, HINT_TYPE
+from clients import CLIENTS, HINT_TYPE
 from harness import PASSWORDS, PROMPT
+from terminal import ENTER
 
 VLOCK = CLIENTS["vlock"]
 ALICE_UID = harness.USERS["alice"][0]
@@ -71,7 +73,7 @@ def lock_out(world):
 
 
 def assert_sane(term):
-    assert clients.modes_differences(term.modes_before, term.modes()) == [], term.transcript()
+    assert terminal.modes_differences(term.modes_before, term.modes()) == [], term.transcript()
     assert term.modes() == term.modes_before, "termios changed"
 
 
