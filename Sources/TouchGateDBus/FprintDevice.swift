@@ -87,8 +87,10 @@ import TouchGateWire
     func setFingerNeeded(_ needed: Bool) {
         guard needed != fingerNeeded else { return }
         fingerNeeded = needed
-        // The driver's finger status reaches this object only while it listens.
-        if let now = core.watchFinger(needed, on: info.selector), needed { info = now }
+        // The driver's finger status reaches this object only while it listens; every call counts
+        // (each start is ended), so it is made whatever `needed` is.
+        let now = core.watchFinger(needed, on: info.selector)
+        if needed, let now { info = now }
         emitChanged()
     }
 
