@@ -140,7 +140,14 @@ class BusClient:
 
     def wait_finger_needed(self, needed, start=0, timeout=DEFAULT_WAIT):
         """PropertiesChanged of the device saying finger-needed is now `needed`."""
-        return self.wait_signal("PropertiesChanged", lambda a: a[0] == DEVICE_IFACE and a[1].get("finger-needed") == needed,
+        return self._wait_property("finger-needed", needed, start, timeout)
+
+    def wait_finger_present(self, present, start=0, timeout=DEFAULT_WAIT):
+        """PropertiesChanged of the device saying finger-present is now `present`."""
+        return self._wait_property("finger-present", present, start, timeout)
+
+    def _wait_property(self, name, value, start, timeout):
+        return self.wait_signal("PropertiesChanged", lambda a: a[0] == DEVICE_IFACE and a[1].get(name) == value,
                                 start, timeout)
 
     def kill(self):

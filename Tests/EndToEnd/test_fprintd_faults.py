@@ -212,8 +212,7 @@ def test_finger_present_and_needed_follow_the_driver(reader_kind, alice_enrolled
     root.wait_finger_needed(True, start=mark)
     mark = root.signal_count()
     world.reader.finger(True)
-    root.wait_signal("PropertiesChanged",
-                     lambda a: a[0] == DEVICE_IFACE and a[1].get("finger-present") is True, start=mark)
+    root.wait_finger_present(True, start=mark)
     assert root.property("finger-present") is True
     mark = root.signal_count()
     world.reader.scan(ALICE_PRINT)
@@ -232,12 +231,10 @@ def test_a_verify_starts_from_the_finger_status_the_driver_has_then(reader_kind,
     world.reader.finger(True)
     mark = root.signal_count()
     root.call("VerifyStart", "any")
-    root.wait_signal("PropertiesChanged",
-                     lambda a: a[0] == DEVICE_IFACE and a[1].get("finger-present") is True, start=mark)
+    root.wait_finger_present(True, start=mark)
     assert root.property("finger-needed") is True
     world.reader.finger(False)
-    root.wait_signal("PropertiesChanged",
-                     lambda a: a[0] == DEVICE_IFACE and a[1].get("finger-present") is False, start=mark)
+    root.wait_finger_present(False, start=mark)
     root.call("VerifyStop")
     mark = root.signal_count()
     root.call("VerifyStart", "any")
