@@ -5,6 +5,7 @@ libraries linked into it. Run beside a live daemon: `python3 bench/attribution.p
 RSS counts a file page once it is mapped in the process; the binary's part of it is what the
 runtime touched (conformance and metadata scans, relocations, the code that ran)."""
 
+import os
 import re
 import struct
 import subprocess
@@ -136,9 +137,22 @@ def by_mapping(pid):
     return {k: tuple(v) for k, v in out.items()}
 
 
+def threads(pid):
+    """The process's threads by name, with how many share each name."""
+    names = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                name = f.read().strip()
+        except OSError:  # the thread ended meanwhile
+            continue
+        names[name] = names.get(name, 0) + 1
+    return ", ".join("%s ×%d" % kv if kv[1] > 1 else kv[0] for kv in sorted(names.items()))
+
+
 def report(pid, top=14):
     maps = sorted(by_mapping(pid).items(), key=lambda kv: -kv[1][0])
-    lines = ["resident by mapping (KB, Rss / of which anonymous):"]
+    lines = ["threads: " + threads(pid), "resident by mapping (KB, Rss / of which anonymous):"]
     for name, (rss, anon) in maps[:top]:
         lines.append("    %-60s %6d / %6d" % (name[-60:], rss, anon))
     by_section, by_module, total, (touched, pages) = attribute(pid)

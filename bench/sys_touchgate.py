@@ -49,6 +49,8 @@ class Touchgate:
         self.pid = None
         self.log = None
         self.activator = False
+        # pam_wrapper preloaded, for the one password typed: the enrollment's (without_pam_wrapper()).
+        self.pam_wrapper = True
 
     # The daemon
 
@@ -82,6 +84,10 @@ class Touchgate:
                    CONFIGURATION_DIRECTORY=str(config_dir))
         if self.bus is not None:
             env.update(self.bus.env())
+        if not self.pam_wrapper:  # nss_wrapper only, as fprintd runs
+            env["LD_PRELOAD"] = " ".join(lib for lib in env["LD_PRELOAD"].split() if lib != "libpam_wrapper.so")
+            for key in ("PAM_WRAPPER", "PAM_WRAPPER_SERVICE_DIR"):
+                env.pop(key, None)
         return env
 
     def _drain_notify(self):
@@ -203,6 +209,14 @@ class Touchgate:
         rc, cli = harness.enroll(self.world, user, print_id, as_user=user)
         if rc != 0:
             raise RuntimeError("touchgate enroll failed: %s\n%s" % (cli.stderr, cli.out.dump()))
+
+    def without_pam_wrapper(self):
+        """Restarts the daemon without pam_wrapper's preload, which only the enrollment's password
+        needed: from here on it carries the same preload as fprintd (nss_wrapper), whose cost
+        (about 60 KB of RssAnon, its constructor's stack) is no part of either daemon."""
+        self.stop()
+        self.pam_wrapper = False
+        self.start()
 
     def client_env(self):
         return {}
