@@ -1,9 +1,11 @@
-/* The socket calls Swift's Glibc module lacks (they need _GNU_SOURCE): accept4, SO_PEERCRED. */
+/* The calls Swift's Glibc module lacks: accept4 and SO_PEERCRED (they need _GNU_SOURCE), thread
+ * names, and the process's own settings (core dumps, malloc arenas). */
 #define _GNU_SOURCE
 #include "tg_loop.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,4 +72,9 @@ int tg_no_core_dumps(void)
     int limited = setrlimit(RLIMIT_CORE, &none);
     int undumpable = prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     return limited == 0 && undumpable == 0 ? 0 : -1;
+}
+
+void tg_one_malloc_arena(void)
+{
+    mallopt(M_ARENA_MAX, 1);
 }

@@ -56,4 +56,8 @@ void tg_set_thread_name(const char *name);
  * passwords in memory (RLIMIT_CORE 0, PR_SET_DUMPABLE 0). 0 on success, -1 otherwise. */
 int tg_no_core_dumps(void);
 
+/* Every thread allocates from malloc's one main arena (M_ARENA_MAX 1) instead of one arena per
+ * thread. Called before the process starts a thread. */
+void tg_one_malloc_arena(void);
+
 #endif /* TG_LOOP_H */
