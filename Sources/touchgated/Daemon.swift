@@ -40,7 +40,7 @@ func serve(_ options: DaemonOptions) -> Int32 {
     setenv("TSS2_LOG", "all+none", 0)
     // One malloc arena for every thread, set before the first thread starts. glibc gives each
     // thread that allocates an arena of its own (up to eight per CPU); this daemon's ten threads
-    // allocate little and seldom at once, and their arenas cost 0.1 MB (docs/benchmark-changes.md).
+    // allocate little and seldom at once, and their arenas cost 0.1 MB (docs/benchmark-memory.md).
     tg_one_malloc_arena()
     // The data key and sealed login passwords live in this process's memory: never in a core file.
     if tg_no_core_dumps() != 0 {
