@@ -212,8 +212,8 @@ class Touchgate:
 
     def without_pam_wrapper(self):
         """Restarts the daemon without pam_wrapper's preload, which only the enrollment's password
-        needed: from here on it carries the same preload as fprintd (nss_wrapper), whose cost
-        (about 60 KB of RssAnon, its constructor's stack) is no part of either daemon."""
+        needed: from here on it carries the same preload as fprintd (nss_wrapper). pam_wrapper's
+        cost (about 50 KB of RssAnon, its constructor's stack) is no part of either daemon."""
         self.stop()
         self.pam_wrapper = False
         self.start()

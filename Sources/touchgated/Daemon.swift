@@ -39,7 +39,7 @@ func serve(_ options: DaemonOptions) -> Int32 {
     // what failed in its own words instead. An administrator's TSS2_LOG is left as it is.
     setenv("TSS2_LOG", "all+none", 0)
     // One malloc arena for every thread, set before the first thread starts. glibc gives each
-    // thread that allocates an arena of its own (up to eight per CPU); this daemon's ten threads
+    // thread that allocates an arena of its own (up to eight per CPU); this daemon's dozen threads
     // allocate little and seldom at once, and their arenas cost 0.1 MB (docs/benchmark-memory.md).
     tg_one_malloc_arena()
     // The data key and sealed login passwords live in this process's memory: never in a core file.
