@@ -16,9 +16,9 @@ done
 
 ./scripts/deps.sh
 if [ "$tests" = yes ]; then
-    swift build --build-tests
+    ./scripts/swift.sh build --build-tests
 else
-    swift build
+    ./scripts/swift.sh build
 fi
 # The module reads the build tree's catalogs, so the tests see them (an install build: make -C pam).
 make -C po mo

@@ -76,7 +76,7 @@ fi
 run lint 300 ./scripts/lint.sh
 run build 1800 ./scripts/build.sh --tests
 # The core tests read the build's catalogs (made by build.sh), as the daemon in the end-to-end tests does.
-run swift-test 1200 env TOUCHGATE_LOCALEDIR="$TOUCHGATE_ROOT/.build/locale" swift test
+run swift-test 1200 env TOUCHGATE_LOCALEDIR="$TOUCHGATE_ROOT/.build/locale" ./scripts/swift.sh test
 run c-tests 600 make -C pam check
 run e2e 600 python3 -B -m pytest -q -p no:cacheprovider Tests/EndToEnd
 run fuzz 600 ./fuzz/run.sh

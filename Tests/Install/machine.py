@@ -59,10 +59,13 @@ SOURCE_LIMIT = 900  # s: resolving the Swift dependencies and compressing their 
 
 def offline_env(home):
     """A build environment with nothing of this machine's: fresh HOME, no git configuration (so no
-    URL rewriting to a local mirror either), the Swift toolchain on PATH."""
+    URL rewriting to a local mirror either), the Swift toolchain on PATH, and a TMPDIR beside HOME
+    (the Swift driver leaves an empty directory there at every run: scripts/swift.sh)."""
     swift = shutil.which("swift") or "/opt/swift/usr/bin/swift"
+    tmp = Path(home).parent / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
     return {"PATH": "%s:/usr/sbin:/usr/bin:/sbin:/bin" % Path(swift).parent, "LANG": "C.UTF-8",
-            "HOME": str(home), "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+            "HOME": str(home), "TMPDIR": str(tmp), "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
 
 
 def progress(out, text):
