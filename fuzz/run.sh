@@ -23,6 +23,10 @@ esac
 
 out=.build-fuzz
 mkdir -p "$out"/{obj,mod,bin,cmod,seeds,corpus,artifacts,logs}
+# The Swift driver leaves an empty directory in TMPDIR at every run (scripts/swift.sh says more):
+# this run's TMPDIR is its own, emptied at the start.
+export TMPDIR="$TOUCHGATE_ROOT/$out/tmp"
+rm -rf --one-file-system "$TMPDIR" && mkdir -p "$TMPDIR"
 
 # --- build -------------------------------------------------------------------------------------
 # From the package's own sources, one module per target as SwiftPM has them, every module
