@@ -38,6 +38,8 @@ def back_to_back(ctx):
                  "VmRSS after the last; the JSON has it every %d authentications" % every)
     growth = f("b2b_rss_growth", "back-to-back: daemon RSS growth over %d authentications" % n, "MB",
                "VmRSS after the last minus after the first")
+    anon_last = f("b2b_anon_last", "back-to-back: daemon RssAnon after authentication %d of %d" % (n, n), "MB",
+                  "RssAnon from /proc/PID/status after the last (the daemon has served the earlier scenarios)")
     series = {s: [] for s in names}
 
     def snapshot(name, done, client_cpu):
@@ -69,11 +71,15 @@ def back_to_back(ctx):
                 cpu[key].add(name, value)
             total.add(name, sum(per_auth.values()))
         rss_last.add(name, points[-1]["VmRSS_MB"])
+        anon_last.add(name, points[-1]["RssAnon_MB"])
         growth.add(name, points[-1]["VmRSS_MB"] - rss_first.samples[name][0])
         for key, figure in cpu.items():
             if not figure.samples[name]:
                 figure.notes[name] = "none"
     ctx.series["back_to_back"] = series
+    for s in ctx.systems:  # what the long-running daemon holds after every earlier scenario and these
+        ctx.say("  %s, after the back-to-back authentications: %s"
+                % (s.name, attribution.report(s.daemon_pid()).replace("\n", "\n    ")))
 
 
 def cold_start(ctx):

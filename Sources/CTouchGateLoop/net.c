@@ -1,5 +1,5 @@
 /* The calls Swift's Glibc module lacks: accept4 and SO_PEERCRED (they need _GNU_SOURCE), thread
- * names, and the process's own settings (core dumps, malloc arenas). */
+ * names, and the process's own settings (core dumps, malloc arenas, free heap pages). */
 #define _GNU_SOURCE
 #include "tg_loop.h"
 
@@ -77,4 +77,9 @@ int tg_no_core_dumps(void)
 void tg_one_malloc_arena(void)
 {
     mallopt(M_ARENA_MAX, 1);
+}
+
+void tg_release_free_heap(void)
+{
+    malloc_trim(0);
 }

@@ -40,11 +40,17 @@ public struct ConnectionLimits: Sendable {
     private var closing = false
     /// Set during shutdown's drain, when no request is running any more.
     private var idle: OneShot<Void>?
+    /// Runs once the clients of a busy spell are all gone (on the sweep that finds none left).
+    private let afterClients: @CoreActor () -> Void
 
-    public init(core: Core, fd: Int32, limits: ConnectionLimits = ConnectionLimits(), log: Logger) {
+    public init(
+        core: Core, fd: Int32, limits: ConnectionLimits = ConnectionLimits(), log: Logger,
+        afterClients: @escaping @CoreActor () -> Void = {}
+    ) {
         self.core = core
         self.fd = fd
         self.log = log
+        self.afterClients = afterClients
         var limits = limits
         // Never promise more connections than descriptors: keep 64 for files, the reader, PAM.
         var rl = rlimit()
@@ -173,12 +179,15 @@ public struct ConnectionLimits: Sendable {
         requestEnded()
     }
 
-    /// Closes idle connections and slow senders; runs while there are connections.
+    /// Closes idle connections and slow senders; runs while there are connections, and calls
+    /// `afterClients` on the sweep that finds none left.
     private func sweep() -> Bool {
         let now = monotonicMilliseconds()
         for c in Array(connections.values) { c.checkDeadlines(now: now) }
-        if connections.isEmpty { sweeper = nil; return false }
-        return true
+        guard connections.isEmpty else { return true }
+        sweeper = nil
+        afterClients()
+        return false
     }
 }
 

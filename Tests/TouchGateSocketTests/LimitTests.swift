@@ -1,5 +1,6 @@
 // Connections are bounded: per-person and total caps with a clear refusal, root's reserve, idle and
-// slow-sender deadlines, and a client that stops reading its monitor stream is dropped.
+// slow-sender deadlines, and a client that stops reading its monitor stream is dropped. When the
+// clients of a busy spell have all gone, the listener says so once (the daemon then trims its heap).
 import Testing
 @testable import TouchGateCore
 @testable import TouchGateSocket
@@ -64,6 +65,31 @@ import TouchGateWire
             slow.sendRaw([0x00, 0x00, 0x00, 0x14, 0x01, 0x01])
             #expect(await slow.closedByDaemon())
             #expect(socket.listener.connectionCount == 0)
+        }
+    }
+
+    @Test func onceEveryClientOfABusySpellHasGoneTheListenerSaysSoOnce() async throws {
+        @CoreActor final class Spells {
+            var ends: [OneShot<Int>] = [OneShot(), OneShot()]
+            var calls = 0
+        }
+        let spells = Spells()
+        var listener: Listener?
+        let afterClients: @CoreActor () -> Void = {
+            // What the listener holds at the call: no connection left.
+            if spells.calls < spells.ends.count { spells.ends[spells.calls].set(listener?.connectionCount ?? -1) }
+            spells.calls += 1
+        }
+        try await withSocketBed(afterClients: afterClients) { socket in
+            listener = socket.listener
+            for spell in 0..<2 {
+                var clients = [try await admitted(socket), try await admitted(socket, as: 1000)]
+                clients.append(try await admitted(socket))
+                #expect(spells.calls == spell, "called while clients were connected")
+                clients.removeAll()
+                #expect(await value(of: spells.ends[spell]) == 0, "spell \(spell + 1)")
+                #expect(spells.calls == spell + 1)
+            }
         }
     }
 

@@ -60,4 +60,9 @@ int tg_no_core_dumps(void);
  * thread. Called before the process starts a thread. */
 void tg_one_malloc_arena(void);
 
+/* Gives the kernel back the free pages malloc holds, inside the heap as well as at its top
+ * (malloc_trim). By itself glibc returns only the top, so the holes a burst of clients leaves
+ * between longer-lived blocks stay resident. Walks the free lists: not for a hot path. */
+void tg_release_free_heap(void);
+
 #endif /* TG_LOOP_H */

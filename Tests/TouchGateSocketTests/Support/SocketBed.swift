@@ -13,14 +13,14 @@ import TouchGateWire
     let path: String
     private let fd: Int32
 
-    init(_ bed: TestBed, limits: ConnectionLimits) throws {
+    init(_ bed: TestBed, limits: ConnectionLimits, afterClients: @escaping @CoreActor () -> Void = {}) throws {
         self.bed = bed
         // Clients of other uids must reach the socket through the test's directory.
         try changeMode(bed.root, 0o755)
         core = try bed.makeCore()
         path = "\(bed.root)/touchgated.sock"
         fd = try ListeningSocket.bind(path)
-        listener = Listener(core: core, fd: fd, limits: limits, log: quietLogger)
+        listener = Listener(core: core, fd: fd, limits: limits, log: quietLogger, afterClients: afterClients)
     }
 
     func stop() {
@@ -47,10 +47,10 @@ import TouchGateWire
 /// Runs `body` with a listener on a fresh socket; `limits` small where a test needs them.
 @CoreActor func withSocketBed<T>(
     limits: ConnectionLimits = ConnectionLimits(), reader: StubReader = StubReader(),
-    _ body: (SocketBed) async throws -> T
+    afterClients: @escaping @CoreActor () -> Void = {}, _ body: (SocketBed) async throws -> T
 ) async throws -> T {
     try await withTestBed(reader: reader) { bed in
-        let socket = try SocketBed(bed, limits: limits)
+        let socket = try SocketBed(bed, limits: limits, afterClients: afterClients)
         defer { socket.stop() }
         return try await body(socket)
     }
