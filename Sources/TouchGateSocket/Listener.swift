@@ -40,8 +40,11 @@ public struct ConnectionLimits: Sendable {
     private var closing = false
     /// Set during shutdown's drain, when no request is running any more.
     private var idle: OneShot<Void>?
-    /// Runs once the clients of a busy spell are all gone (on the sweep that finds none left).
+    /// Runs on a sweep after clients have come and gone, once none has a request running (a
+    /// monitor's open stream does not count): the end of a busy spell.
     private let afterClients: @CoreActor () -> Void
+    /// Connections closed since `afterClients` last ran.
+    private var closedSinceAfterClients = 0
 
     public init(
         core: Core, fd: Int32, limits: ConnectionLimits = ConnectionLimits(), log: Logger,
@@ -176,17 +179,21 @@ public struct ConnectionLimits: Sendable {
         let left = perPerson[person, default: 1] - 1
         perPerson[person] = left > 0 ? left : nil
         if person == 0 { rootCount -= 1 } else { nonRootCount -= 1 }
+        closedSinceAfterClients += 1
         requestEnded()
     }
 
-    /// Closes idle connections and slow senders; runs while there are connections, and calls
-    /// `afterClients` on the sweep that finds none left.
+    /// Closes idle connections and slow senders, and calls `afterClients` at the end of a busy
+    /// spell; runs while there are connections.
     private func sweep() -> Bool {
         let now = monotonicMilliseconds()
         for c in Array(connections.values) { c.checkDeadlines(now: now) }
+        if closedSinceAfterClients > 0, !connections.values.contains(where: \.isBusy) {
+            closedSinceAfterClients = 0
+            afterClients()
+        }
         guard connections.isEmpty else { return true }
         sweeper = nil
-        afterClients()
         return false
     }
 }

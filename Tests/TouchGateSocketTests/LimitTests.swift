@@ -1,6 +1,7 @@
 // Connections are bounded: per-person and total caps with a clear refusal, root's reserve, idle and
-// slow-sender deadlines, and a client that stops reading its monitor stream is dropped. When the
-// clients of a busy spell have all gone, the listener says so once (the daemon then trims its heap).
+// slow-sender deadlines, and a client that stops reading its monitor stream is dropped. When clients
+// have come and gone and none has a request running, the listener says so once (the daemon then
+// gives its heap's free pages back).
 import Testing
 @testable import TouchGateCore
 @testable import TouchGateSocket
@@ -68,28 +69,64 @@ import TouchGateWire
         }
     }
 
-    @Test func onceEveryClientOfABusySpellHasGoneTheListenerSaysSoOnce() async throws {
-        @CoreActor final class Spells {
-            var ends: [OneShot<Int>] = [OneShot(), OneShot()]
-            var calls = 0
-        }
-        let spells = Spells()
+    /// Records each end of a busy spell with the connections still open then.
+    @CoreActor final class Spells {
         var listener: Listener?
-        let afterClients: @CoreActor () -> Void = {
-            // What the listener holds at the call: no connection left.
-            if spells.calls < spells.ends.count { spells.ends[spells.calls].set(listener?.connectionCount ?? -1) }
-            spells.calls += 1
+        private(set) var ends: [Int] = []
+        private var waiting: [(count: Int, shot: OneShot<Void>)] = []
+
+        func ended() {
+            ends.append(listener?.connectionCount ?? -1)
+            for w in waiting where ends.count >= w.count { w.shot.set(()) }
         }
-        try await withSocketBed(afterClients: afterClients) { socket in
-            listener = socket.listener
-            for spell in 0..<2 {
-                var clients = [try await admitted(socket), try await admitted(socket, as: 1000)]
-                clients.append(try await admitted(socket))
-                #expect(spells.calls == spell, "called while clients were connected")
-                clients.removeAll()
-                #expect(await value(of: spells.ends[spell]) == 0, "spell \(spell + 1)")
-                #expect(spells.calls == spell + 1)
+
+        /// The connections open at the `count`th end, or nil when it did not come in time.
+        func end(_ count: Int) async -> Int? {
+            if ends.count < count {
+                let shot = OneShot<Void>()
+                waiting.append((count, shot))
+                guard await value(of: shot) != nil else { return nil }
             }
+            return ends[count - 1]
+        }
+    }
+
+    @Test func whenClientsHaveComeAndGoneTheListenerSaysSoOncePerSpellAMonitorNotWithstanding() async throws {
+        let spells = Spells()
+        try await withSocketBed(afterClients: spells.ended) { socket in
+            spells.listener = socket.listener
+            var clients = [try await admitted(socket), try await admitted(socket, as: 1000)]
+            clients.append(try await admitted(socket))
+            #expect(spells.ends.isEmpty, "called while clients were connected")
+            clients.removeAll()
+            #expect(await spells.end(1) == 0)
+
+            // A monitor's stream stays open for good: clients that come and go beside it end a spell too.
+            let monitor = try await socket.connect()
+            #expect(try await monitor.request(Frame(.monitor, requestID: 1))?.code == .success)
+            clients = [try await admitted(socket, as: 1000)]
+            clients.removeAll()
+            #expect(await spells.end(2) == 1)
+            #expect(spells.ends.count == 2)
+        }
+    }
+
+    @Test func aSpellDoesNotEndWhileARequestIsRunning() async throws {
+        let spells = Spells()
+        try await withSocketBed(limits: limits(idle: 100), afterClients: spells.ended) { socket in
+            spells.listener = socket.listener
+            try await socket.readyAlice()
+            socket.bed.reader.script(.hold)
+            let prompting = try await socket.connect()
+            try prompting.send(evaluateFrame(5))
+            _ = try #require(await prompting.progress(.prompt))
+            // The sweep that closes an idle client sees the prompt still running.
+            let idle = try await socket.connect(as: 1000)
+            #expect(await idle.closedByDaemon())
+            #expect(spells.ends.isEmpty, "called while a prompt was running")
+            try prompting.send(Frame(.cancel, requestID: 5))
+            #expect(try #require(await prompting.untilResult()?.result).code == .appCancel)
+            #expect(await spells.end(1) != nil)  // and then it ends
         }
     }
 
