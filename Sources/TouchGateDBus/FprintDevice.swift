@@ -248,9 +248,11 @@ import TouchGateWire
         if let action { await action.cancelAndWait() }
         action = nil
         setFingerNeeded(false)
+        let held = claim != nil
         if let claim { service.unwatch(claim.watch) }
         claim = nil
         if gone { service.unexport(self) }
+        if held { service.afterClaim() }
     }
 
     // MARK: prints

@@ -9,6 +9,8 @@ import TouchGateReader
 @CoreActor public final class FprintService {
     let core: Core
     let log: Logger
+    /// Runs when a client's claim on a device has ended (Release, or the client left).
+    let afterClaim: @CoreActor () -> Void
     private(set) var connection: OpaquePointer?
     private(set) var authority: Authority?
     /// The device objects of the readers served, in the readers' order: the first is the default.
@@ -24,9 +26,10 @@ import TouchGateReader
     private var ownerID: UInt32 = 0
     let ready = OneShot<Bool>()
 
-    public init(core: Core, log: Logger) {
+    public init(core: Core, log: Logger, afterClaim: @escaping @CoreActor () -> Void = {}) {
         self.core = core
         self.log = log
+        self.afterClaim = afterClaim
     }
 
     /// Connects to the system bus (DBUS_SYSTEM_BUS_ADDRESS is honoured) without blocking the loop,

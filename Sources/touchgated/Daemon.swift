@@ -114,9 +114,9 @@ func serve(_ options: DaemonOptions) -> Int32 {
     let services: Result<DaemonServices, StorageError> = onCoreLoop {
         do throws(StorageError) {
             let core = try Core(setup)
-            // At the end of each spell of clients, the free holes they left in the heap go back
-            // to the kernel: after a burst of 200, 1 MB (docs/benchmark-memory.md, tenth round).
-            let listener = Listener(core: core, fd: listenFD, log: log) { tg_release_free_heap() }
+            let listener = Listener(core: core, fd: listenFD, log: log) {
+                releaseFreeHeap(after: "a spell of socket clients", log: log)
+            }
             return .success(
                 DaemonServices(
                     readers: readers, core: core, listener: listener, socketPath: boundPath,

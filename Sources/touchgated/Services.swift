@@ -1,6 +1,7 @@
 // touchgated's services in their order: the reader, the core (state), the socket listener, then
 // readiness (READY=1); once the reader has settled, the sleep watcher and fprintd's D-Bus API.
 // SIGTERM ends every prompt in the core, then stops them in reverse, each awaited.
+import CTouchGateLoop
 import Logging
 import TouchGateCore
 import TouchGateDBus
@@ -38,7 +39,12 @@ import TouchGateSocket
         // GLib's one-time initialisation side by side.
         group.add(ReaderSettled(core: core), required: false)
         group.add(SleepWatcher(core: core, log: log), required: false)
-        if fprintdAPI { group.add(FprintService(core: core, log: log), required: false) }
+        if fprintdAPI {
+            let log = log
+            group.add(
+                FprintService(core: core, log: log) { releaseFreeHeap(after: "a D-Bus claim", log: log) },
+                required: false)
+        }
         _ = await group.start()
     }
 
@@ -77,4 +83,12 @@ import TouchGateSocket
     }
 
     func shutdown() async {}
+}
+
+/// Gives the kernel back the free pages the heap holds, at the end of a spell of clients: what a
+/// burst of connections or an image reader's buffers left behind (docs/benchmark-memory.md, tenth
+/// round). Never on a request's path.
+@CoreActor func releaseFreeHeap(after spell: String, log: Logger) {
+    tg_release_free_heap()
+    log.debug("gave the heap's free pages back to the kernel after \(spell)")
 }

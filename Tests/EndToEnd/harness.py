@@ -165,8 +165,8 @@ class World:
         (self.pam_dir / name).write_text(line.rstrip() + "\n")
         return name
 
-    def start_daemon(self, config="/nonexistent", timeout=10.0, clock=None, as_systemd=False, prefix=()):
-        self.daemon = Daemon(self, config=config, clock=clock, as_systemd=as_systemd, prefix=prefix)
+    def start_daemon(self, config="/nonexistent", timeout=10.0, clock=None, as_systemd=False, prefix=(), args=()):
+        self.daemon = Daemon(self, config=config, args=args, clock=clock, as_systemd=as_systemd, prefix=prefix)
         self.daemon.wait_ready(timeout)
         return self.daemon
 

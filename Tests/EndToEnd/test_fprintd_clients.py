@@ -175,6 +175,21 @@ def test_without_a_reader_there_is_no_device_and_fprintd_list_says_so(bus_world)
         proc.wait(harness.DEFAULT_WAIT)
 
 
+def test_the_daemon_gives_its_free_heap_pages_back_after_a_claim_and_after_socket_clients(bus_world):
+    """An image reader's buffers, or a burst of connections, leave free pages in the heap that
+    glibc keeps: the daemon gives them back when a D-Bus client's claim ends and when a spell of
+    socket clients is over (it says so at debug level)."""
+    world = bus_world
+    daemon = world.start_daemon(args=("--debug",))
+    mark = len(daemon.log.texts())
+    enrolled = enroll_with_tool(world, "alice-ri", "alice")
+    assert enrolled.returncode == 0, enrolled.transcript()
+    daemon.log.wait_for("gave the heap's free pages back to the kernel after a D-Bus claim", start=mark)
+    mark = len(daemon.log.texts())
+    assert world.cli("list", "--user", "alice").stdout.split() == ["right-index-finger"]
+    daemon.log.wait_for("gave the heap's free pages back to the kernel after a spell of socket clients", start=mark)
+
+
 # --- the reader's own words: retry hints, an unplugged reader -------------------------------------
 
 
