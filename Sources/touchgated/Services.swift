@@ -87,7 +87,7 @@ import TouchGateSocket
 
 /// Gives the kernel back the free pages the heap holds, at the end of a spell of clients: what a
 /// burst of connections or an image reader's buffers left behind (docs/benchmark-memory.md, tenth
-/// round). Never on a request's path.
+/// round). Off every authentication's path; a D-Bus Release's reply waits for it (microseconds).
 @CoreActor func releaseFreeHeap(after spell: String, log: Logger) {
     tg_release_free_heap()
     log.debug("gave the heap's free pages back to the kernel after \(spell)")
