@@ -279,6 +279,15 @@ static inline bool printed_nothing(const struct outcome *o)
     return true;
 }
 
+/* The PAM services the tests run, each the module with these options. */
+static const struct {
+    const char *name, *options;
+} tty_stacks[] = {
+    { "tg-tty-bio", "" },
+    { "tg-tty-bop", "policy=biometrics-or-password" },
+    { "tg-tty-noinput", "noinput" },
+};
+
 static inline void write_stack(const char *name, const char *options)
 {
     char path[PATH_MAX + 64];
@@ -310,15 +319,21 @@ static inline bool tty_bed_setup(int argc, char **argv)
         CHECK(false, "no probe module at %s", probe_path);
         return false;
     }
-    write_stack("tg-tty-bio", "");
-    write_stack("tg-tty-bop", "policy=biometrics-or-password");
-    write_stack("tg-tty-noinput", "noinput");
+    for (size_t i = 0; i < sizeof(tty_stacks) / sizeof(tty_stacks[0]); i++)
+        write_stack(tty_stacks[i].name, tty_stacks[i].options);
 
     return true;
 }
 
+/* Removes what tty_bed_setup made; a file left behind (a run's socket, say) fails the check. */
 static inline void tty_bed_teardown(void)
 {
+    for (size_t i = 0; i < sizeof(tty_stacks) / sizeof(tty_stacks[0]); i++) {
+        char path[PATH_MAX + 64];
+        snprintf(path, sizeof(path), "%s/%s", dir, tty_stacks[i].name);
+        CHECK(unlink(path) == 0, "remove %s: %s", path, strerror(errno));
+    }
+    CHECK(rmdir(dir) == 0, "remove %s: %s", dir, strerror(errno));
 }
 
 #endif /* TG_TTY_BED_H */
