@@ -100,6 +100,8 @@ let package = Package(
                         "-Xlinker", "--no-export-dynamic",
                         "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/data/touchgated.order",
                         "-Xlinker", "--no-warn-symbol-ordering",
+                        // .rodata kept read-only (data/link/rodata.ld says why).
+                        "-Xlinker", "\(Context.packageDirectory)/data/link/rodata.ld",
                         // The Swift runtime's C++ library linked in (data/link/libstdc++.so says how).
                         "-L\(Context.packageDirectory)/data/link",
                     ], .when(platforms: [.linux]))
@@ -109,6 +111,11 @@ let package = Package(
             dependencies: [
                 "TouchGateWire", "TouchGateConfig", "TouchGateL10n", "TouchGatePAMStack",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            linkerSettings: [
+                .unsafeFlags(
+                    ["-use-ld=lld", "-Xlinker", "\(Context.packageDirectory)/data/link/rodata.ld"],
+                    .when(platforms: [.linux]))
             ]),
         .testTarget(name: "TouchGateWireTests", dependencies: ["TouchGateWire"]),
         .testTarget(name: "TouchGatePolicyTests", dependencies: ["TouchGatePolicy"]),
