@@ -6,12 +6,11 @@ PAM service, pamtester in a pty), doctor, --disable, remove, a broken config, pu
 The steps run in order on one machine; each asserts what a person or an administrator would see."""
 
 import json
-import os
 import re
 import subprocess
-import tempfile
 import threading
 
+import checks
 import harness
 import machine as m
 from harness import PROMPT, LineLog, VirtualReader, no_match, not_recognised
@@ -94,18 +93,8 @@ def drive_enroll(mach, reader):
 def test_01_the_packages_build_and_lintian_reports_no_error_or_warning(packages):
     debs, changes = packages
     assert {"touchgate", "libpam-touchgate"} <= set(debs)
-    # lintian leaves its ELF caches (mldbm-elf-*) in TMPDIR: a directory of its own, removed after.
-    with tempfile.TemporaryDirectory(prefix="tg-lintian-") as tmp:
-        p = m.run(["lintian", "-I", "-E", "--pedantic", "--show-overrides", changes], limit=600, check=False,
-                  env=dict(os.environ, TMPDIR=tmp))
-    tags = [l for l in p.stdout.splitlines() if re.match(r"^[EWIPXO]: ", l)]
-    m.log("lintian: " + ", ".join("%d %s" % (sum(1 for t in tags if t.startswith(k + ":")), name)
-                                  for k, name in [("E", "errors"), ("W", "warnings"), ("I", "info"),
-                                                  ("P", "pedantic"), ("O", "overridden")]))
-    # Overridden tags once each (their reasons are in debian/*.lintian-overrides), others in full.
-    for tag in sorted(set(re.match(r"O: \S+ \S+", t).group(0) if t.startswith("O:") else t for t in tags)):
-        m.log("  " + tag)
-    assert not [t for t in tags if t[0] in "EW"], p.stdout
+    tags, out = checks.lintian(changes, "packages", 600)
+    assert not [t for t in tags if t[0] in "EW"], out
 
 
 def test_02_apt_installs_both_and_leaves_the_fingerprint_off(machine, state):
@@ -152,34 +141,11 @@ def test_03_the_binaries_need_only_debian_libraries(machine):
     assert "libfprint-2-2 (>= 1:1.94.1)" in depends, depends
 
 
-def elf_hardening(path):
-    """What readelf shows of a binary's hardening: problems found (an empty list when none)."""
-    def readelf(*args):
-        return subprocess.run(["readelf", "-W", *args, path], capture_output=True, text=True, check=True).stdout
-    problems = []
-    segments = re.findall(r"^\s+(LOAD|GNU_STACK|GNU_RELRO)\s.*\s([R ][W ][E ])\s+(?:0x[0-9a-f]+|0)$", readelf("-l"), re.M)
-    if not any(kind == "GNU_RELRO" for kind, _ in segments):
-        problems.append("no RELRO segment")
-    problems += ["%s segment %r is writable and executable" % (kind, flags)
-                 for kind, flags in segments if "W" in flags and "E" in flags]
-    dynamic = readelf("-d")
-    if "BIND_NOW" not in dynamic and not re.search(r"FLAGS_1\).*\bNOW\b", dynamic):
-        problems.append("not linked with -z now")
-    if "Shared object file" not in readelf("-h") and "DYN (Position-Independent Executable" not in readelf("-h"):
-        problems.append("not position-independent")
-    # Section flags: W writable, X executable; constant data stays read-only (data/link/rodata.ld).
-    for name, flags in re.findall(r"^\s+\[\s*\d+\]\s+(\S+)\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+(\S*)",
-                                  readelf("-S"), re.M):
-        if "W" in flags and ("X" in flags or name.startswith((".rodata", ".text", ".eh_frame"))):
-            problems.append("section %s is writable (%s)" % (name, flags))
-    return problems
-
-
 def test_03_the_binaries_are_hardened(machine, state):
     """Position-independent, full RELRO, no writable and executable memory, read-only constants."""
     binaries = [m.DAEMON, "/usr/bin/touchgate"] + [f for f in state["files"] if f.endswith("/pam_touchgate.so")]
     assert len(binaries) == 3, binaries
-    found = {b: elf_hardening(machine.path(b)) for b in binaries}
+    found = {b: checks.elf_hardening(machine.path(b)) for b in binaries}
     assert found == {b: [] for b in binaries}, found
 
 
