@@ -17,6 +17,13 @@ if let local = Context.environment["TOUCHGATE_SWIFTPM_PACKAGES"], !local.isEmpty
     ]
 }
 
+// touchgate's own C, in the daemon and the CLI, built as Debian builds C (dpkg-buildflags): stack
+// protector, and fortified libc calls where optimization lets the compiler check the sizes.
+let hardenedC: [CSetting] = [
+    .unsafeFlags(["-fstack-protector-strong"]),
+    .define("_FORTIFY_SOURCE", to: "2", .when(configuration: .release)),
+]
+
 let package = Package(
     name: "touchgate",
     platforms: [.macOS(.v15)],
@@ -27,7 +34,7 @@ let package = Package(
     dependencies: dependencies,
     targets: [
         // One C header with the wire constants, #included by pam/ as well.
-        .target(name: "CTouchGateWire"),
+        .target(name: "CTouchGateWire", cSettings: hardenedC),
         // Pure: frames and messages, encode/decode with hard limits.
         .target(name: "TouchGateWire", dependencies: ["CTouchGateWire"]),
         // Pure: the LocalAuthentication rules (docs/spec.md §3–4); time is passed in.
@@ -43,16 +50,16 @@ let package = Package(
         // libfprint-2 (headers from libfprint-2-dev) and GIO, loaded with dlopen when the reader or
         // the D-Bus front-end first needs them, so the daemon's start does not wait for them; the
         // package Depends on libfprint-2-2 (GIO comes with GLib's package).
-        .target(name: "CTouchGateLibs", dependencies: ["CGIO"]),
+        .target(name: "CTouchGateLibs", dependencies: ["CGIO"], cSettings: hardenedC),
         .target(name: "TouchGateReader", dependencies: ["CTouchGateLibs", "CGIO", "TouchGateThreads"]),
         // The event loop (a GLib main context on one thread) and the socket calls Glibc lacks.
-        .target(name: "CTouchGateLoop", dependencies: ["CGIO"]),
+        .target(name: "CTouchGateLoop", dependencies: ["CGIO"], cSettings: hardenedC),
         // libaudit: authentication records to the Linux audit system (libpam links it too).
         .systemLibrary(name: "CAudit", providers: [.apt(["libaudit-dev"])]),
         // Linux-PAM's application side: the daemon verifies passwords through its own service.
         .systemLibrary(name: "CPAM", providers: [.apt(["libpam0g-dev"])]),
         // Message catalogs (gettext), shared with the PAM module's build; and Swift's side of them.
-        .target(name: "CTouchGateL10n"),
+        .target(name: "CTouchGateL10n", cSettings: hardenedC),
         .target(name: "TouchGateL10n", dependencies: ["CTouchGateL10n"]),
         // The daemon's core: requests, authorization, policy decisions, stores, events; no transport.
         .target(

@@ -39,6 +39,12 @@ def elf_hardening(path):
     dynamic = readelf("-d")
     if "BIND_NOW" not in dynamic and not re.search(r"FLAGS_1\).*\bNOW\b", dynamic):
         problems.append("not linked with -z now")
+    # The stack protector, and libc calls fortified (_FORTIFY_SOURCE), in the C of the binary.
+    imports = {name.split("@")[0] for name in re.findall(r"\sUND\s+(\S+)", readelf("--dyn-syms"))}
+    if "__stack_chk_fail" not in imports:
+        problems.append("no stack protector")
+    if not {name for name in imports if name.endswith("_chk") and name != "__stack_chk_fail"}:
+        problems.append("no fortified libc call")
     header = readelf("-h")
     if "Shared object file" not in header and "DYN (Position-Independent Executable" not in header:
         problems.append("not position-independent")

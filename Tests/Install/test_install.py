@@ -142,7 +142,8 @@ def test_03_the_binaries_need_only_debian_libraries(machine):
 
 
 def test_03_the_binaries_are_hardened(machine, state):
-    """Position-independent, full RELRO, no writable and executable memory, read-only constants."""
+    """Position-independent, full RELRO, no writable and executable memory, read-only constants,
+    the stack protector and fortified libc calls."""
     binaries = [m.DAEMON, "/usr/bin/touchgate"] + [f for f in state["files"] if f.endswith("/pam_touchgate.so")]
     assert len(binaries) == 3, binaries
     found = {b: checks.elf_hardening(machine.path(b)) for b in binaries}
