@@ -22,6 +22,7 @@ sys.path.insert(0, str(REPO / "Tests" / "EndToEnd"))
 import harness  # noqa: E402  (after the path above)
 import figures  # noqa: E402
 import floor  # noqa: E402
+import kinds  # noqa: E402
 import lifecycle  # noqa: E402
 import procstat  # noqa: E402
 import scenarios  # noqa: E402
@@ -47,7 +48,7 @@ SCENARIOS = [
     ("wrong-finger", scenarios.wrong_then_match), ("concurrent", scenarios.concurrent),
     ("burst", scenarios.burst), ("back-to-back", lifecycle.back_to_back), ("frozen", scenarios.frozen),
     ("cold-start", lifecycle.cold_start), ("activation", lifecycle.activation), ("trace", lifecycle.traced),
-    ("floor", floor.floor),
+    ("floor", floor.floor), ("other-readers", kinds.other_readers),
 ]
 
 

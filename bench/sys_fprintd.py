@@ -48,8 +48,7 @@ class Fprintd:
         if not modules:
             raise FileNotFoundError("no pam_fprintd.so under %s" % root)
         (world.pam_dir / SERVICE).write_text("auth required %s\n" % modules[0])
-        self.vdev = world.dir / "fp-vdev.sock"
-        self.reader = harness.VirtualReader(self.vdev)
+        self.reader = harness.VirtualReader(world.dir / "fp-vdev.sock")
         self.state = world.dir / "fprint"
         self.state.mkdir(mode=0o700, exist_ok=True)
         self.proc = None
@@ -63,9 +62,22 @@ class Fprintd:
     def env(self):
         env = clean_env(self.bus.env())
         env.update(self.world.nss_env())
-        env.update(STATE_DIRECTORY=str(self.state), FP_VIRTUAL_DEVICE=str(self.vdev),
-                   FP_DRIVERS_WHITELIST="virtual_device", LD_PRELOAD="libnss_wrapper.so")
+        env.update(STATE_DIRECTORY=str(self.state), FP_DRIVERS_WHITELIST=self.reader.kind,
+                   LD_PRELOAD="libnss_wrapper.so")
+        env[harness.READER_ENV[self.reader.kind]] = self.reader.path
         return env
+
+    def use_reader(self, kind):
+        """With fprintd stopped: a fresh virtual reader of `kind` in place of the run's (the next
+        start uses it alone). Returns what restore_reader() takes back."""
+        self.stop()
+        previous = self.reader
+        self.reader = harness.VirtualReader(self.world.dir / ("fp-vdev-%s.sock" % kind), kind=kind)
+        return previous
+
+    def restore_reader(self, previous):
+        """With fprintd stopped: the reader use_reader() replaced."""
+        self.reader = previous
 
     # The daemon
 

@@ -210,6 +210,21 @@ class Touchgate:
         if rc != 0:
             raise RuntimeError("touchgate enroll failed: %s\n%s" % (cli.stderr, cli.out.dump()))
 
+    def use_reader(self, kind):
+        """With the daemon stopped: a fresh virtual reader of `kind` in place of the run's (the next
+        start uses it alone), and pam_wrapper again for the enrollment there. Returns what
+        restore_reader() takes back."""
+        self.stop()
+        previous = (self.world.reader, self.world.readers, self.reader, self.pam_wrapper)
+        reader = harness.VirtualReader(self.world.dir / ("vdev-%s.sock" % kind), self.world, kind)
+        self.world.reader, self.world.readers, self.reader = reader, [reader], reader
+        self.pam_wrapper = True
+        return previous
+
+    def restore_reader(self, previous):
+        """With the daemon stopped: the reader (and preload) use_reader() replaced."""
+        self.world.reader, self.world.readers, self.reader, self.pam_wrapper = previous
+
     def without_pam_wrapper(self):
         """Restarts the daemon without pam_wrapper's preload, which only the enrollment's password
         needed: from here on it carries the same preload as fprintd (nss_wrapper). pam_wrapper's

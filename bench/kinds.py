@@ -1,0 +1,88 @@
+"""The two other kinds of reader: an image sensor (libfprint's virtual_image: the host matches with
+NBIS) and a match-on-chip sensor that keeps the prints (virtual_device_storage). Each daemon is
+started afresh on a reader of that kind alone, alice enrolls there, and the authentications alternate
+between the systems as in the other scenarios. The run's own reader comes back afterwards."""
+
+import time
+
+import procstat
+from lines import WaitTimeout
+from pamclient import ClientTimeout
+from scenarios import PRINT, USER, ms
+
+KINDS = ("virtual_image", "virtual_device_storage")
+LABEL = {"virtual_image": "image reader", "virtual_device_storage": "match-on-chip reader"}
+
+
+def other_readers(ctx):
+    warm = 1  # the first authentication of a fresh daemon is its cold start: not in these figures
+    for kind in KINDS:
+        label = LABEL[kind]
+        scan = ctx.figures("kind_scan_" + kind, "%s: scan → PAM_SUCCESS" % label, "ms",
+                           "libfprint's %s; from just before the scan is sent to the reader to "
+                           "pam_authenticate()'s return with PAM_SUCCESS" % kind)
+        total = ctx.figures("kind_total_" + kind, "%s: pam_authenticate → PAM_SUCCESS" % label, "ms",
+                            "pam_authenticate() entry to return, the scan sent when the prompt shows")
+        rss = ctx.figures("kind_rss_" + kind, "%s: daemon RSS after %d authentications" % (label, ctx.plan.reps + warm),
+                          "MB", "VmRSS of the daemon started on this reader, right after its last authentication")
+        anon = ctx.figures("kind_anon_" + kind, "%s: daemon RssAnon after %d authentications" % (label, ctx.plan.reps + warm),
+                           "MB", "RssAnon of the same")
+        if kind == "virtual_device_storage":
+            anon.how += ("; touchgated keeps pam_wrapper preloaded here (about 0.05 MB): the reader keeps "
+                         "the prints only while the daemon that enrolled them runs")
+        retried = ctx.figures("kind_refused_" + kind, "%s: authentications refused, the reader still closing" % label,
+                              "count", "authentications answered PAM_AUTHINFO_UNAVAIL because the daemon was "
+                              "still closing the reader after the previous client (fprintd's warning: \"%s\"), "
+                              "each made again at once; the figures above are of the ones that succeeded" % STILL_CLOSING)
+        refused = {}
+        previous = [s.use_reader(kind) for s in ctx.systems]
+        try:
+            for s in ctx.systems:
+                s.start()
+                s.enroll(USER, PRINT)
+                if kind != "virtual_device_storage" and hasattr(s, "without_pam_wrapper"):
+                    s.without_pam_wrapper()
+                for _ in range(warm):
+                    authenticate(ctx, s, refused)
+            last = {}
+            for rep in range(ctx.plan.reps):
+                for s in ctx.order(rep):
+                    c = authenticate(ctx, s, refused)
+                    last[s.name] = procstat.memory_mb(s.daemon_pid())  # right after each
+                    t = c.timing()
+                    scan.add(s.name, ms(t.end - c.scanned))
+                    total.add(s.name, ms(t.end - t.start))
+            for name, mem in last.items():
+                rss.add(name, mem["VmRSS"])
+                anon.add(name, mem["RssAnon"])
+                retried.add(name, refused.get(name, 0))
+        finally:
+            for s, reader in zip(ctx.systems, previous):
+                s.stop()
+                s.restore_reader(reader)
+    for s in ctx.systems:  # back on the run's reader, where alice's prints are, as every scenario starts
+        s.start()
+
+
+# fprintd's warning when a Claim comes while it is still closing the reader after the last client.
+STILL_CLOSING = "Device was already claimed"
+
+
+def authenticate(ctx, system, refused):
+    """ctx.authenticate(). fprintd closes the reader after each client, and on the image reader
+    that ends some 100 ms after pam_fprintd has returned; a Claim before then is refused and
+    pam_fprintd answers PAM_AUTHINFO_UNAVAIL at once. Such a refusal (fprintd's warning says so)
+    is counted in `refused` and the authentication made again at once, within a deadline."""
+    deadline = time.monotonic() + 5.0
+    while True:
+        mark = len(system.log.lines)
+        try:
+            return ctx.authenticate(system)
+        except (ClientTimeout, AssertionError) as failure:
+            if time.monotonic() > deadline:
+                raise
+            try:
+                system.log.wait_for(STILL_CLOSING, 1.0, start=mark)
+            except WaitTimeout:
+                raise failure from None
+            refused[system.name] = refused.get(system.name, 0) + 1
