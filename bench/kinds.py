@@ -23,6 +23,10 @@ def other_readers(ctx):
                            "pam_authenticate()'s return with PAM_SUCCESS" % kind)
         total = ctx.figures("kind_total_" + kind, "%s: pam_authenticate → PAM_SUCCESS" % label, "ms",
                             "pam_authenticate() entry to return, the scan sent when the prompt shows")
+        cpu = ctx.figures("kind_cpu_" + kind, "%s: CPU per authentication, the daemon" % label, "ms",
+                          "the daemon's utime+stime from /proc/PID/stat over the authentications, divided by "
+                          "their number (the kernel counts in ticks of 10 ms); fprintd's includes answering "
+                          "the Claims it refused")
         rss = ctx.figures("kind_rss_" + kind, "%s: daemon RSS after %d authentications" % (label, ctx.plan.reps + warm),
                           "MB", "VmRSS of the daemon started on this reader, right after its last authentication")
         anon = ctx.figures("kind_anon_" + kind, "%s: daemon RssAnon after %d authentications" % (label, ctx.plan.reps + warm),
@@ -45,6 +49,7 @@ def other_readers(ctx):
                 for _ in range(warm):
                     authenticate(ctx, s, refused)
             last = {}
+            cpu_before = {s.name: procstat.cpu_seconds(s.daemon_pid()) for s in ctx.systems}
             for rep in range(ctx.plan.reps):
                 for s in ctx.order(rep):
                     c = authenticate(ctx, s, refused)
@@ -52,6 +57,8 @@ def other_readers(ctx):
                     t = c.timing()
                     scan.add(s.name, ms(t.end - c.scanned))
                     total.add(s.name, ms(t.end - t.start))
+            for s in ctx.systems:
+                cpu.add(s.name, ms(procstat.cpu_seconds(s.daemon_pid()) - cpu_before[s.name]) / ctx.plan.reps)
             for name, mem in last.items():
                 rss.add(name, mem["VmRSS"])
                 anon.add(name, mem["RssAnon"])
