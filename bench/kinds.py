@@ -12,32 +12,43 @@ from scenarios import PRINT, USER, ms
 
 KINDS = ("virtual_image", "virtual_device_storage")
 LABEL = {"virtual_image": "image reader", "virtual_device_storage": "match-on-chip reader"}
+WARM = 1  # the first authentication of a fresh daemon is its cold start: not in these figures
+# fprintd's warning when a Claim comes while it is still closing the reader after the last client.
+STILL_CLOSING = "Device was already claimed"
+
+
+def figures_for(ctx, kind):
+    """The rows of one kind of reader, in the order the table shows them."""
+    label, n = LABEL[kind], ctx.plan.reps + WARM
+    f = {
+        "scan": ctx.figures("kind_scan_" + kind, "%s: scan → PAM_SUCCESS" % label, "ms",
+                            "libfprint's %s; from just before the scan is sent to the reader to "
+                            "pam_authenticate()'s return with PAM_SUCCESS" % kind),
+        "total": ctx.figures("kind_total_" + kind, "%s: pam_authenticate → PAM_SUCCESS" % label, "ms",
+                             "pam_authenticate() entry to return, the scan sent when the prompt shows"),
+        "cpu": ctx.figures("kind_cpu_" + kind, "%s: CPU per authentication, the daemon" % label, "ms",
+                           "the daemon's utime+stime from /proc/PID/stat over the authentications, divided by "
+                           "their number (the kernel counts in ticks of 10 ms); fprintd's includes answering "
+                           "the Claims it refused"),
+        "rss": ctx.figures("kind_rss_" + kind, "%s: daemon RSS after %d authentications" % (label, n), "MB",
+                           "VmRSS of the daemon started on this reader, right after its last authentication"),
+        "anon": ctx.figures("kind_anon_" + kind, "%s: daemon RssAnon after %d authentications" % (label, n), "MB",
+                            "RssAnon of the same"),
+        "refused": ctx.figures("kind_refused_" + kind, "%s: authentications refused, the reader still closing" % label,
+                               "count", "authentications answered PAM_AUTHINFO_UNAVAIL because the daemon was "
+                               "still closing the reader after the previous client (fprintd's warning: \"%s\"), "
+                               "each made again at once; the figures above are of the ones that succeeded"
+                               % STILL_CLOSING),
+    }
+    if kind == "virtual_device_storage":
+        f["anon"].how += ("; touchgated keeps pam_wrapper preloaded here (about 0.05 MB): the reader keeps "
+                          "the prints only while the daemon that enrolled them runs")
+    return f
 
 
 def other_readers(ctx):
-    warm = 1  # the first authentication of a fresh daemon is its cold start: not in these figures
     for kind in KINDS:
-        label = LABEL[kind]
-        scan = ctx.figures("kind_scan_" + kind, "%s: scan → PAM_SUCCESS" % label, "ms",
-                           "libfprint's %s; from just before the scan is sent to the reader to "
-                           "pam_authenticate()'s return with PAM_SUCCESS" % kind)
-        total = ctx.figures("kind_total_" + kind, "%s: pam_authenticate → PAM_SUCCESS" % label, "ms",
-                            "pam_authenticate() entry to return, the scan sent when the prompt shows")
-        cpu = ctx.figures("kind_cpu_" + kind, "%s: CPU per authentication, the daemon" % label, "ms",
-                          "the daemon's utime+stime from /proc/PID/stat over the authentications, divided by "
-                          "their number (the kernel counts in ticks of 10 ms); fprintd's includes answering "
-                          "the Claims it refused")
-        rss = ctx.figures("kind_rss_" + kind, "%s: daemon RSS after %d authentications" % (label, ctx.plan.reps + warm),
-                          "MB", "VmRSS of the daemon started on this reader, right after its last authentication")
-        anon = ctx.figures("kind_anon_" + kind, "%s: daemon RssAnon after %d authentications" % (label, ctx.plan.reps + warm),
-                           "MB", "RssAnon of the same")
-        if kind == "virtual_device_storage":
-            anon.how += ("; touchgated keeps pam_wrapper preloaded here (about 0.05 MB): the reader keeps "
-                         "the prints only while the daemon that enrolled them runs")
-        retried = ctx.figures("kind_refused_" + kind, "%s: authentications refused, the reader still closing" % label,
-                              "count", "authentications answered PAM_AUTHINFO_UNAVAIL because the daemon was "
-                              "still closing the reader after the previous client (fprintd's warning: \"%s\"), "
-                              "each made again at once; the figures above are of the ones that succeeded" % STILL_CLOSING)
+        f = figures_for(ctx, kind)
         refused = {}
         previous = [s.use_reader(kind) for s in ctx.systems]
         try:
@@ -46,7 +57,7 @@ def other_readers(ctx):
                 s.enroll(USER, PRINT)
                 if kind != "virtual_device_storage" and hasattr(s, "without_pam_wrapper"):
                     s.without_pam_wrapper()
-                for _ in range(warm):
+                for _ in range(WARM):
                     authenticate(ctx, s, refused)
             last = {}
             cpu_before = {s.name: procstat.cpu_seconds(s.daemon_pid()) for s in ctx.systems}
@@ -55,24 +66,20 @@ def other_readers(ctx):
                     c = authenticate(ctx, s, refused)
                     last[s.name] = procstat.memory_mb(s.daemon_pid())  # right after each
                     t = c.timing()
-                    scan.add(s.name, ms(t.end - c.scanned))
-                    total.add(s.name, ms(t.end - t.start))
+                    f["scan"].add(s.name, ms(t.end - c.scanned))
+                    f["total"].add(s.name, ms(t.end - t.start))
             for s in ctx.systems:
-                cpu.add(s.name, ms(procstat.cpu_seconds(s.daemon_pid()) - cpu_before[s.name]) / ctx.plan.reps)
+                f["cpu"].add(s.name, ms(procstat.cpu_seconds(s.daemon_pid()) - cpu_before[s.name]) / ctx.plan.reps)
             for name, mem in last.items():
-                rss.add(name, mem["VmRSS"])
-                anon.add(name, mem["RssAnon"])
-                retried.add(name, refused.get(name, 0))
+                f["rss"].add(name, mem["VmRSS"])
+                f["anon"].add(name, mem["RssAnon"])
+                f["refused"].add(name, refused.get(name, 0))
         finally:
             for s, reader in zip(ctx.systems, previous):
                 s.stop()
                 s.restore_reader(reader)
     for s in ctx.systems:  # back on the run's reader, where alice's prints are, as every scenario starts
         s.start()
-
-
-# fprintd's warning when a Claim comes while it is still closing the reader after the last client.
-STILL_CLOSING = "Device was already claimed"
 
 
 def authenticate(ctx, system, refused):
