@@ -87,7 +87,8 @@ extension Core {
     }
 
     /// Waits for the operation, or for an interrupt; when interrupted the operation is cancelled
-    /// and its end awaited too, so the reader is free when this returns.
+    /// and its result awaited too. The reader may still be ending an operation whose result was
+    /// told (an image reader waits for the finger to be lifted); its next one waits for that.
     func outcome<Value>(of op: ReaderOperation<Value>, or prompt: ActivePrompt) async -> FirstOf<
         Result<Value, ReaderFailure>, Interrupt
     > {

@@ -14,7 +14,7 @@ import TouchGateWire
     /// fprintd's refusal of another action while this one runs (its own words).
     var busy: BusError { .alreadyInUse(verify ? "Verification already in progress" : "Enrollment already in progress") }
 
-    /// Ends it (VerifyStop, Release, the client gone) and waits until the reader is free.
+    /// Ends it (VerifyStop, Release, the client gone) and waits until its result is in.
     func cancelAndWait() async {
         if !ended.isSet { input.deliver(.cancel) }
         await ended.wait()
@@ -208,7 +208,7 @@ extension FprintDevice {
         return .success([])
     }
 
-    /// VerifyStop / EnrollStop: cancels what still runs and waits until the reader is free.
+    /// VerifyStop / EnrollStop: cancels what still runs and waits until its result is in.
     func stop(_ call: Invocation, verify: Bool) async -> Result<[Variant], BusError> {
         if let e = checkClaimed(call) { return .failure(e) }
         guard let running = action else {

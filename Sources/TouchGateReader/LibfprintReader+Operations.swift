@@ -26,10 +26,9 @@ extension LibfprintReader {
         completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void
     ) {
         submit { [self] in
-            completion(
-                runVerify(
-                    templates: templates, timeoutSeconds: timeoutSeconds, identifyAlways: false,
-                    cancellation: cancellation, retry: retry))
+            runVerify(
+                templates: templates, timeoutSeconds: timeoutSeconds, identifyAlways: false,
+                cancellation: cancellation, retry: retry, completion: completion)
         }
     }
 
@@ -39,10 +38,9 @@ extension LibfprintReader {
         completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void
     ) {
         submit { [self] in
-            completion(
-                runVerify(
-                    templates: gallery, timeoutSeconds: nil, identifyAlways: true,
-                    cancellation: cancellation, retry: retry))
+            runVerify(
+                templates: gallery, timeoutSeconds: nil, identifyAlways: true,
+                cancellation: cancellation, retry: retry, completion: completion)
         }
     }
 
@@ -90,11 +88,14 @@ extension LibfprintReader {
         }
     }
 
+    /// Calls `completion` once: at libfprint's match report when it comes (see MatchReport), else
+    /// when the operation ends.
     private func runVerify(
         templates: [[UInt8]], timeoutSeconds: Int?, identifyAlways: Bool, cancellation: Cancellation,
-        retry: @escaping @Sendable (RetryHint) -> Void
-    ) -> Result<ScanResult, ReaderFailure> {
-        guard let dev = usableDevice else { return .failure(whyUnusable) }
+        retry: @escaping @Sendable (RetryHint) -> Void,
+        completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void
+    ) {
+        guard let dev = usableDevice else { return completion(.failure(whyUnusable)) }
         var prints: [OpaquePointer] = []
         defer { for p in prints { cfp_object_unref(UnsafeMutableRawPointer(p)) } }
         for t in templates {
@@ -102,37 +103,45 @@ extension LibfprintReader {
             guard let p = t.withUnsafeBufferPointer({ tgfp_print_deserialize($0.baseAddress, gsize($0.count), &error) })
             else {
                 g_error_free(error)
-                return .failure(.invalidTemplate)
+                return completion(.failure(.invalidTemplate))
             }
             prints.append(p)
         }
-        guard !prints.isEmpty || identifyAlways else { return .failure(.invalidTemplate) }
+        guard !prints.isEmpty || identifyAlways else { return completion(.failure(.invalidTemplate)) }
         // Verify-only readers check one template; identify-capable readers check them all.
         let identify = identifyAlways || (prints.count > 1 && info?.supportsIdentify == true)
+        let report = Unmanaged.passRetained(
+            MatchReport(
+                reader: self, prints: prints, identify: identify, cancellation: cancellation, completion: completion))
+        defer { report.release() }
+        let onMatch: FpMatchCb = { _, match, _, data, error in
+            guard error == nil else { return }  // a retry: the operation ends with it and is made again
+            Unmanaged<MatchReport>.fromOpaque(data!).takeUnretainedValue().reported(match)
+        }
         while true {
             let result: Attempt<ScanResult> = withOperation(
                 cancellation: cancellation, timeoutSeconds: timeoutSeconds
             ) { cancellable, error -> ScanResult? in
+                let told = report.toOpaque()
                 if identify {
                     let array = g_ptr_array_new()
                     defer { g_ptr_array_unref(array) }
                     for p in prints { g_ptr_array_add(array, UnsafeMutableRawPointer(p)) }
                     var match: OpaquePointer?
-                    guard tgfp_device_identify_sync(dev, array, cancellable, nil, nil, &match, nil, &error) != 0 else {
-                        return nil
-                    }
-                    guard let match else { return .noMatch }
-                    return prints.firstIndex(of: match).map { .match($0) } ?? .noMatch
+                    guard tgfp_device_identify_sync(dev, array, cancellable, onMatch, told, &match, nil, &error) != 0
+                    else { return nil }
+                    return report.takeUnretainedValue().result(match)
                 } else {
                     var matched: gboolean = 0
-                    guard tgfp_device_verify_sync(dev, prints[0], cancellable, nil, nil, &matched, nil, &error) != 0
+                    let print = prints[0]
+                    guard tgfp_device_verify_sync(dev, print, cancellable, onMatch, told, &matched, nil, &error) != 0
                     else { return nil }
                     return matched != 0 ? .match(0) : .noMatch
                 }
             }
             switch result {
-            case .done(let r): return .success(r)
-            case .failed(let f): return .failure(f)
+            case .done(let r): return report.takeUnretainedValue().finish(.success(r))
+            case .failed(let f): return report.takeUnretainedValue().finish(.failure(f))
             case .retry(let hint): retry(hint)  // not a failed match: scan again
             }
         }
@@ -243,6 +252,8 @@ private final class EnrollContext: @unchecked Sendable {
 final class OperationState: @unchecked Sendable {
     let cancellable: UnsafeMutablePointer<GCancellable>
     var timedOut = false
+    /// Its result was told at libfprint's match report and it is only ending now (reader thread only).
+    var reported = false
     /// Cancelled because libfprint said the device was unplugged (reader thread only).
     var removed = false
     var timer: guint = 0
@@ -251,4 +262,47 @@ final class OperationState: @unchecked Sendable {
         _ = cfp_object_ref(cancellable)
     }
     deinit { cfp_object_unref(cancellable) }
+}
+
+/// A verification's result told as soon as libfprint reports it (its FpMatchCb), as fprintd's
+/// VerifyStatus is. An image reader ends the operation only once the finger is lifted and the
+/// reader deactivated: the user need not lift the finger for the result. The operation still ends
+/// as before (the finger lifted, its deadline, a close), and the reader's next one waits for that,
+/// so a finger left on the reader is not scanned again. A report made after a cancel or a deadline
+/// is not told: the operation's end says why it ended. Reader thread only.
+private final class MatchReport: @unchecked Sendable {
+    unowned let reader: LibfprintReader
+    let prints: [OpaquePointer]
+    let identify: Bool
+    let cancellation: Cancellation
+    private var completion: (@Sendable (Result<ScanResult, ReaderFailure>) -> Void)?
+
+    init(
+        reader: LibfprintReader, prints: [OpaquePointer], identify: Bool, cancellation: Cancellation,
+        completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void
+    ) {
+        self.reader = reader; self.prints = prints; self.identify = identify; self.cancellation = cancellation
+        self.completion = completion
+    }
+
+    /// nil: no match. A verification checks `prints[0]`; an identification's `match` is one of
+    /// `prints` (libfprint hands back the template itself).
+    func result(_ match: OpaquePointer?) -> ScanResult {
+        guard let match else { return .noMatch }
+        guard identify else { return .match(0) }
+        return prints.firstIndex(of: match).map { .match($0) } ?? .noMatch
+    }
+
+    func reported(_ match: OpaquePointer?) {
+        guard let op = reader.running, !op.timedOut, !op.removed, !cancellation.isCancelled else { return }
+        op.reported = true
+        finish(.success(result(match)))
+    }
+
+    /// Tells the result, unless the report told it already.
+    func finish(_ outcome: Result<ScanResult, ReaderFailure>) {
+        guard let completion else { return }
+        self.completion = nil
+        completion(outcome)
+    }
 }

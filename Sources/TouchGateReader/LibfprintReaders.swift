@@ -149,11 +149,27 @@ public final class LibfprintReaders: FingerprintReaders, Sendable {
     }
 
     public func close(completion: @escaping @Sendable () -> Void) {
+        endToldOperations()
         submit { [self] in
             for reader in open.withLock({ $0 }) { reader.closeDevice() }
             open.withLock { $0 = [] }
             completion()
         }
+    }
+
+    /// An operation whose result was told already (an image reader waiting for the finger to be
+    /// lifted) is cancelled, so that what is queued behind it need not wait for the finger. Run on
+    /// the reader thread, inside the operation's own wait.
+    private func endToldOperations() {
+        g_idle_add_full(
+            G_PRIORITY_HIGH,
+            { data in
+                let readers = Unmanaged<LibfprintReaders>.fromOpaque(data!).takeRetainedValue()
+                for reader in readers.open.withLock({ $0 }) {
+                    if let op = reader.running, op.reported { tgg_cancellable_cancel(op.cancellable) }
+                }
+                return 0
+            }, Unmanaged.passRetained(self).toOpaque(), nil)
     }
 
     public func reopen(completion: @escaping @Sendable (Bool) -> Void) {

@@ -4,7 +4,8 @@
   virtual_image           an image sensor: host matching (NBIS) with identification
 The first two take text commands (one per connection, the driver closes it); the image reader
 takes binary frames: a header of two native ints (width, height) then the pixels, or a negative
-width for a command (-1 retry, -2 error, -4 finger, -5 removal)."""
+width for a command (-1 retry, -2 error, -3 the driver's own finger reports on or off, -4 finger,
+-5 removal)."""
 
 import array
 import fcntl
@@ -141,6 +142,15 @@ class VirtualReader:
             self._frame(struct.pack("=ii", width, height) + image.tobytes(), "SCAN %s" % print_id)
         else:
             self.send("SCAN %s" % print_id)
+
+    def hold(self, print_id):
+        """The image reader: a finger put on the reader and scanned, and left there (the driver's
+        own finger reports turned off for it) until `finger(False)` lifts it."""
+        assert self.kind == "virtual_image", "only the image reader reports a finger left on it"
+        image = finger_image(print_id)
+        height, width = image.shape
+        self._frame(struct.pack("=ii", -3, 0) + struct.pack("=ii", -4, 1) + struct.pack("=ii", width, height)
+                    + image.tobytes(), "HOLD %s" % print_id)
 
     def retry(self, code):
         """libfprint's FpDeviceRetry: 0 general, 1 too short, 2 centre finger, 3 remove finger."""
