@@ -40,6 +40,12 @@ def figures_for(ctx, kind):
                                "each made again at once; the figures above are of the ones that succeeded"
                                % STILL_CLOSING),
     }
+    if kind == "virtual_image":
+        f["held"] = ctx.figures("kind_held_" + kind, "%s, the finger left on it: scan → PAM_SUCCESS" % label, "ms",
+                                "from just before the scan is sent to pam_authenticate()'s return with PAM_SUCCESS, "
+                                "the finger put on the reader with the scan (its own finger reports off) and left until "
+                                "pam_authenticate() has returned (libfprint ends an image reader's verify only once "
+                                "the finger is lifted); then lifted, where the daemon still holds the reader open")
     if kind == "virtual_device_storage":
         f["anon"].how += ("; touchgated keeps pam_wrapper preloaded here (about 0.05 MB): the reader keeps "
                           "the prints only while the daemon that enrolled them runs")
@@ -74,6 +80,8 @@ def other_readers(ctx):
                 f["rss"].add(name, mem["VmRSS"])
                 f["anon"].add(name, mem["RssAnon"])
                 f["refused"].add(name, refused.get(name, 0))
+            if "held" in f:
+                held(ctx, f["held"], refused)
         finally:
             for s, reader in zip(ctx.systems, previous):
                 s.stop()
@@ -82,7 +90,18 @@ def other_readers(ctx):
         s.start()
 
 
-def authenticate(ctx, system, refused):
+def held(ctx, figures, refused):
+    """The finger put on the image reader with the scan and left there until pam_authenticate() has
+    returned, then lifted where the daemon still holds the reader open (fprintd has closed it)."""
+    for rep in range(ctx.plan.reps):
+        for s in ctx.order(rep):
+            c = authenticate(ctx, s, refused, scan=s.reader.hold)
+            if s.holds_reader_open:
+                s.reader.finger(False)
+            figures.add(s.name, ms(c.timing().end - c.scanned))
+
+
+def authenticate(ctx, system, refused, scan=None):
     """ctx.authenticate(). fprintd closes the reader after each client, and on the image reader
     that ends some 100 ms after pam_fprintd has returned; a Claim before then is refused and
     pam_fprintd answers PAM_AUTHINFO_UNAVAIL at once. Such a refusal (fprintd's warning says so)
@@ -91,7 +110,7 @@ def authenticate(ctx, system, refused):
     while True:
         mark = len(system.log.lines)
         try:
-            return ctx.authenticate(system)
+            return ctx.authenticate(system, scan=scan)
         except (ClientTimeout, AssertionError) as failure:
             if time.monotonic() > deadline:
                 raise

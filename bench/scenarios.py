@@ -39,14 +39,14 @@ class Context:
     def pam(self, system, user=USER, changed=None):
         return PamClient(self.world, system.service, user, self.shim, system.client_env(), changed)
 
-    def authenticate(self, system, timeout=10.0):
-        """One PAM authentication with a matching scan as soon as the prompt shows; returns the client
-        with `scanned` (when the scan was sent) set."""
+    def authenticate(self, system, timeout=10.0, scan=None):
+        """One PAM authentication with a matching scan as soon as the prompt shows (`scan`, the
+        reader's own by default); returns the client with `scanned` (when the scan was sent) set."""
         c = self.pam(system)
         try:
             c.wait_for(system.prompt, timeout)
             c.scanned = time.monotonic()
-            system.reader.scan(PRINT)
+            (scan or system.reader.scan)(PRINT)
             c.finish(timeout)
         except BaseException:
             c.kill()

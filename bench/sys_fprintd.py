@@ -38,6 +38,7 @@ class Fprintd:
     waiting = None  # fprintd has no queue: a second client's Claim is refused
     ready_event = "NameOwnerChanged for net.reactivated.Fprint on the bus"
     cheap_query = "ListEnrolledFingers on the device (new bus connection per client, as root)"
+    holds_reader_open = False  # fprintd opens the reader at each Claim and closes it at Release
 
     def __init__(self, world, root, bus, client):
         self.world, self.bus, self.client = world, bus, client

@@ -27,6 +27,7 @@ class Touchgate:
     waiting = re.compile(r"^Waiting for the fingerprint reader")
     ready_event = "READY=1 on NOTIFY_SOCKET"
     cheap_query = "canEvaluate (new connection per client, as root)"
+    holds_reader_open = True  # the daemon opens each reader once and keeps it
 
     def __init__(self, world, touchgated, bus=None, client=None):
         """`bus`: its own private system bus (privatebus.PrivateBus, `client` connected to it), on
