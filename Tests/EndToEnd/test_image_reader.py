@@ -12,18 +12,18 @@ from test_fprintd_sleep import wait_inhibitors
 pytestmark = pytest.mark.parametrize("reader_kind", ["virtual_image"])
 
 
-def test_a_match_is_told_while_the_finger_is_still_on_the_reader(reader_kind, world, alice):
+def authenticate(world, touch):
+    """alice's PAM authentication, `touch` done at the prompt; asserts it succeeds."""
     pam = world.pam("alice")
     pam.wait_for(harness.PROMPT)
-    world.reader.hold(ALICE_PRINT)
+    touch()
     assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
 
+
+def test_a_match_is_told_while_the_finger_is_still_on_the_reader(reader_kind, world, alice):
+    authenticate(world, lambda: world.reader.hold(ALICE_PRINT))
     # The finger is still there: the next prompt's scan begins once it is lifted, with a new touch.
-    pam = world.pam("alice")
-    pam.wait_for(harness.PROMPT)
-    world.reader.finger(False)
-    world.reader.scan(ALICE_PRINT)
-    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+    authenticate(world, lambda: (world.reader.finger(False), world.reader.scan(ALICE_PRINT)))
 
 
 def test_no_match_is_told_while_the_finger_is_on_and_the_next_try_takes_a_new_touch(reader_kind, world, alice):
@@ -48,7 +48,15 @@ def test_fprintds_verify_match_comes_while_the_finger_is_on(reader_kind, bus_wor
     root.wait_signal("VerifyStatus", lambda a: a == ["verify-match", True], start=mark)
     root.call("VerifyStop")
     root.call("Release")
+    # The next client's verify takes a new touch once the finger is lifted.
+    root.call("Claim", "alice")
+    mark = root.signal_count()
+    root.call("VerifyStart", "any")
     world.reader.finger(False)
+    world.reader.scan(ALICE_PRINT)
+    root.wait_signal("VerifyStatus", lambda a: a == ["verify-match", True], start=mark)
+    root.call("VerifyStop")
+    root.call("Release")
 
 
 def test_sleep_does_not_wait_for_a_finger_left_on_the_reader(reader_kind, bus_world):
@@ -57,10 +65,7 @@ def test_sleep_does_not_wait_for_a_finger_left_on_the_reader(reader_kind, bus_wo
     daemon = world.start_daemon()
     daemon.log.wait_for("holding a sleep delay inhibitor")
     enroll_alice(world)
-    pam = world.pam("alice")
-    pam.wait_for(harness.PROMPT)
-    world.reader.hold(ALICE_PRINT)
-    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+    authenticate(world, lambda: world.reader.hold(ALICE_PRINT))
 
     # The finger stays; the reader closes for the sleep all the same, well before the scan's
     # 30 s deadline would end it.
@@ -69,7 +74,4 @@ def test_sleep_does_not_wait_for_a_finger_left_on_the_reader(reader_kind, bus_wo
     wait_inhibitors(world, [])
     world.emit_prepare_for_sleep(False)
     daemon.log.wait_for("readers reopened after sleep")
-    pam = world.pam("alice")
-    pam.wait_for(harness.PROMPT)
-    world.reader.scan(ALICE_PRINT)
-    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+    authenticate(world, lambda: world.reader.scan(ALICE_PRINT))
