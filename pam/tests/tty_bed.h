@@ -288,10 +288,16 @@ static const struct {
     { "tg-tty-noinput", "noinput" },
 };
 
+/* Where the PAM service `name` lives in the bed's directory. */
+static inline void stack_path(char *path, size_t size, const char *name)
+{
+    snprintf(path, size, "%s/%s", dir, name);
+}
+
 static inline void write_stack(const char *name, const char *options)
 {
     char path[PATH_MAX + 64];
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    stack_path(path, sizeof(path), name);
     FILE *f = fopen(path, "w");
     CHECK(f != NULL, "cannot write %s", path);
     if (f == NULL)
@@ -319,7 +325,7 @@ static inline bool tty_bed_setup(int argc, char **argv)
         CHECK(false, "no probe module at %s", probe_path);
         return false;
     }
-    for (size_t i = 0; i < sizeof(tty_stacks) / sizeof(tty_stacks[0]); i++)
+    for (size_t i = 0; i < COUNT(tty_stacks); i++)
         write_stack(tty_stacks[i].name, tty_stacks[i].options);
 
     return true;
@@ -328,9 +334,9 @@ static inline bool tty_bed_setup(int argc, char **argv)
 /* Removes what tty_bed_setup made; a file left behind (a run's socket, say) fails the check. */
 static inline void tty_bed_teardown(void)
 {
-    for (size_t i = 0; i < sizeof(tty_stacks) / sizeof(tty_stacks[0]); i++) {
+    for (size_t i = 0; i < COUNT(tty_stacks); i++) {
         char path[PATH_MAX + 64];
-        snprintf(path, sizeof(path), "%s/%s", dir, tty_stacks[i].name);
+        stack_path(path, sizeof(path), tty_stacks[i].name);
         CHECK(unlink(path) == 0, "remove %s: %s", path, strerror(errno));
     }
     CHECK(rmdir(dir) == 0, "remove %s: %s", dir, strerror(errno));
