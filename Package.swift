@@ -143,6 +143,11 @@ let package = Package(
         .testTarget(
             name: "TouchGateSocketTests", dependencies: ["TouchGateSocket", "TouchGateCore", "TouchGateTestSupport"]),
         .testTarget(name: "TouchGatePAMStackTests", dependencies: ["TouchGatePAMStack"]),
+        .testTarget(
+            name: "TouchGateDBusTests",
+            dependencies: [
+                "TouchGateDBus", "TouchGateCore", "TouchGateReader", "TouchGateWire", "CGIO",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )
