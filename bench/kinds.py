@@ -37,8 +37,8 @@ def figures_for(ctx, kind):
         "refused": ctx.figures("kind_refused_" + kind, "%s: authentications refused, the reader still closing" % label,
                                "count", "authentications answered PAM_AUTHINFO_UNAVAIL because the daemon was "
                                "still closing the reader after the previous client (fprintd's warning: \"%s\"), "
-                               "each made again at once; the figures above are of the ones that succeeded"
-                               % STILL_CLOSING),
+                               "each made again at once, in every row of this reader; the figures are of the "
+                               "ones that succeeded" % STILL_CLOSING),
     }
     if kind == "virtual_image":
         f["held"] = ctx.figures("kind_held_" + kind, "%s, the finger left on it: scan → PAM_SUCCESS" % label, "ms",
@@ -79,9 +79,10 @@ def other_readers(ctx):
             for name, mem in last.items():
                 f["rss"].add(name, mem["VmRSS"])
                 f["anon"].add(name, mem["RssAnon"])
-                f["refused"].add(name, refused.get(name, 0))
             if "held" in f:
                 held(ctx, f["held"], refused)
+            for s in ctx.systems:  # the finger-left-on ones counted too
+                f["refused"].add(s.name, refused.get(s.name, 0))
         finally:
             for s, reader in zip(ctx.systems, previous):
                 s.stop()
