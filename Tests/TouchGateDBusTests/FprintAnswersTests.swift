@@ -45,20 +45,6 @@ struct FprintAnswersTests {
         #expect(FprintStatus.enrollRetry(.tooShort) == "enroll-swipe-too-short")
     }
 
-    @Test("a verify's final answer is always one fprintd's clients know, or none when the client stopped it")
-    func verifyResultsAreFprintds() {
-        for reply in everyReply {
-            let result = FprintStatus.verifyResult(reply)
-            if reply.outcome == .appCancel {
-                #expect(result == nil)
-            } else {
-                #expect(
-                    result.map(fprintdVerifyResults.contains) == true,
-                    "\(reply.outcome) \(String(describing: reply.reason))")
-            }
-        }
-    }
-
     @Test("a match, a failed match and a lockout, a reader gone, and the daemon's own end of a verify")
     func verifyResults() {
         #expect(FprintStatus.verifyResult(.success()) == "verify-match")
@@ -75,15 +61,28 @@ struct FprintAnswersTests {
         }
     }
 
-    @Test("an enrollment's final answer is always one fprintd's clients know, or none when the client stopped it")
-    func enrollResultsAreFprintds() {
+    /// A verify's or an enrollment's final result, and the results fprintd's clients know for it.
+    struct Final: Sendable, CustomTestStringConvertible {
+        let testDescription: String
+        let result: @Sendable (Reply) -> String?
+        let known: Set<String>
+    }
+    static let finals = [
+        Final(testDescription: "verify", result: FprintStatus.verifyResult, known: fprintdVerifyResults),
+        Final(testDescription: "enrollment", result: FprintStatus.enrollResult, known: fprintdEnrollResults),
+    ]
+
+    @Test(
+        "a final answer is always one fprintd's clients know, or none when the client stopped it",
+        arguments: finals)
+    func finalResultsAreFprintds(_ final: Final) {
         for reply in everyReply {
-            let result = FprintStatus.enrollResult(reply)
+            let result = final.result(reply)
             if reply.outcome == .appCancel {
                 #expect(result == nil)
             } else {
                 #expect(
-                    result.map(fprintdEnrollResults.contains) == true,
+                    result.map(final.known.contains) == true,
                     "\(reply.outcome) \(String(describing: reply.reason))")
             }
         }
