@@ -192,12 +192,9 @@ extension Core {
             log.error("cannot delete templates: \(error)")
             return Self.storageFailure
         }
-        // Not awaited: the reader may be busy with a prompt; the files are what count.
-        let log = self.log
+        var keptOnReader = false
         for (reader, held) in onChip {
-            reader.deleteFromDevice(held) { n in
-                if n > 0 { log.info("deleted \(n) print(s) from the reader's storage") }
-            }
+            if !(await deletedFromReader(reader, held)) { keptOnReader = true }
         }
         if !all, let named = fingers.first, removed.isEmpty {
             return Refusal(.notFound, reason: nil, text: .fingerNotEnrolled(named))
@@ -211,7 +208,39 @@ extension Core {
         }
         log.notice("deleted \(removed.map(\.rawValue))", metadata: ["user": "\(user)"])
         var reply = Reply.success(.deleted(removed.count))
+        if keptOnReader {
+            // The files are gone, so are the prints here; the chip's refusal is told, as fprintd's
+            // PrintsNotDeletedFromDevice tells it (docs/readers.md, match-on-chip storage).
+            reply = Reply.success(.lines([.deleted(removed.count), .keptOnReader]), reason: .notDeletedFromReader)
+        }
         reply.fingers = removed
         return reply
+    }
+
+    /// How long a deletion waits for the reader's own copy to go: the reader may be finishing a
+    /// prompt of another client first (a verify ends within its deadline), or stuck in its driver.
+    /// Within a short request's deadline (TG_REPLY_DEADLINE_MS), so the CLI hears the answer.
+    static let readerDeletionMilliseconds = 1000
+
+    /// A match-on-chip reader's copy of prints whose files went, deleted there, as fprintd does;
+    /// false when the reader refused (the log says why). One that has not answered in time is
+    /// not waited for: it is deleted when the reader is free, and its answer is logged then.
+    private func deletedFromReader(_ reader: any FingerprintReader, _ held: [[UInt8]]) async -> Bool {
+        let log = self.log
+        let told: @CoreActor (ChipDeletion) -> Bool = { result in
+            if result.deleted > 0 { log.info("deleted \(result.deleted) print(s) from the reader's storage") }
+            guard let failure = result.failure else { return true }
+            log.error("the reader's storage keeps a deleted print: \(failure)")
+            return false
+        }
+        let result = await Self.result(
+            within: Self.readerDeletionMilliseconds,
+            { done in reader.deleteFromDevice(held) { result in CoreLoop.shared.post { done(result) } } },
+            late: { _ = told($0) })
+        guard let result else {
+            log.notice("the reader is busy: its own copy of the deleted prints goes once it is free")
+            return true
+        }
+        return told(result)
     }
 }

@@ -26,6 +26,7 @@ public enum Text: Sendable, Equatable {
     case readerBusy
     case readerProtocolError
     case readerStorageFull
+    case keptOnReader
     case readerFailed
     case enrolledOnReader
     case timedOut(seconds: Int)
@@ -102,6 +103,8 @@ public enum Text: Sendable, Equatable {
         case .readerProtocolError: return L("The fingerprint reader stopped answering properly: use your password", l)
         case .readerStorageFull: return L("The fingerprint reader's storage is full: delete a fingerprint first", l)
         case .readerFailed: return L("The fingerprint reader reported an error: use your password", l)
+        case .keptOnReader:
+            return L("The fingerprint reader refused to delete its own copy; the daemon's log says why", l)
         case .enrolledOnReader: return L("This finger is already enrolled on the fingerprint reader", l)
         case .timedOut(let s):
             return NL(

@@ -91,6 +91,7 @@ struct BusError: Error, Sendable, Equatable {
     static func invalidFingername(_ m: String = "Invalid finger name") -> BusError { fprint("InvalidFingername", m) }
     static func noSuchDevice(_ m: String = "No devices available") -> BusError { fprint("NoSuchDevice", m) }
     static func printsNotDeleted(_ m: String) -> BusError { fprint("PrintsNotDeleted", m) }
+    static func printsNotDeletedFromDevice(_ m: String) -> BusError { fprint("PrintsNotDeletedFromDevice", m) }
 }
 
 /// A method call in progress; answered exactly once (GDBus gives us the invocation to keep).

@@ -295,6 +295,12 @@ import TouchGateWire
             }
             return .failure(Self.error(for: reply))
         }
+        // Deleted, but the match-on-chip reader kept its copy: fprintd's lower-priority error.
+        if reply.reason == .notDeletedFromReader {
+            return .failure(
+                .printsNotDeletedFromDevice(
+                    "Failed to delete print from device storage: the reader refused (the daemon's log says why)"))
+        }
         return .success([])
     }
 

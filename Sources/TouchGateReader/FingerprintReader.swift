@@ -103,6 +103,14 @@ public struct PrintDescription: Sendable, Equatable {
     }
 }
 
+/// What deleting prints from a reader's own storage did: how many it deleted, and why one stayed
+/// there (nil: none did; a print the reader no longer held is gone, as was wanted).
+public struct ChipDeletion: Sendable, Equatable {
+    public var deleted: Int
+    public var failure: String?
+    public init(deleted: Int, failure: String? = nil) { self.deleted = deleted; self.failure = failure }
+}
+
 /// One fingerprint reader. Operations are asynchronous: callbacks come on the readers' thread, in
 /// order, and `completion` is called exactly once.
 public protocol FingerprintReader: AnyObject, Sendable {
@@ -115,8 +123,8 @@ public protocol FingerprintReader: AnyObject, Sendable {
         completion: @escaping @Sendable (Result<[UInt8], ReaderFailure>) -> Void)
 
     /// Deletes these prints from the reader's own storage (match-on-chip readers; nothing on the
-    /// others), after their files went; `completion` gets how many it deleted there.
-    func deleteFromDevice(_ templates: [[UInt8]], completion: @escaping @Sendable (Int) -> Void)
+    /// others), after their files went; `completion` says what went there and what stayed.
+    func deleteFromDevice(_ templates: [[UInt8]], completion: @escaping @Sendable (ChipDeletion) -> Void)
 
     /// Match-on-chip readers whose storage is full: deletes one print the reader holds that is none
     /// of `owned` (every print the store has for it: the others are another system's, or an earlier
@@ -142,8 +150,8 @@ public protocol FingerprintReader: AnyObject, Sendable {
 }
 
 extension FingerprintReader {
-    public func deleteFromDevice(_ templates: [[UInt8]], completion: @escaping @Sendable (Int) -> Void) {
-        completion(0)
+    public func deleteFromDevice(_ templates: [[UInt8]], completion: @escaping @Sendable (ChipDeletion) -> Void) {
+        completion(ChipDeletion(deleted: 0))
     }
     public func deleteOnePrintNotIn(_ owned: [[UInt8]], completion: @escaping @Sendable (Bool) -> Void) {
         completion(false)

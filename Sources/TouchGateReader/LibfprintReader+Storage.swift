@@ -3,10 +3,11 @@ import CGIO
 import CTouchGateLibs
 
 extension LibfprintReader {
-    public func deleteFromDevice(_ templates: [[UInt8]], completion: @escaping @Sendable (Int) -> Void) {
+    public func deleteFromDevice(_ templates: [[UInt8]], completion: @escaping @Sendable (ChipDeletion) -> Void) {
         submit { [self] in
-            guard let dev = device, tgfp_device_has_storage(dev) != 0 else { return completion(0) }
-            var deleted = 0
+            guard let dev = device else { return completion(ChipDeletion(deleted: 0, failure: "the reader is closed")) }
+            guard tgfp_device_has_storage(dev) != 0 else { return completion(ChipDeletion(deleted: 0)) }
+            var result = ChipDeletion(deleted: 0)
             for t in templates {
                 var error: UnsafeMutablePointer<GError>?
                 guard
@@ -19,19 +20,19 @@ extension LibfprintReader {
                 }
                 defer { cfp_object_unref(UnsafeMutableRawPointer(print)) }
                 if tgfp_device_delete_print_sync(dev, print, nil, &error) != 0 {
-                    deleted += 1
+                    result.deleted += 1
                 } else {
-                    // Already gone from the chip is what was wanted; anything else is said.
+                    // Already gone from the chip is what was wanted; anything else is told.
                     if !(error?.pointee.domain == cfp_device_error_quark()
                         && error?.pointee.code == Int32(FP_DEVICE_ERROR_DATA_NOT_FOUND.rawValue))
                     {
-                        log("cannot delete a print from the reader's storage: \(Self.message(error))")
+                        result.failure = result.failure ?? Self.message(error)
                     }
                     g_error_free(error)
                 }
             }
             readChipPrints()
-            completion(deleted)
+            completion(result)
         }
     }
 

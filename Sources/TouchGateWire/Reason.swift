@@ -22,8 +22,8 @@ public enum Reason: String, Sendable, CaseIterable, Codable {
     case storage, passwordService, storageFull
     // timeout, templateDamaged, duplicate
     case timeout, templateDamaged, duplicate
-    // success: how it was reached (events and replies)
-    case password, pamStack, passwordSuccess
+    // success: how it was reached (events and replies), or what of it did not happen
+    case password, pamStack, passwordSuccess, notDeletedFromReader
 }
 
 // The header is the source of truth; a test fails when the two drift.
@@ -43,5 +43,5 @@ public let headerReasons: [Reason: String] = [
     .storageFull: TG_REASON_STORAGE_FULL, .timeout: TG_REASON_TIMEOUT,
     .templateDamaged: TG_REASON_TEMPLATE_DAMAGED, .duplicate: TG_REASON_DUPLICATE,
     .password: TG_REASON_PASSWORD, .pamStack: TG_REASON_PAM_STACK,
-    .passwordSuccess: TG_REASON_PASSWORD_SUCCESS,
+    .passwordSuccess: TG_REASON_PASSWORD_SUCCESS, .notDeletedFromReader: TG_REASON_NOT_DELETED_FROM_READER,
 ]

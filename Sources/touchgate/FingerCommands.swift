@@ -110,12 +110,18 @@ struct Delete: ParsableCommand {
         let client = DaemonClient(socketPath: root.socketPath)
         if !Caller.isRoot { try client.checkReachable() }
         let which = finger.map { Field(.finger, $0) } ?? Field(.all, 1)
-        _ = try client.call(
+        let result = try client.call(
             .delete, [Field(.user, user), which] + reader.fields + (try PasswordPrompt.fieldIfNeeded()))
         if let finger {
             say(L("Deleted %s for %s.", cli, finger, user))
         } else {
             say(L("Deleted all fingers for %s.", cli, user))
+        }
+        // Deleted here; a match-on-chip reader kept its own copy: the daemon's sentence says so.
+        if result.string(.reason) == Reason.notDeletedFromReader.rawValue,
+            let line = result.string(.message)?.split(separator: "\n").last
+        {
+            complain("touchgate: \(line)")
         }
     }
 }

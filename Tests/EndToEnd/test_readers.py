@@ -21,6 +21,7 @@ RETRY_ROWS = doc_tables.by_code(doc_tables.table("readers.md", "FpDeviceRetry"))
 
 # 256 (removed) is sent last: the reader is gone after it.
 REMOVED = 256
+BUSY = 4
 ERRORS = sorted(code for code in ERROR_ROWS if code != REMOVED)
 
 # The PAM module's result and last sentence; fprintd's VerifyStatus / EnrollStatus.
@@ -239,6 +240,27 @@ def test_a_print_deleted_goes_from_the_chip_too_on_every_door(reader_kind, bus_w
     assert gone.returncode == 0, gone.transcript()
     world.daemon.log.wait_for("deleted 1 print(s) from the reader's storage", start=first + 1)
     assert world.reader.send("LIST").split() == []
+
+
+@pytest.mark.parametrize("reader_kind", ["virtual_device_storage"])
+def test_a_chip_that_refuses_a_deletion_is_told_on_every_door_and_the_print_is_deleted_here(reader_kind, bus_world,
+                                                                                           bus_daemon):
+    """fprintd's PrintsNotDeletedFromDevice: the files go, and the chip's refusal is told (D-Bus: that
+    error; the CLI: a line on stderr after "Deleted", exit 0)."""
+    world = bus_world
+    enroll_alice(world)
+    enroll_alice(world, "alice-left-thumb", finger="left-thumb")
+    world.reader.error(BUSY)  # taken by the chip's next operation: the deletion
+    deleted = world.cli("delete", "--user", "alice", "--finger", "left-thumb")
+    assert deleted.returncode == 0, deleted
+    assert "refused to delete its own copy" in deleted.stderr, deleted
+    assert listed(world, "alice") == ["right-index-finger"]
+    assert sorted(world.reader.send("LIST").split()) == sorted([ALICE_PRINT, "alice-left-thumb"])
+    world.daemon.log.wait_for("the reader's storage keeps a deleted print")
+    world.reader.error(BUSY)
+    gone = world.run_tool("fprintd-delete", "alice")
+    assert gone.returncode != 0 and "PrintsNotDeletedFromDevice" in gone.transcript(), gone.transcript()
+    assert "right-index-finger" not in listed(world, "alice")
 
 
 # --- fprintd's semantics of the print store ------------------------------------------------------

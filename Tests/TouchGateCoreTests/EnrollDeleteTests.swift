@@ -1,6 +1,7 @@
 // enroll and delete: stages relayed, prints stored in fprintd's layout, opt-in, events, the password they need.
 import Testing
 @testable import TouchGateCore
+import TouchGateReader
 import TouchGateTestSupport
 import TouchGateWire
 
@@ -155,6 +156,26 @@ import TouchGateWire
             #expect(events.all.count == 1)
             #expect(events.all.first?.contains(#""reason":"deleted:left-thumb""#) == true)
             #expect(await core.list(user: "alice", caller: .alice).fingers == [.rightIndex])
+        }
+    }
+
+    @Test func aDeletedPrintGoesFromTheReadersOwnStorageAndARefusalThereIsToldAfterTheFilesWent() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            try await bed.enroll(core, finger: .leftThumb)
+            var expected = Reply.success(.deleted(1))
+            expected.fingers = [.leftThumb]
+            #expect(await delete(core, [.leftThumb]) == expected)
+            #expect(bed.reader.chipDeletions.count == 1)
+
+            bed.reader.scriptChipDeletion(ChipDeletion(deleted: 0, failure: "The device is busy"))
+            expected = Reply.success(.lines([.deleted(1), .keptOnReader]), reason: .notDeletedFromReader)
+            expected.fingers = [.rightIndex]
+            #expect(await delete(core, [.rightIndex]) == expected)
+            #expect(bed.reader.chipDeletions.count == 2)
+            #expect(!exists(bed.printPath("alice", .rightIndex)))
+            #expect(await core.list(user: "alice", caller: .alice).fingers == [])
         }
     }
 

@@ -35,7 +35,7 @@ struct MessagesTests {
             .passwordNotSet, .passwordNeeded, .passwordAccepted, .printsUnsafe, .printsSealed, .keyringKept,
             .keyringForgotten, .keyringNotKept, .keyringVoid, .keyringClosed, .busy,
             .templateDamaged(.leftThumb), .templatesDamaged([.leftThumb, .rightIndex]),
-            .readerProtocolError, .readerStorageFull, .readerFailed, .enrolledOnReader,
+            .readerProtocolError, .readerStorageFull, .readerFailed, .enrolledOnReader, .keptOnReader,
             .alreadyEnrolled(.leftThumb), .alreadyEnrolledFor(.rightIndex, user: "alice"), .enrolledForAnotherUser,
         ]
         all += [RetryHint.general, .tooShort, .centerFinger, .removeFinger].map(Text.retry)
@@ -55,7 +55,7 @@ struct MessagesTests {
             .wrongPassword, .wrongPasswordBackoff, .passwordNotSet, .passwordNeeded, .passwordAccepted,
             .printsUnsafe, .printsSealed, .keyringKept, .keyringForgotten, .keyringNotKept, .keyringVoid,
             .keyringClosed, .busy, .templateDamaged, .templatesDamaged, .readerProtocolError, .readerStorageFull,
-            .readerFailed, .enrolledOnReader, .alreadyEnrolled, .alreadyEnrolledFor,
+            .readerFailed, .enrolledOnReader, .keptOnReader, .alreadyEnrolled, .alreadyEnrolledFor,
             .enrolledForAnotherUser:
             return true
         case .done:

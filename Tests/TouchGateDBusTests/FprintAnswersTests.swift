@@ -131,6 +131,7 @@ struct FprintAnswersTests {
         let ours: [BusError] = [
             .claimDevice(), .alreadyInUse("x"), .internalError("x"), .permissionDenied("x"), .noEnrolledPrints("x"),
             .noActionInProgress("x"), .invalidFingername(), .noSuchDevice(), .printsNotDeleted("x"),
+            .printsNotDeletedFromDevice("x"),
         ]
         for error in ours { #expect(fprintdErrors.contains(error.name), "\(error.name)") }
         #expect(busError(nil) == BusError(name: "org.freedesktop.DBus.Error.Failed", message: "unknown error"))

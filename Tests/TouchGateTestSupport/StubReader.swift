@@ -33,6 +33,8 @@ public final class StubReader: FingerprintReader, FingerprintReaders, Sendable {
         var cancelled = 0
         var closed = 0
         var serial = 0
+        var chipDeletions: [ChipDeletion] = []
+        var chipDeleted: [[[UInt8]]] = []
     }
 
     private let state: Mutex<State>
@@ -51,6 +53,19 @@ public final class StubReader: FingerprintReader, FingerprintReaders, Sendable {
     public func script(_ scans: Scan...) { state.withLock { $0.scans += scans } }
 
     public func scriptEnrollment(_ steps: Enrollment...) { state.withLock { $0.enrollments += steps } }
+
+    /// What the next deletions from the reader's own storage answer (unscripted: all deleted).
+    public func scriptChipDeletion(_ results: ChipDeletion...) { state.withLock { $0.chipDeletions += results } }
+    /// The templates each deletion from the reader's own storage was given, in order.
+    public var chipDeletions: [[[UInt8]]] { state.withLock { $0.chipDeleted } }
+
+    public func deleteFromDevice(_ templates: [[UInt8]], completion: @escaping @Sendable (ChipDeletion) -> Void) {
+        let result = state.withLock { s in
+            s.chipDeleted.append(templates)
+            return s.chipDeletions.isEmpty ? ChipDeletion(deleted: templates.count) : s.chipDeletions.removeFirst()
+        }
+        completion(result)
+    }
 
     /// The templates each verification was given, in order.
     public var verifications: [[[UInt8]]] { state.withLock { $0.verified } }

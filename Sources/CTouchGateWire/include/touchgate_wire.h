@@ -186,6 +186,7 @@
 #define TG_REASON_PASSWORD           "password"
 #define TG_REASON_PAM_STACK          "pamStack"
 #define TG_REASON_PASSWORD_SUCCESS   "passwordSuccess"
+#define TG_REASON_NOT_DELETED_FROM_READER "notDeletedFromReader"
 
 #define TG_MAX_TRIES_LIMIT  100
 #define TG_TIMEOUT_LIMIT    3600
