@@ -241,7 +241,7 @@ public struct CoreSetup: Sendable {
         case .storageFull: return Refusal(.internalError, reason: .storageFull, text: .readerStorageFull)
         case .duplicate: return Refusal(.duplicate, reason: .duplicate, text: .enrolledOnReader)
         case .deviceError: return Refusal(.biometryNotAvailable, reason: .readerError, text: .readerFailed)
-        case .invalidTemplate, .failed:
+        case .invalidTemplate, .printsNotFound, .failed:
             return Refusal(.biometryNotAvailable, reason: .readerError, text: .internalError)
         }
     }

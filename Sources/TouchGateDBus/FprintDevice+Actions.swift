@@ -68,7 +68,8 @@ enum FprintStatus {
         }
     }
 
-    /// fprintd: a removed reader or a protocol error is a disconnection.
+    /// A protocol error is fprintd's one disconnection; a removed or too hot reader is one here too
+    /// (fprintd says unknown error: docs/readers.md, where this differs from fprintd).
     static let disconnections: Set<Reason> = [.removed, .tooHot, .readerProtocol]
 
     /// The final VerifyStatus for the core's answer; nil when the client stopped it.

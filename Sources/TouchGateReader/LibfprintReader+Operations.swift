@@ -141,6 +141,10 @@ extension LibfprintReader {
             }
             switch result {
             case .done(let r): return report.takeUnretainedValue().finish(.success(r))
+            // An enrollment's duplicate check: a reader that holds none of the prints (some say so
+            // for an empty storage) has no duplicate, and the enrollment goes on, as in fprintd.
+            case .failed(.printsNotFound) where identifyAlways:
+                return report.takeUnretainedValue().finish(.success(.noMatch))
             case .failed(let f): return report.takeUnretainedValue().finish(.failure(f))
             case .retry(let hint): retry(hint)  // not a failed match: scan again
             }
@@ -206,7 +210,8 @@ extension LibfprintReader {
                 return .failed(.removed)
             case FP_DEVICE_ERROR_TOO_HOT: return .failed(.tooHot)
             case FP_DEVICE_ERROR_BUSY: return .failed(.busy)
-            case FP_DEVICE_ERROR_DATA_INVALID, FP_DEVICE_ERROR_DATA_NOT_FOUND: return .failed(.invalidTemplate)
+            case FP_DEVICE_ERROR_DATA_INVALID: return .failed(.invalidTemplate)
+            case FP_DEVICE_ERROR_DATA_NOT_FOUND: return .failed(.printsNotFound)
             case FP_DEVICE_ERROR_PROTO: return .failed(.protocolError)
             case FP_DEVICE_ERROR_DATA_FULL: return .failed(.storageFull)
             case FP_DEVICE_ERROR_DATA_DUPLICATE: return .failed(.duplicate)

@@ -22,6 +22,7 @@ RETRY_ROWS = doc_tables.by_code(doc_tables.table("readers.md", "FpDeviceRetry"))
 # 256 (removed) is sent last: the reader is gone after it.
 REMOVED = 256
 BUSY = 4
+DATA_NOT_FOUND = 7
 ERRORS = sorted(code for code in ERROR_ROWS if code != REMOVED)
 
 # The PAM module's result and last sentence; fprintd's VerifyStatus / EnrollStatus.
@@ -140,7 +141,9 @@ def test_every_reader_error_gives_fprintds_verify_and_enroll_status(bus_world, b
         want = [VERIFY_STATUS[code], True]
         root.wait_signal("VerifyStatus", lambda a: a == want, start=mark)
         root.call("VerifyStop")
-        if code != REMOVED:
+        # On a reader that identifies, an enrollment's first scan is the duplicate check, where
+        # DATA_NOT_FOUND is no duplicate (test_an_enrollments_duplicate_check_answered_not_found_goes_on).
+        if code != REMOVED and not (code == DATA_NOT_FOUND and world.reader.kind != "virtual_device"):
             mark = root.signal_count()
             root.call("EnrollStart", "left-thumb")
             root.wait_finger_needed(True, start=mark)
@@ -261,6 +264,23 @@ def test_a_chip_that_refuses_a_deletion_is_told_on_every_door_and_the_print_is_d
     gone = world.run_tool("fprintd-delete", "alice")
     assert gone.returncode != 0 and "PrintsNotDeletedFromDevice" in gone.transcript(), gone.transcript()
     assert "right-index-finger" not in listed(world, "alice")
+
+
+@pytest.mark.parametrize("reader_kind", ["virtual_device_storage"])
+def test_an_enrollments_duplicate_check_answered_not_found_goes_on(reader_kind, world, daemon):
+    """Some match-on-chip drivers answer an identify over an empty storage with DATA_NOT_FOUND: as
+    in fprintd, none of the prints is a duplicate, and the enrollment goes on."""
+    first = []
+
+    def on_event(kind, text):
+        if kind == "shown" and not first:  # the prompt: the duplicate check is listening
+            first.append(text)
+            world.reader.error(7)
+
+    rc, cli = harness.enroll(world, "alice", ALICE_PRINT, finger="left-thumb", on_event=on_event)
+    assert rc == 0, (cli.stderr, cli.out.dump())
+    assert listed(world, "alice") == ["left-thumb"]
+    assert ALICE_PRINT in world.reader.send("LIST").split()
 
 
 # --- fprintd's semantics of the print store ------------------------------------------------------

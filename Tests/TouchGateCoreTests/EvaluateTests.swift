@@ -206,6 +206,7 @@ import TouchGateWire
         (.busy, Refusal(.biometryNotAvailable, reason: .busy, text: .readerBusy)),
         (.timedOut, Refusal(.timeout, reason: .timeout, text: .timedOut(seconds: 30))),
         (.invalidTemplate, Refusal(.biometryNotAvailable, reason: .readerError, text: .internalError)),
+        (.printsNotFound, Refusal(.biometryNotAvailable, reason: .readerError, text: .internalError)),
     ])
     func aReaderFailureEndsThePromptAtOnceAndSaysWhy(_ failure: ReaderFailure, _ expected: Refusal) async throws {
         try await withTestBed { bed in
