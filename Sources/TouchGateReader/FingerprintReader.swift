@@ -38,7 +38,8 @@ public enum ReaderFailure: Error, Sendable, Equatable {
     case timedOut
     case busy
     case invalidTemplate
-    /// The reader holds none of the prints it was given (FP_DEVICE_ERROR_DATA_NOT_FOUND).
+    /// The reader holds none of the prints it was given (FP_DEVICE_ERROR_DATA_NOT_FOUND). A verify
+    /// or identify answers it as no match instead; only an enrollment's own stages end with it.
     case printsNotFound
     /// The driver lost the conversation with the device (FP_DEVICE_ERROR_PROTO): fprintd calls it
     /// a disconnection.

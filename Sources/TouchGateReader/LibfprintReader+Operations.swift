@@ -141,9 +141,13 @@ extension LibfprintReader {
             }
             switch result {
             case .done(let r): return report.takeUnretainedValue().finish(.success(r))
-            // An enrollment's duplicate check: a reader that holds none of the prints (some say so
-            // for an empty storage) has no duplicate, and the enrollment goes on, as in fprintd.
-            case .failed(.printsNotFound) where identifyAlways:
+            // DATA_NOT_FOUND: the reader knows none of the prints offered for this finger. Some
+            // match-on-chip drivers answer an unknown finger so (elanmoc2), others a print the chip
+            // lost since it was listed, or an empty storage. It is no match, as fprintd's
+            // verify-no-match: a prompt counts it toward the lockout (an error there would let a
+            // stranger try finger after finger uncounted), and an enrollment's duplicate check has
+            // found no duplicate and goes on.
+            case .failed(.printsNotFound):
                 return report.takeUnretainedValue().finish(.success(.noMatch))
             case .failed(let f): return report.takeUnretainedValue().finish(.failure(f))
             case .retry(let hint): retry(hint)  // not a failed match: scan again

@@ -24,6 +24,8 @@ REMOVED = 256
 BUSY = 4
 DATA_NOT_FOUND = 7
 ERRORS = sorted(code for code in ERROR_ROWS if code != REMOVED)
+# The errors that end a prompt: DATA_NOT_FOUND to a scan is a failed match instead.
+ENDING = [code for code in ERRORS if code != DATA_NOT_FOUND]
 
 # The PAM module's result and last sentence; fprintd's VerifyStatus / EnrollStatus.
 PAM_RESULT = {code: "PAM_" + row[2].split(",")[0] for code, row in ERROR_ROWS.items()}
@@ -117,7 +119,7 @@ def test_num_enroll_stages_counts_the_identify_scan_on_readers_that_identify(bus
 
 @pytest.mark.usefixtures("reader_kind")
 def test_every_reader_error_ends_a_pam_prompt_with_a_sentence_and_never_success(world, alice):
-    for code in ERRORS + [REMOVED]:
+    for code in ENDING + [REMOVED]:
         pam = world.pam("alice")
         pam.wait_for(harness.PROMPT)
         world.reader.error(code)
@@ -126,6 +128,25 @@ def test_every_reader_error_ends_a_pam_prompt_with_a_sentence_and_never_success(
         assert pam.result not in ("PAM_SUCCESS", "PAM_IGNORE"), (code, pam.transcript())  # whatever the table says
         assert pam.messages()[-1] == PAM_TEXT[code], (code, pam.transcript())
     assert status(world)["failedMatches"] == 0  # a reader error is no failed match
+
+
+@pytest.mark.usefixtures("reader_kind")
+def test_a_scan_answered_data_not_found_is_a_failed_match_counted_toward_the_lockout(world, alice):
+    """Some match-on-chip drivers (libfprint's elanmoc2) answer a finger they do not know with
+    DATA_NOT_FOUND instead of a no-match. It counts as one, as fprintd's verify-no-match: as a
+    reader error it would let a stranger try finger after finger, one prompt each, uncounted."""
+    assert PAM_TEXT[DATA_NOT_FOUND] == harness.no_match(2)  # the table's row says what follows
+    pam = world.pam("alice")
+    pam.wait_for(harness.PROMPT)
+    world.reader.error(DATA_NOT_FOUND)
+    pam.wait_for(harness.no_match(2))
+    assert status(world)["failedMatches"] == 1
+    world.reader.error(DATA_NOT_FOUND)
+    pam.wait_for(harness.no_match(1))
+    world.reader.error(DATA_NOT_FOUND)
+    assert pam.wait().result == "PAM_MAXTRIES", pam.transcript()
+    assert pam.messages()[-1] == harness.not_recognised(3), pam.transcript()
+    assert status(world)["failedMatches"] == 3
 
 
 @pytest.mark.usefixtures("reader_kind")
