@@ -137,8 +137,13 @@ extension Core {
     /// How many prints one enrollment may delete from a full reader before it gives up.
     static let maxReclaimedPrints = 16
 
+    /// How long an enrollment waits for a full reader to list its prints and delete one: a driver
+    /// stuck there ends the enrollment (storage full) instead of holding it for ever.
+    static let readerReclaimMilliseconds = 5000
+
     /// The reader's own storage is full: deletes one print it holds that no user here owns; false
-    /// when there is none, or the store cannot tell (a print it cannot read now).
+    /// when there is none, the store cannot tell (a print it cannot read now), or the reader has not
+    /// answered in time (its late answer is logged).
     private func reclaimReaderStorage(_ served: ServedReader) async -> Bool {
         guard let owned = try? await prints.everyTemplate(device: served.info.deviceKey) else {
             log.notice(
@@ -146,9 +151,16 @@ extension Core {
             )
             return false
         }
-        let deleted = OneShot<Bool>()
-        served.reader.deleteOnePrintNotIn(owned) { d in CoreLoop.shared.post { deleted.set(d) } }
-        guard await deleted.wait() else { return false }
+        let log = self.log
+        let deleted = await Self.result(
+            within: Self.readerReclaimMilliseconds,
+            { done in served.reader.deleteOnePrintNotIn(owned) { d in CoreLoop.shared.post { done(d) } } },
+            late: { d in log.notice("the full reader answered late: \(d ? "one print deleted" : "nothing deleted")") })
+        guard let deleted else {
+            log.error("the reader did not delete a print from its full storage within \(Self.readerReclaimMilliseconds) ms")
+            return false
+        }
+        guard deleted else { return false }
         log.notice("the reader's storage was full: deleted one print no user here owns, and enrolling again")
         return true
     }
