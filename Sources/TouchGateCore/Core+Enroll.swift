@@ -157,7 +157,8 @@ extension Core {
             { done in served.reader.deleteOnePrintNotIn(owned) { d in CoreLoop.shared.post { done(d) } } },
             late: { d in log.notice("the full reader answered late: \(d ? "one print deleted" : "nothing deleted")") })
         guard let deleted else {
-            log.error("the reader did not delete a print from its full storage within \(Self.readerReclaimMilliseconds) ms")
+            let ms = Self.readerReclaimMilliseconds
+            log.error("the reader did not delete a print from its full storage within \(ms) ms")
             return false
         }
         guard deleted else { return false }
