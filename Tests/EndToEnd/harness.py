@@ -322,6 +322,11 @@ def enroll(world, user, print_id, finger=None, as_user=None, on_event=None, time
 
 
 # The PAM client, last: it builds on the names above.
+def listed(world, user):
+    """The fingers `touchgate list` shows for `user`, as root asks."""
+    return world.cli("list", "--user", user).stdout.split()
+
+
 from pam_session import TRACE, PamSession, _remove_pam_wrapper_dir, _take_ctty  # noqa: E402,F401
 from daemon import READER_SETTLED, Daemon, daemon_command, daemon_env, run_daemon_once  # noqa: E402,F401
 

@@ -19,7 +19,7 @@ LOCKED = "Fingerprint locked after 5 failed attempts: enter your password"
 pytestmark = pytest.mark.usefixtures("reader_kind")
 # Tests that start a second daemon on the same prints: not on the virtual match-on-chip reader,
 # whose chip forgets its prints when the daemon closes it (a real chip keeps them;
-# test_readers.py covers a chip that lost them).
+# test_chip_storage.py covers a chip that lost them).
 KEEPS_ITS_PRINTS = pytest.mark.parametrize("reader_kind", ["virtual_device", "virtual_image"])
 
 

@@ -1,7 +1,7 @@
 """Each kind of reader on each door: libfprint's three virtual readers (readers.py) behind the PAM
 module, the CLI and the D-Bus front-end. The duplicate check of an enrollment on the readers that
 can identify, and every error and retry code the virtual readers can produce, mapped as
-docs/readers.md says."""
+docs/readers.md says. The match-on-chip reader's own storage: test_chip_storage.py."""
 
 import re
 
@@ -21,7 +21,6 @@ RETRY_ROWS = doc_tables.by_code(doc_tables.table("readers.md", "FpDeviceRetry"))
 
 # 256 (removed) is sent last: the reader is gone after it.
 REMOVED = 256
-BUSY = 4
 DATA_NOT_FOUND = 7
 ERRORS = sorted(code for code in ERROR_ROWS if code != REMOVED)
 # The errors that end a prompt: DATA_NOT_FOUND to a scan is a failed match instead.
@@ -45,10 +44,6 @@ def enroll_once(world, user, print_id, finger, as_user=None):
     cli.out.wait_for(re.compile(r"\S"))  # the prompt: the reader is listening
     world.reader.scan(print_id)
     return cli.wait(), cli
-
-
-def listed(world, user):
-    return world.cli("list", "--user", user).stdout.split()
 
 
 # --- any finger ---------------------------------------------------------------------------------
@@ -89,8 +84,8 @@ def test_a_finger_already_enrolled_is_refused_through_the_cli_saying_whose_only_
     rc, cli = enroll_once(world, "bob", alice, "right-index-finger")
     assert rc != 0
     assert "This finger is already enrolled as the right-index-finger of alice" in cli.stderr, cli.stderr
-    assert listed(world, "alice") == ["right-index-finger"]
-    assert "right-index-finger" not in listed(world, "bob")
+    assert harness.listed(world, "alice") == ["right-index-finger"]
+    assert "right-index-finger" not in harness.listed(world, "bob")
     # Another finger is enrolled as before, the identify scan first.
     rc, cli = harness.enroll(world, "bob", "bob-print", as_user="bob")
     assert rc == 0, cli.stderr
@@ -105,7 +100,7 @@ def test_fprintd_enroll_of_a_finger_enrolled_for_another_user_ends_in_enroll_dup
     t.out.wait_for("Enrolling left-thumb finger.")
     world.reader.scan(ALICE_PRINT)
     assert t.wait().lines()[-1] == "Enroll result: enroll-duplicate", t.transcript()
-    assert "left-thumb" not in listed(world, "bob")
+    assert "left-thumb" not in harness.listed(world, "bob")
 
 
 @pytest.mark.usefixtures("reader_kind")
@@ -163,7 +158,7 @@ def test_every_reader_error_gives_fprintds_verify_and_enroll_status(bus_world, b
         root.wait_signal("VerifyStatus", lambda a: a == want, start=mark)
         root.call("VerifyStop")
         # On a reader that identifies, an enrollment's first scan is the duplicate check, where
-        # DATA_NOT_FOUND is no duplicate (test_an_enrollments_duplicate_check_answered_not_found_goes_on).
+        # DATA_NOT_FOUND is no duplicate (test_chip_storage.py: ..._duplicate_check_answered_not_found_goes_on).
         if code != REMOVED and not (code == DATA_NOT_FOUND and world.reader.kind != "virtual_device"):
             mark = root.signal_count()
             root.call("EnrollStart", "left-thumb")
@@ -173,7 +168,7 @@ def test_every_reader_error_gives_fprintds_verify_and_enroll_status(bus_world, b
             root.wait_signal("EnrollStatus", lambda a: a == want, start=mark)
             root.call("EnrollStop")
         root.call("Release")
-    assert listed(world, "alice") == ["right-index-finger"]  # nothing half-enrolled
+    assert harness.listed(world, "alice") == ["right-index-finger"]  # nothing half-enrolled
 
 
 @pytest.mark.usefixtures("reader_kind")
@@ -241,67 +236,10 @@ def test_a_reader_unplugged_mid_enrollment_is_reported_disconnected_and_nothing_
     root.wait_signal("EnrollStatus", lambda a: a == ["enroll-disconnected", True], start=mark)
     root.call("EnrollStop")
     root.call("Release")
-    assert "left-thumb" not in listed(world, "alice")
+    assert "left-thumb" not in harness.listed(world, "alice")
     # Later prompts are told at once that there is no reader.
     pam = world.pam("alice").wait()
     assert pam.result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
-
-
-# --- match on chip: the chip's own storage ------------------------------------------------------
-
-
-@pytest.mark.parametrize("reader_kind", ["virtual_device_storage"])
-def test_a_print_deleted_goes_from_the_chip_too_on_every_door(reader_kind, bus_world, bus_daemon):
-    world = bus_world
-    enroll_alice(world)
-    enroll_alice(world, "alice-left-thumb", finger="left-thumb")
-    assert sorted(world.reader.send("LIST").split()) == sorted([ALICE_PRINT, "alice-left-thumb"])
-    deleted = world.cli("delete", "--user", "alice", "--finger", "left-thumb")
-    assert deleted.returncode == 0, deleted
-    first = world.daemon.log.wait_for("deleted 1 print(s) from the reader's storage")
-    assert world.reader.send("LIST").split() == [ALICE_PRINT]
-    gone = world.run_tool("fprintd-delete", "alice")
-    assert gone.returncode == 0, gone.transcript()
-    world.daemon.log.wait_for("deleted 1 print(s) from the reader's storage", start=first + 1)
-    assert world.reader.send("LIST").split() == []
-
-
-@pytest.mark.parametrize("reader_kind", ["virtual_device_storage"])
-def test_a_chip_that_refuses_a_deletion_is_told_on_every_door_and_the_print_is_deleted_here(reader_kind, bus_world,
-                                                                                           bus_daemon):
-    """fprintd's PrintsNotDeletedFromDevice: the files go, and the chip's refusal is told (D-Bus: that
-    error; the CLI: a line on stderr after "Deleted", exit 0)."""
-    world = bus_world
-    enroll_alice(world)
-    enroll_alice(world, "alice-left-thumb", finger="left-thumb")
-    world.reader.error(BUSY)  # taken by the chip's next operation: the deletion
-    deleted = world.cli("delete", "--user", "alice", "--finger", "left-thumb")
-    assert deleted.returncode == 0, deleted
-    assert "refused to delete its own copy" in deleted.stderr, deleted
-    assert listed(world, "alice") == ["right-index-finger"]
-    assert sorted(world.reader.send("LIST").split()) == sorted([ALICE_PRINT, "alice-left-thumb"])
-    world.daemon.log.wait_for("the reader's storage keeps a deleted print")
-    world.reader.error(BUSY)
-    gone = world.run_tool("fprintd-delete", "alice")
-    assert gone.returncode != 0 and "PrintsNotDeletedFromDevice" in gone.transcript(), gone.transcript()
-    assert "right-index-finger" not in listed(world, "alice")
-
-
-@pytest.mark.parametrize("reader_kind", ["virtual_device_storage"])
-def test_an_enrollments_duplicate_check_answered_not_found_goes_on(reader_kind, world, daemon):
-    """Some match-on-chip drivers answer an identify over an empty storage with DATA_NOT_FOUND: as
-    in fprintd, none of the prints is a duplicate, and the enrollment goes on."""
-    first = []
-
-    def on_event(kind, text):
-        if kind == "shown" and not first:  # the prompt: the duplicate check is listening
-            first.append(text)
-            world.reader.error(7)
-
-    rc, cli = harness.enroll(world, "alice", ALICE_PRINT, finger="left-thumb", on_event=on_event)
-    assert rc == 0, (cli.stderr, cli.out.dump())
-    assert listed(world, "alice") == ["left-thumb"]
-    assert ALICE_PRINT in world.reader.send("LIST").split()
 
 
 # --- fprintd's semantics of the print store ------------------------------------------------------
@@ -325,76 +263,3 @@ def test_reader_errors_end_touchgate_verify_with_the_same_sentence(world, alice)
         world.reader.error(code)
         assert cli.wait() != 0, cli.out.dump()
         assert PAM_TEXT[code] in cli.stderr + cli.out.dump(), (code, cli.stderr, cli.out.dump())
-
-
-@pytest.mark.parametrize("reader_kind", ["virtual_device_storage"])
-def test_a_print_the_chip_no_longer_holds_is_not_offered_and_is_enrolled_again(reader_kind, world, alice):
-    # The virtual chip keeps its prints in memory: a new daemon opens an empty chip, as a reader
-    # cleared by another system would be.
-    world.daemon.stop()
-    world.start_daemon()
-    pam = world.pam("alice").wait()
-    assert pam.result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
-    assert harness.PROMPT not in pam.messages(), pam.transcript()  # no prompt that could never match
-    assert "right-index-finger" in pam.messages()[-1] and "enroll" in pam.messages()[-1], pam.transcript()
-    assert world.daemon.log.wait_for("the reader no longer holds it") >= 0
-    # Enrolling it again puts it back on the chip, and it is used at once.
-    rc, cli = harness.enroll(world, "alice", alice, as_user="alice")
-    assert rc == 0, cli.stderr
-    assert world.reader.send("LIST").split() == [alice]
-    pam = world.pam("alice")
-    pam.wait_for(harness.PROMPT)
-    world.reader.scan(alice)
-    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
-
-
-@pytest.mark.parametrize("reader_kind", ["virtual_device_storage"])
-def test_a_print_only_the_chip_holds_is_left_alone_and_the_chip_refuses_it_again(reader_kind, bus_world, bus_daemon):
-    world = bus_world
-    t = world.tool("fprintd-enroll", "-f", "left-thumb", "bob")
-    t.out.wait_for("Enrolling left-thumb finger.")
-    # Enrolled by another system: the chip holds it, the store has no file for it. (INSERT is
-    # taken by the driver's next operation, before the scan.)
-    world.reader.send("INSERT orphan-print")
-    world.reader.scan("orphan-print")  # the identify scan: not in the store's gallery
-    t.out.wait_for("Enroll result: enroll-stage-passed")
-    world.reader.scan("orphan-print")  # the driver's own stage: the chip has it
-    assert t.wait().lines()[-1] == "Enroll result: enroll-duplicate", t.transcript()
-    assert "left-thumb" not in listed(world, "bob")
-    assert world.reader.send("LIST").split() == ["orphan-print"]  # left alone
-
-
-@pytest.mark.parametrize("reader_kind", ["virtual_device_storage"])
-def test_a_full_chip_gives_up_a_print_no_user_owns_and_the_enrollment_goes_on(reader_kind, world, alice):
-    cli = harness.CliProcess(world, "enroll", "--user", "bob", as_user="bob", password=harness.PASSWORDS["bob"])
-    i = cli.out.wait_for(re.compile(r"\S"))
-    # Enrolled by another system: the chip holds it, the store has no file for it (INSERT is taken
-    # by the driver's next operation, before the scan).
-    world.reader.send("INSERT orphan-print")
-    world.reader.scan("bob-print")  # the identify scan: bob's finger is nobody's yet
-    i = cli.out.wait_for(harness.STAGE, start=i + 1)
-    world.reader.error(8)  # the chip is full when the driver's own stages begin
-    world.daemon.log.wait_for("deleted one print no user here owns")
-    assert world.reader.send("LIST").split() == [alice]  # alice's stays; the orphan went
-    while True:  # the driver's stages again, from the first
-        world.reader.scan("bob-print")
-        i = cli.out.wait_for(harness.STAGE, start=i + 1)
-        stage, stages = map(int, harness.STAGE.search(cli.out.lines[i][1]).groups())
-        if stage >= stages:
-            break
-    assert cli.wait() == 0, cli.stderr
-    assert sorted(world.reader.send("LIST").split()) == sorted([alice, "bob-print"])
-    assert listed(world, "bob") == ["right-index-finger"]
-
-
-@pytest.mark.parametrize("reader_kind", ["virtual_device_storage"])
-def test_a_full_chip_holding_only_owned_prints_ends_the_enrollment_and_deletes_nothing(reader_kind, world, alice):
-    cli = harness.CliProcess(world, "enroll", "--user", "bob", as_user="bob", password=harness.PASSWORDS["bob"])
-    i = cli.out.wait_for(re.compile(r"\S"))
-    world.reader.scan("bob-print")
-    cli.out.wait_for(harness.STAGE, start=i + 1)
-    world.reader.error(8)
-    assert cli.wait() != 0
-    assert PAM_TEXT[8] in cli.stderr + cli.out.dump(), (cli.stderr, cli.out.dump())
-    assert world.reader.send("LIST").split() == [alice]
-    assert "deleted one print" not in world.daemon.log.dump()
