@@ -72,6 +72,8 @@ public struct CoreSetup: Sendable {
     var activePrompts: [ObjectIdentifier: ActivePrompt] = [:]
     public internal(set) var stopping = false
     let readerSettled = OneShot<Void>()
+    /// The readers' first opening outlasted its deadline: requests no longer wait for it.
+    var openingOverdue = false
 
     public init(_ setup: CoreSetup) throws(StorageError) {
         config = setup.policy
@@ -137,10 +139,34 @@ public struct CoreSetup: Sendable {
         return readers.reader(selector)?.info
     }
 
+    /// How long requests wait for the readers' first opening: a driver stuck in its open would
+    /// otherwise hold every request. Past it, requests are answered at once with the readers open
+    /// so far (none: no reader), and the opening goes on.
+    static let readerOpeningMilliseconds = 10_000
+
+    /// Once the readers' first opening has ended, or its deadline has passed (said once).
+    private func readersOpened() async {
+        guard !readerSettled.isSet, !openingOverdue else { return }
+        let settled = readerSettled
+        let ended = await Self.finishes(within: Self.readerOpeningMilliseconds) { done in
+            _ = CoreLoop.shared.task {
+                await settled.wait()
+                done()
+            }
+        }
+        if !ended && !openingOverdue {
+            openingOverdue = true
+            log.error(
+                "the readers' first opening has not ended within \(Self.readerOpeningMilliseconds) ms; requests are answered with the readers open so far"
+            )
+        }
+    }
+
     /// The reader a request names (`selector`: docs/readers.md; nil: the default one) and its
-    /// description, once the readers' first opening has ended; nil when it is not served.
+    /// description, once the readers' first opening has ended (or outlasted its deadline); nil when
+    /// it is not served.
     func served(_ selector: String?) async -> ServedReader? {
-        await readerSettled.wait()
+        await readersOpened()
         guard let reader = readers.reader(selector), let info = reader.info else { return nil }
         return ServedReader(reader: reader, info: info)
     }
@@ -148,9 +174,9 @@ public struct CoreSetup: Sendable {
     func readerInfo(_ selector: String?) async -> ReaderInfo? { await served(selector)?.info }
 
     /// Every reader served, the default one first, with its description, once the readers' first
-    /// opening has ended.
+    /// opening has ended (or outlasted its deadline).
     func servedReaders() async -> [ServedReader] {
-        await readerSettled.wait()
+        await readersOpened()
         return readers.served.compactMap { reader in reader.info.map { ServedReader(reader: reader, info: $0) } }
     }
 
@@ -311,8 +337,14 @@ struct ServedReader {
 }
 
 extension Core {
-    /// Every reader served, the default one first, once their first opening has ended.
+    /// Every reader served, the default one first, once their first opening has ended (or outlasted
+    /// its deadline).
     public func readerDescriptions() async -> [ReaderInfo] { await servedReaders().map(\.info) }
+
+    /// Once the readers' first opening has ended, however long that takes: for what must start
+    /// only after it (the bus services, which would otherwise run GLib's one-time start-up beside
+    /// libfprint's), never for a request.
+    public func firstOpeningEnded() async { await readerSettled.wait() }
 
     /// The account name of a uid (NSS, on the accounts pool), for front-ends that take "" as "me".
     public func accountName(uid: UInt32) async -> String? { await names.name(of: uid) }

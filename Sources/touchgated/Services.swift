@@ -78,7 +78,7 @@ import TouchGateSocket
     init(core: Core) { self.core = core }
 
     func start() async -> ServiceStart {
-        _ = await core.readerDescriptions()
+        await core.firstOpeningEnded()
         return .running
     }
 

@@ -26,6 +26,15 @@ private final class LateReaders: FingerprintReaders, Sendable {
     func reopen(completion: @escaping @Sendable (Bool) -> Void) { reopened.withLock { $0 = completion } }
 }
 
+/// A machine whose readers' first opening never ends (a driver stuck in its open).
+private final class NeverOpened: FingerprintReaders, Sendable {
+    var served: [any FingerprintReader] { [] }
+    func whenOpened(_ completion: @escaping @Sendable () -> Void) {}
+    func describe(_ template: [UInt8]) -> PrintDescription? { nil }
+    func close(completion: @escaping @Sendable () -> Void) { completion() }
+    func reopen(completion: @escaping @Sendable (Bool) -> Void) { completion(true) }
+}
+
 /// A step that waits on the readers, and how long it may.
 enum ReaderStep: String, CaseIterable, Sendable {
     case shutdown, sleep, resume
@@ -51,6 +60,22 @@ enum ReaderStep: String, CaseIterable, Sendable {
             let deadline = step.deadline, began = ContinuousClock.now
             #expect(await within(deadline + 5000) { await step.run(core) } != nil)
             #expect(ContinuousClock.now - began >= .milliseconds(deadline))
+        }
+    }
+
+    /// A request waits for the readers' first opening only within its deadline, then is told there
+    /// is no reader; the requests after it are answered at once, and the log says why once.
+    @Test func aFirstOpeningThatNeverEndsHoldsRequestsOnlyUntilItsDeadline() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore(reader: NeverOpened())
+            let deadline = Core.readerOpeningMilliseconds, began = ContinuousClock.now
+            let first = await within(deadline + 5000) { await core.readerInfo(nil) }
+            #expect(first != nil && first! == nil)
+            #expect(ContinuousClock.now - began >= .milliseconds(deadline))
+            let again = ContinuousClock.now
+            #expect(await within(1000) { await core.readerInfo(nil) } != nil)
+            #expect(ContinuousClock.now - again < .milliseconds(deadline))
+            #expect(bed.logged.all.filter { $0.contains("first opening has not ended") }.count == 1)
         }
     }
 
