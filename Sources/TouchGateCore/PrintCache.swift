@@ -1,5 +1,6 @@
 // The prints of each user on each reader, read once from disk (on the storage pool) and kept
-// until the daemon itself changes them; and the account-name lookups of callers, briefly cached.
+// until the daemon itself changes them or a match-on-chip reader's prints change; and the
+// account-name lookups of callers, briefly cached.
 import Glibc
 import TouchGateWire
 
@@ -9,6 +10,8 @@ import TouchGateWire
     private let log: (String) -> Void
     private var cache: [String: [DeviceKey: PrintList]] = [:]
     private var entries: [String: [String]] = [:]
+    /// The readers' `chipListing` the cached judgements were made under.
+    private var listing = 0
 
     init(files: PrintFiles, pool: WorkerPool, log: @escaping (String) -> Void = { _ in }) {
         self.files = files
@@ -22,6 +25,7 @@ import TouchGateWire
             let files = self.files
             return (try? await pool.run { files.listAllDevices(user) }) ?? .unsafe("storage queue full")
         }
+        dropIfChipChanged()
         if let hit = cache[user]?[device] { return hit }
         let files = self.files
         guard let list = try? await pool.run({ files.list(user, device: device) }) else {
@@ -35,6 +39,16 @@ import TouchGateWire
         return list
     }
 
+    /// Whether a print can be used depends on what its match-on-chip reader holds: once that may
+    /// have changed (a reader opened, its prints listed anew), every list is read again.
+    private func dropIfChipChanged() {
+        let now = files.reader.chipListing
+        guard now != listing else { return }
+        cache.removeAll()
+        entries.removeAll()
+        listing = now
+    }
+
     func invalidate(_ user: String) {
         cache[user] = nil
         entries[user] = nil
@@ -43,6 +57,7 @@ import TouchGateWire
     /// The user's prints on every reader as the enrollment snapshot takes them, cached as the
     /// lists are; nil when they cannot be read now.
     func snapshotEntries(_ user: String) async -> [String]? {
+        dropIfChipChanged()
         if let hit = entries[user] { return hit }
         let files = self.files, known = cache[user] ?? [:]
         guard let found = (try? await pool.run { files.snapshotEntries(user, known: known) }) ?? nil else { return nil }

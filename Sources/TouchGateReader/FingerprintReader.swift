@@ -178,6 +178,10 @@ public protocol FingerprintReaders: AnyObject, Sendable {
     /// loaded, so that no print is called damaged for that.
     var describesPrints: Bool { get }
 
+    /// Changes whenever what a match-on-chip reader holds may have changed (a reader opened, its
+    /// prints listed with another result): judgements made by `describe` before are stale.
+    var chipListing: Int { get }
+
     /// Calls `handler` (on the readers' thread) with every served reader's description whenever
     /// one changes (its enroll stages; the finger's status while it is watched), one is unplugged
     /// or one is added.
@@ -197,6 +201,7 @@ public protocol FingerprintReaders: AnyObject, Sendable {
 
 extension FingerprintReaders {
     public var describesPrints: Bool { true }
+    public var chipListing: Int { 0 }
     public func onChange(_ handler: @escaping @Sendable ([ReaderInfo]) -> Void) {}
     public func watchFinger(_ watching: Bool) {}
 

@@ -69,12 +69,12 @@ extension LibfprintReader {
 
     /// On the reader thread: what a match-on-chip reader holds now.
     func readChipPrints() {
-        guard let dev = device, tgfp_device_has_storage(dev) != 0 else { return chipPrints.withLock { $0 = nil } }
+        guard let dev = device, tgfp_device_has_storage(dev) != 0 else { return setChipPrints(nil) }
         var error: UnsafeMutablePointer<GError>?
         guard let list = tgfp_device_list_prints_sync(dev, nil, &error) else {
             log("cannot list the prints on the reader: \(Self.message(error))")
             g_error_free(error)
-            return chipPrints.withLock { $0 = nil }
+            return setChipPrints(nil)
         }
         defer { g_ptr_array_unref(list) }
         var prints: [[UInt8]] = []
@@ -90,7 +90,18 @@ extension LibfprintReader {
             g_free(data)
         }
         let driver = String(cString: tgfp_device_get_driver(dev)), id = String(cString: tgfp_device_get_device_id(dev))
-        chipPrints.withLock { $0 = (driver, id, prints) }
+        setChipPrints((driver, id, prints))
+    }
+
+    /// Sets what the chip holds (reader thread); a change makes the prints' earlier judgements
+    /// stale (`chipListing`), so a print the chip no longer holds is found at the next request.
+    func setChipPrints(_ new: (driver: String, deviceID: String, prints: [[UInt8]])?) {
+        let changed = chipPrints.withLock { old -> Bool in
+            let same = old?.driver == new?.driver && old?.deviceID == new?.deviceID && old?.prints == new?.prints
+            old = new
+            return !same
+        }
+        if changed { readers.chipListings.withLock { $0 += 1 } }
     }
 
     /// Whether the chip holds `print` (nil: not known, or not this chip's print).

@@ -102,7 +102,7 @@ public final class LibfprintReader: FingerprintReader, Sendable {
         }
         cfp_object_unref(dev)
         device = nil
-        chipPrints.withLock { $0 = nil }
+        setChipPrints(nil)
     }
 
     /// On the reader thread, from libfprint's notify::nr-enroll-stages and notify::finger-status.

@@ -14,6 +14,8 @@ public final class LibfprintReaders: FingerprintReaders, Sendable {
     private let fingerWatchers = Mutex(0)
     /// The readers open, in the order they were found (a removed one leaves once it is closed).
     let open = Mutex<[LibfprintReader]>([])
+    /// `chipListing`: bumped by a reader whose chip's list of prints changed.
+    let chipListings = Mutex(0)
     /// Devices that reported themselves removed while libfprint still lists them (each held by a
     /// reference): not opened again until a resume; reader thread only.
     nonisolated(unsafe) var givenUp: [UnsafeMutablePointer<FpDevice>] = []
@@ -125,6 +127,8 @@ public final class LibfprintReaders: FingerprintReaders, Sendable {
     }
 
     public var describesPrints: Bool { LibfprintReader.loadLibfprint() == nil }
+
+    public var chipListing: Int { chipListings.withLock { $0 } }
 
     public func describe(_ template: [UInt8]) -> PrintDescription? {
         var error: UnsafeMutablePointer<GError>?

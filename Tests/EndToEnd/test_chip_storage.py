@@ -141,3 +141,28 @@ def test_a_full_chip_holding_only_owned_prints_ends_the_enrollment_and_deletes_n
     assert STORAGE_FULL in cli.stderr + cli.out.dump(), (cli.stderr, cli.out.dump())
     assert world.reader.send("LIST").split() == [alice]
     assert "deleted one print" not in world.daemon.log.dump()
+
+
+@pytest.mark.parametrize("reader_kind", ["virtual_device_storage"])
+def test_a_print_the_chip_lost_is_found_when_the_reader_opens_again_after_sleep(reader_kind, bus_world):
+    """The prints' judgement follows the chip: a print the chip no longer holds when the reader
+    opens again (after sleep, another system may have cleared it) is not offered, though alice's
+    prints were read and judged usable before."""
+    world = bus_world
+    world.start_logind()
+    daemon = world.start_daemon()
+    daemon.log.wait_for("holding a sleep delay inhibitor")
+    enroll_alice(world)
+    pam = world.pam("alice")
+    pam.wait_for(harness.PROMPT)
+    world.reader.scan(ALICE_PRINT)
+    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+    world.reader.send("REMOVE %s" % ALICE_PRINT)  # taken by the driver's next operation
+    world.emit_prepare_for_sleep(True)
+    daemon.log.wait_for("released the sleep inhibitor")
+    world.emit_prepare_for_sleep(False)
+    daemon.log.wait_for("readers reopened after sleep")  # the chip listed again, without it
+    pam = world.pam("alice").wait()
+    assert pam.result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
+    assert harness.PROMPT not in pam.messages(), pam.transcript()  # no prompt that could never match
+    assert "right-index-finger" in pam.messages()[-1] and "enroll" in pam.messages()[-1], pam.transcript()
