@@ -35,6 +35,7 @@ public final class StubReader: FingerprintReader, FingerprintReaders, Sendable {
         var serial = 0
         var chipDeletions: [ChipDeletion] = []
         var chipDeleted: [[[UInt8]]] = []
+        var chipListing = 0
     }
 
     private let state: Mutex<State>
@@ -86,6 +87,10 @@ public final class StubReader: FingerprintReader, FingerprintReaders, Sendable {
     public var served: [any FingerprintReader] { info == nil ? [] : [self] }
 
     public func whenOpened(_ completion: @escaping @Sendable () -> Void) { completion() }
+
+    public var chipListing: Int { state.withLock { $0.chipListing } }
+    /// As a match-on-chip reader listed anew with another result (opened again, say).
+    public func chipListingChanged() { state.withLock { $0.chipListing += 1 } }
 
     public func describe(_ template: [UInt8]) -> PrintDescription? {
         StubPrint(template).map {
