@@ -322,6 +322,16 @@ def enroll(world, user, print_id, finger=None, as_user=None, on_event=None, time
 
 
 # The PAM client, last: it builds on the names above.
+def finger_success(world, print_id, user="alice", reader=None):
+    """One PAM authentication of `user` by the finger `print_id` on `reader` (the world's): the
+    prompt, the scan, PAM_SUCCESS; the finished session."""
+    pam = world.pam(user)
+    pam.wait_for(PROMPT)
+    (reader or world.reader).scan(print_id)
+    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+    return pam
+
+
 def listed(world, user):
     """The fingers `touchgate list` shows for `user`, as root asks."""
     return world.cli("list", "--user", user).stdout.split()

@@ -85,10 +85,7 @@ def test_a_print_the_chip_no_longer_holds_is_not_offered_and_is_enrolled_again(r
     rc, cli = harness.enroll(world, "alice", alice, as_user="alice")
     assert rc == 0, cli.stderr
     assert world.reader.send("LIST").split() == [alice]
-    pam = world.pam("alice")
-    pam.wait_for(harness.PROMPT)
-    world.reader.scan(alice)
-    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+    harness.finger_success(world, alice)
 
 
 @pytest.mark.parametrize("reader_kind", ["virtual_device_storage"])
@@ -153,10 +150,7 @@ def test_a_print_the_chip_lost_is_found_when_the_reader_opens_again_after_sleep(
     daemon = world.start_daemon()
     daemon.log.wait_for("holding a sleep delay inhibitor")
     enroll_alice(world)
-    pam = world.pam("alice")
-    pam.wait_for(harness.PROMPT)
-    world.reader.scan(ALICE_PRINT)
-    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+    harness.finger_success(world, ALICE_PRINT)
     world.reader.send("REMOVE %s" % ALICE_PRINT)  # taken by the driver's next operation
     world.emit_prepare_for_sleep(True)
     daemon.log.wait_for("released the sleep inhibitor")

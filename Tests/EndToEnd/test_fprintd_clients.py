@@ -149,10 +149,7 @@ def test_while_fprintd_holds_the_name_touchgated_serves_pam_alone_and_says_so(bu
     daemon = harness.World.start_daemon(world)  # not BusWorld's: it would wait for the name
     daemon.log.wait_for("net.reactivated.Fprint is owned by another service (fprintd?): its D-Bus API is not served")
     enroll_alice(world)
-    pam = world.pam("alice")
-    pam.wait_for(harness.PROMPT)
-    world.reader.scan(ALICE_PRINT)
-    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+    harness.finger_success(world, ALICE_PRINT)
 
 
 def test_without_a_reader_there_is_no_device_and_fprintd_list_says_so(bus_world):

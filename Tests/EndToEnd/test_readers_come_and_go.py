@@ -78,10 +78,7 @@ def test_every_reader_is_served_and_each_door_uses_the_default_one_or_the_one_it
     other.scan("alice-on-the-other")
     assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
     # Without it, the default one.
-    pam = world.pam("alice")
-    pam.wait_for(harness.PROMPT)
-    default.scan("alice-on-the-default")
-    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+    harness.finger_success(world, "alice-on-the-default", reader=default)
     # A name no reader answers to: no prompt, the password is asked, as with no reader at all.
     unknown = world.service("touchgate-unknown", options="device=synaptics")
     pam = world.pam("alice", service=unknown).wait()
@@ -153,10 +150,7 @@ def test_the_default_reader_unplugged_leaves_the_bus_and_the_other_one_is_the_de
     # Enrolled on the reader served now, through the CLI: a scan there is a match through PAM.
     world.reader = other
     enroll_alice(world, "alice-on-the-image-reader")
-    pam = world.pam("alice")
-    pam.wait_for(harness.PROMPT)
-    other.scan("alice-on-the-image-reader")
-    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+    harness.finger_success(world, "alice-on-the-image-reader", reader=other)
     assert status(world)["failedMatches"] == 0  # the unplugged prompt counted nothing
 
 
@@ -210,10 +204,7 @@ def test_a_reader_that_reported_itself_removed_is_opened_again_after_a_sleep(bus
     world.emit_prepare_for_sleep(False)
     added = interfaces_added(world, DEVICE_1, mark)
     assert added["args"][1][DEVICE_IFACE]["name"] == world.reader.name
-    pam = world.pam("alice")
-    pam.wait_for(harness.PROMPT)
-    world.reader.scan(ALICE_PRINT)
-    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+    harness.finger_success(world, ALICE_PRINT)
 
 
 def test_an_enrollment_waiting_for_a_reader_that_goes_ends_and_stores_nothing_for_the_next_one(two_readers):
@@ -249,8 +240,5 @@ def test_prints_on_two_readers_are_one_enrollment_moving_between_them_asks_no_pa
     assert added["args"][1][DEVICE_IFACE]["name"] == first.name
     # Back on the first reader: the same set of prints, so no enrollment change and no password.
     world.reader = first
-    pam = world.pam("alice")
-    pam.wait_for(harness.PROMPT)
-    first.scan("alice-on-the-first")
-    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+    pam = harness.finger_success(world, "alice-on-the-first", reader=first)
     assert pam.messages() == [harness.PROMPT], pam.transcript()

@@ -256,29 +256,18 @@ struct PrintStoreTests {
         }
     }
 
-    @Test @CoreActor func theCacheAnswersWithoutTouchingTheDisk() async throws {
+    /// The daemon is the only writer, so canEvaluate answers from memory; but whether a print can
+    /// be used depends on what its chip holds, so once a chip's listing changed every list is read
+    /// (and judged) again.
+    @Test @CoreActor func theCacheAnswersWithoutTouchingTheDiskUntilAChipsListingChanged() async throws {
         try await withTemporaryDirectory { dir in
             let cache = PrintCache(files: try files(dir), pool: WorkerPool(name: "test", threads: 1, queueLimit: 16))
             try await cache.save(
                 reader.print(user: "alice", finger: 7), user: "alice", device: device, finger: .rightIndex)
             #expect(await cache.list("alice", device: device).prints.map(\.finger) == [.rightIndex])
-            // The daemon is the only writer; canEvaluate answers from memory.
             try plantFile("\(dir)/prints/alice/stub/stub-0/1", reader.print(user: "alice", finger: 1))
             #expect(await cache.list("alice", device: device).prints.map(\.finger) == [.rightIndex])
             #expect(fingers(try files(dir)) == [.leftThumb, .rightIndex])
-        }
-    }
-
-    /// Whether a print can be used depends on what its chip holds: once a chip's listing changed,
-    /// every list is read (and judged) again.
-    @Test @CoreActor func theCacheReadsAgainOnceAChipsListingChanged() async throws {
-        try await withTemporaryDirectory { dir in
-            let cache = PrintCache(files: try files(dir), pool: WorkerPool(name: "test", threads: 1, queueLimit: 16))
-            try await cache.save(
-                reader.print(user: "alice", finger: 7), user: "alice", device: device, finger: .rightIndex)
-            #expect(await cache.list("alice", device: device).prints.map(\.finger) == [.rightIndex])
-            try plantFile("\(dir)/prints/alice/stub/stub-0/1", reader.print(user: "alice", finger: 1))
-            #expect(await cache.list("alice", device: device).prints.map(\.finger) == [.rightIndex])
             reader.chipListingChanged()
             #expect(await cache.list("alice", device: device).prints.map(\.finger) == [.leftThumb, .rightIndex])
         }
