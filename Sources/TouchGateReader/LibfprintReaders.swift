@@ -94,7 +94,12 @@ public final class LibfprintReaders: FingerprintReaders, Sendable {
             listed.append(dev)
             if cfp_device_removed(dev) != 0 || givenUp.contains(dev) { continue }
             if open.withLock({ $0.contains { $0.device == dev } }) { continue }
-            if let reader = LibfprintReader.open(dev, readers: self) { open.withLock { $0.append(reader) } }
+            if let reader = LibfprintReader.open(dev, readers: self) {
+                open.withLock { $0.append(reader) }
+                // Its chip was listed while it was not in the list yet: a print judged meanwhile
+                // was judged without it.
+                chipListings.withLock { $0 += 1 }
+            }
         }
         // In libfprint's order, whatever the order they were opened in: the default reader is the
         // first it lists, after a resume as at start.
