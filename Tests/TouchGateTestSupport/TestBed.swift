@@ -24,6 +24,8 @@ extension Caller {
     public let audit = Collector<String>()
     /// Every line the cores made here logged.
     public let logged = Collector<String>()
+    /// The cores made here, in turn: their pending state writes land before the directory goes.
+    public private(set) var cores: [Core] = []
 
     public var statePath: String { "\(root)/state" }
     public var storePath: String { "\(root)/prints" }
@@ -55,7 +57,9 @@ extension Caller {
         bootID: String = "boot-1", allowRemote: Bool = false, policy: PolicyConfig = .defaults,
         reader: (any FingerprintReaders)? = nil
     ) throws -> Core {
-        try Core(setup(bootID: bootID, allowRemote: allowRemote, policy: policy, reader: reader))
+        let core = try Core(setup(bootID: bootID, allowRemote: allowRemote, policy: policy, reader: reader))
+        cores.append(core)
+        return core
     }
 
     /// Where the stub reader's print of `finger` for `user` lives in fprintd's layout.
@@ -79,6 +83,12 @@ extension Caller {
     _ body: (TestBed) async throws -> T
 ) async throws -> T {
     try await withTemporaryDirectory { dir in
-        try await body(TestBed(root: dir, reader: reader, passwords: passwords))
+        let bed = TestBed(root: dir, reader: reader, passwords: passwords)
+        let result: Result<T, any Error>
+        do { result = .success(try await body(bed)) } catch { result = .failure(error) }
+        // A state write made after a reply (not awaited by it) could otherwise land while the
+        // directory is being removed, and leave part of it behind.
+        for core in bed.cores { await core.shutdown() }
+        return try result.get()
     }
 }
