@@ -195,7 +195,7 @@ extension Core {
         // A match-on-chip reader keeps its own copy: read it before the files go, to delete it
         // there too (as fprintd does), so the chip neither fills up nor matches a deleted finger.
         var onChip: [(reader: any FingerprintReader, prints: [[UInt8]])] = []
-        for served in on {
+        for served in on where served.info.hasStorage {
             let held = (try? await prints.templates(user, device: served.info.deviceKey, fingers: targets)) ?? []
             if !held.isEmpty { onChip.append((served.reader, held)) }
         }

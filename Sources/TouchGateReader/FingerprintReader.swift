@@ -12,6 +12,9 @@ public struct ReaderInfo: Sendable, Equatable {
     /// Whether the driver feels a finger on it (libfprint's finger-status); announced only while
     /// someone watches it (`FingerprintReaders.watchFinger`).
     public var fingerPresent = false
+    /// A match-on-chip reader that keeps its own copy of each print it enrolled (libfprint's
+    /// storage feature): a deletion deletes that copy too.
+    public var hasStorage = false
 
     /// Scans an enrollment takes: the driver's stages, and on a reader that can identify one more
     /// first, which checks that the finger is not enrolled already (fprintd counts it the same way).

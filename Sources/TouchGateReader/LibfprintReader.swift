@@ -44,13 +44,14 @@ public final class LibfprintReader: FingerprintReader, Sendable {
     private func adopt(_ dev: UnsafeMutablePointer<FpDevice>) {
         _ = cfp_object_ref(dev)
         device = dev
-        let info = ReaderInfo(
+        var info = ReaderInfo(
             name: String(cString: tgfp_device_get_name(dev)),
             driver: String(cString: tgfp_device_get_driver(dev)),
             deviceID: String(cString: tgfp_device_get_device_id(dev)),
             enrollStages: Int(tgfp_device_get_nr_enroll_stages(dev)),
             supportsIdentify: tgfp_device_has_feature(dev, FP_DEVICE_FEATURE_IDENTIFY) != 0,
             isSwipe: tgfp_device_get_scan_type(dev) == FP_SCAN_TYPE_SWIPE)
+        info.hasStorage = tgfp_device_has_storage(dev) != 0
         current.withLock { $0 = info }
         readChipPrints()
         log("reader: \(info.name) (\(info.driver)), \(info.enrollStages) enroll stages")

@@ -153,6 +153,7 @@ import TouchGateWire
             #expect(await delete(core, [.leftThumb]) == expected)
             #expect(!exists(bed.printPath("alice", .leftThumb)))
             #expect(exists(bed.printPath("alice", .rightIndex)))
+            #expect(bed.reader.chipDeletions.isEmpty)  // a reader without storage is not asked
             #expect(events.all.count == 1)
             #expect(events.all.first?.contains(#""reason":"deleted:left-thumb""#) == true)
             #expect(await core.list(user: "alice", caller: .alice).fingers == [.rightIndex])
@@ -160,7 +161,9 @@ import TouchGateWire
     }
 
     @Test func aDeletedPrintGoesFromTheReadersOwnStorageAndARefusalThereIsToldAfterTheFilesWent() async throws {
-        try await withTestBed { bed in
+        var chip = StubReader.defaultInfo
+        chip.hasStorage = true
+        try await withTestBed(reader: StubReader(info: chip)) { bed in
             let core = try bed.makeCore()
             try await bed.readyUser(core)
             try await bed.enroll(core, finger: .leftThumb)
