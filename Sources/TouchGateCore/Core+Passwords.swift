@@ -13,7 +13,23 @@ extension Core {
     /// answer is recorded before it is returned, and every refusal is published here.
     /// A right password also renews the user's keyring password, after the reply
     /// (`renewsKeyring: false` for the keyring's own set-up, which seals it itself).
+    /// One check per user at a time: checks that overlapped would each pass the back-off before
+    /// any of them recorded its answer, so a burst of wrong passwords would all be checked. A
+    /// waiter waits for the checks ahead of it, each bounded by the check's deadline.
     func verifyPassword(_ ctx: EventContext, _ password: String, renewsKeyring: Bool = true) async -> PasswordOutcome {
+        while let running = passwordChecks[ctx.user] { await running.wait() }
+        let mine = OneShot<Void>()
+        passwordChecks[ctx.user] = mine
+        defer {
+            passwordChecks[ctx.user] = nil
+            mine.set(())
+        }
+        return await verifyPasswordInTurn(ctx, password, renewsKeyring: renewsKeyring)
+    }
+
+    private func verifyPasswordInTurn(_ ctx: EventContext, _ password: String, renewsKeyring: Bool) async
+        -> PasswordOutcome
+    {
         let stored = await states.load(ctx.user)
         if case .state(let s) = stored,
             case .refused(.backoff(let left)) = policyEngine.canAttemptPassword(s, at: clock.now())

@@ -74,6 +74,9 @@ public struct CoreSetup: Sendable {
     let readerSettled = OneShot<Void>()
     /// The readers' first opening outlasted its deadline: requests no longer wait for it.
     var openingOverdue = false
+    /// The password check running for each user: one at a time, so the back-off is judged on
+    /// every earlier answer (Core+Passwords.swift).
+    var passwordChecks: [String: OneShot<Void>] = [:]
 
     public init(_ setup: CoreSetup) throws(StorageError) {
         config = setup.policy

@@ -71,6 +71,27 @@ import TouchGateWire
         }
     }
 
+    @Test func passwordsSentAtOnceAreCheckedOneAfterAnotherSoTheBackoffStopsTheBurst() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            // Nine wrong passwords in flight together (a client on several connections): the
+            // back-off starts after the fifth, and the four after it are refused unchecked.
+            let running = (0..<9).map { i in
+                Running {
+                    await core.verifyPasswordRequest(
+                        user: "alice", password: "wrong-\(i)", origin: Origin(), caller: .alice)
+                }
+            }
+            var replies: [Reply] = []
+            for r in running { replies.append(try #require(await r.value())) }
+            #expect(bed.passwords.calls == 5)
+            #expect(replies.filter { $0.outcome == .authenticationFailed }.count == 5)
+            #expect(replies.filter { $0.outcome == .passwordBackoff }.count == 4)
+            #expect(try bed.stateOnDisk("alice")?.consecutiveWrongPasswords == 5)
+        }
+    }
+
     @Test func underPolicyBiometricsATypedPasswordOnlyCancels() async throws {
         try await withTestBed { bed in
             let core = try bed.makeCore()
