@@ -271,7 +271,9 @@ import TouchGateWire
             if let e = checkClaimed(call) { return .failure(e) }
             if let action { return .failure(action.busy) }  // as fprintd: the running action is named
         }
-        return await authorized(call, [.enroll], as: claim) { user, caller in
+        // The deprecated DeleteEnrolledFingers names its user even from the claim's holder, as in
+        // fprintd: the name (or "" for the caller) decides, not the claim.
+        return await authorized(call, [.enroll], as: needsClaim ? claim : nil) { user, caller in
             await deletePrints(user, caller, finger: finger)
         }
     }

@@ -199,6 +199,21 @@ def test_the_older_delete_method_works_unclaimed_and_says_when_there_is_nothing(
     assert err(world.root.error("DeleteEnrolledFingers", "alice")) == (ERROR + "NoEnrolledPrints", "No fingerprint enrolled")
 
 
+def test_the_older_delete_method_acts_for_the_user_it_names_even_for_the_claims_holder(alice_enrolled):
+    """As fprintd: DeleteEnrolledFingers(NAME) deletes NAME's prints ("": the caller's), whoever the
+    device is claimed for."""
+    world = alice_enrolled
+    root = world.root
+    root.call("Claim", "alice")
+    assert err(root.error("DeleteEnrolledFingers", "")) == (ERROR + "NoEnrolledPrints", "No fingerprint enrolled")
+    assert world.cli("list", "--user", "alice").stdout.split() == ["right-index-finger"]
+    root.call("Release")
+    root.call("Claim", "bob")
+    root.call("DeleteEnrolledFingers", "alice")
+    root.call("Release")
+    assert world.cli("list", "--user", "alice").stdout.strip() == "No fingers enrolled for alice."
+
+
 @pytest.mark.parametrize("reader_kind", ["virtual_device", "virtual_device_storage", "virtual_image"], indirect=True)
 def test_finger_present_and_needed_follow_the_driver(reader_kind, alice_enrolled):
     """libfprint's finger-status, as the driver reports it, in fprintd's two properties (each

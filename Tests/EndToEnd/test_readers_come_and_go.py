@@ -118,6 +118,26 @@ def test_a_deletion_through_one_device_object_leaves_the_other_readers_prints(tw
         assert world.cli("list", "--user", "alice", *device).stdout.strip() == "No fingers enrolled for alice."
 
 
+def test_a_verify_through_the_other_device_object_uses_that_readers_prints(two_readers):
+    """VerifyStart checks the claimed user's prints on its own reader, as fprintd's device does:
+    alice has a print on the other reader only, and names it (fprintd's VerifyFingerSelected)."""
+    world, default, other = two_readers
+    enroll_alice(world, "alice-on-the-other", finger="left-thumb", reader=other)
+    root = world.root
+    root.call("Claim", "alice", path=DEVICE_1)
+    mark = root.signal_count()
+    root.call("VerifyStart", "any", path=DEVICE_1)
+    root.wait_signal("VerifyFingerSelected", lambda a: a == ["left-thumb"], start=mark)
+    other.scan("alice-on-the-other")
+    root.wait_signal("VerifyStatus", lambda a: a == ["verify-match", True], start=mark)
+    root.call("VerifyStop", path=DEVICE_1)
+    root.call("VerifyStart", "left-thumb", path=DEVICE_1)
+    root.call("VerifyStop", path=DEVICE_1)
+    e = root.error("VerifyStart", "right-index-finger", path=DEVICE_1)
+    assert (e.name, e.message) == (ERROR + "NoEnrolledPrints", "No such print 7"), e
+    root.call("Release", path=DEVICE_1)
+
+
 def test_the_default_reader_unplugged_leaves_the_bus_and_the_other_one_is_the_default_on_every_door(two_readers):
     world, default, other = two_readers
     enroll_alice(world)
