@@ -29,13 +29,14 @@ extension Core {
             guard reader.info?.deviceKey == info.deviceKey else {
                 return .failure(refusal(for: .removed, timeout: 0))
             }
+            await makeRoomForReplacement(user: user, finger: finger, on: served)
             let scans = info.enrollScans
             client.show(ProgressEvent(.prompt, .enrollPrompt(finger: finger, stages: scans)))
             // A reader that can identify spends the first scan on refusing a finger already
             // enrolled, for anyone (fprintd 1.94 does the same, and counts it as a stage).
             if info.supportsIdentify {
                 if let refused = await refuseDuplicate(
-                    user: user, caller: caller, on: served, client: client, prompt: prompt)
+                    user: user, replacing: finger, caller: caller, on: served, client: client, prompt: prompt)
                 {
                     return refused
                 }
@@ -99,14 +100,38 @@ extension Core {
         return .success(.enrolled(finger))
     }
 
+    /// Enrolling a finger the user already has on this reader replaces its print, as in fprintd.
+    /// A reader with its own storage would refuse the finger as one it holds, so its copy is
+    /// deleted first; the file stays until the new print is stored, so an enrollment that fails
+    /// leaves the finger named to enroll again (docs/readers.md) rather than silently gone.
+    private func makeRoomForReplacement(user: String, finger: Finger, on served: ServedReader) async {
+        guard served.info.hasStorage else { return }
+        let held: [[UInt8]]
+        do { held = try await prints.templates(user, device: served.info.deviceKey, fingers: [finger]) } catch {
+            log.error("the reader's own copy of the print being replaced cannot be deleted: \(error)")
+            return
+        }
+        guard !held.isEmpty else { return }
+        // The enrollment holds the reader, so its deletion and listing run now; the prompt is
+        // shown once they are done (a deadline as for a full reader's reclaim).
+        if await deletedFromReader(served.reader, held, within: Self.readerReclaimMilliseconds) {
+            log.info("replacing \(finger.rawValue): the reader's own copy of the old print is deleted")
+        }
+    }
+
     /// The identify scan before an enrollment: nil when the finger is not enrolled yet, else the
     /// answer (the duplicate, a reader failure, an interrupt; `.some(nil)`: the client went away).
+    /// The print being replaced (`user`'s `replacing` finger) is left out of the gallery.
     private func refuseDuplicate(
-        user: String, caller: Caller, on served: ServedReader, client: PromptClient,
+        user: String, replacing finger: Finger, caller: Caller, on served: ServedReader, client: PromptClient,
         prompt: ActivePrompt
     ) async -> Result<[UInt8], Reply>?? {
         let gallery: [GalleryPrint]
-        do { gallery = try await prints.gallery(device: served.info.deviceKey) } catch {
+        do {
+            gallery = try await prints.gallery(device: served.info.deviceKey).filter {
+                !($0.user == user && $0.finger == finger)
+            }
+        } catch {
             log.error("cannot read the enrolled prints: \(error)")
             return .some(.failure(Self.storageFailure))
         }
@@ -195,9 +220,15 @@ extension Core {
         // A match-on-chip reader keeps its own copy: read it before the files go, to delete it
         // there too (as fprintd does), so the chip neither fills up nor matches a deleted finger.
         var onChip: [(reader: any FingerprintReader, prints: [[UInt8]])] = []
+        var unreadable = false  // the chip's copy cannot be named, so it stays there
         for served in on where served.info.hasStorage {
-            let held = (try? await prints.templates(user, device: served.info.deviceKey, fingers: targets)) ?? []
-            if !held.isEmpty { onChip.append((served.reader, held)) }
+            do {
+                let held = try await prints.templates(user, device: served.info.deviceKey, fingers: targets)
+                if !held.isEmpty { onChip.append((served.reader, held)) }
+            } catch {
+                log.error("the reader's own copy of the deleted prints stays: their files cannot be read: \(error)")
+                unreadable = true
+            }
         }
         let device = selector == nil ? nil : on.first?.info.deviceKey
         let removed: [Finger]
@@ -205,7 +236,7 @@ extension Core {
             log.error("cannot delete templates: \(error)")
             return Self.storageFailure
         }
-        var keptOnReader = false
+        var keptOnReader = unreadable && !removed.isEmpty
         for (reader, held) in onChip {
             if !(await deletedFromReader(reader, held)) { keptOnReader = true }
         }
@@ -238,7 +269,9 @@ extension Core {
     /// A match-on-chip reader's copy of prints whose files went, deleted there, as fprintd does;
     /// false when the reader refused (the log says why). One that has not answered in time is
     /// not waited for: it is deleted when the reader is free, and its answer is logged then.
-    private func deletedFromReader(_ reader: any FingerprintReader, _ held: [[UInt8]]) async -> Bool {
+    private func deletedFromReader(
+        _ reader: any FingerprintReader, _ held: [[UInt8]], within milliseconds: Int = readerDeletionMilliseconds
+    ) async -> Bool {
         let log = self.log
         let told: @CoreActor (ChipDeletion) -> Bool = { result in
             if result.deleted > 0 { log.info("deleted \(result.deleted) print(s) from the reader's storage") }
@@ -247,7 +280,7 @@ extension Core {
             return false
         }
         let result = await Self.result(
-            within: Self.readerDeletionMilliseconds,
+            within: milliseconds,
             { done in reader.deleteFromDevice(held) { result in CoreLoop.shared.post { done(result) } } },
             late: { _ = told($0) })
         guard let result else {

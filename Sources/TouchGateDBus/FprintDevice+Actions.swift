@@ -181,11 +181,11 @@ extension FprintDevice {
         }
         guard let claim else { return .failure(.claimDevice()) }
         return await authorized(call, [.enroll], as: claim) { _, caller in
-            startEnrolling(call, claim, caller, finger)
+            await startEnrolling(call, claim, caller, finger)
         }
     }
 
-    private func startEnrolling(_ call: Invocation, _ claim: Claim, _ caller: Caller, _ finger: Finger)
+    private func startEnrolling(_ call: Invocation, _ claim: Claim, _ caller: Caller, _ finger: Finger) async
         -> Result<[Variant], BusError>
     {
         if self.action != nil || self.claim?.sender != call.sender {
@@ -206,6 +206,9 @@ extension FprintDevice {
             }
             action.ended.set(())
         }
+        // Answered once the enrollment listens (or waits behind another client) or has ended, as
+        // fprintd answers EnrollStart only after the print it replaces is deleted.
+        _ = await firstOf(signals.begun, action.ended)
         return .success([])
     }
 

@@ -218,11 +218,16 @@ class Tool:
 # fprintd-enroll and fprintd-verify, driven by what they print
 
 
-def enroll_with_tool(world, print_id, *args, as_user=None, on_line=None, timeout=DEFAULT_WAIT):
+def enroll_with_tool(world, print_id, *args, as_user=None, on_line=None, timeout=DEFAULT_WAIT, listening=False):
     """`fprintd-enroll ARGS`: one SCAN once it says "Enrolling …", then one after each
-    enroll-stage-passed, until a final result; returns the finished Tool."""
+    enroll-stage-passed, until a final result; returns the finished Tool. `listening`: the first
+    SCAN waits until the reader needs a finger (fprintd-enroll says "Enrolling" before it calls
+    EnrollStart, and a match-on-chip reader may first delete a print, which drops a SCAN)."""
+    mark = world.root.signal_count()
     t = world.tool("fprintd-enroll", *args, as_user=as_user)
     i = t.out.wait_for("Enrolling ", timeout)
+    if listening:
+        world.root.wait_finger_needed(True, start=mark, timeout=timeout)
     while True:
         world.reader.scan(print_id)
         i = t.out.wait_for("Enroll result: ", timeout, start=i + 1)

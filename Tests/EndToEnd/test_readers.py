@@ -10,7 +10,7 @@ import pytest
 import doc_tables
 import harness
 from fprintd_world import (ALICE_PRINT, DEVICE_IFACE, bus_daemon, bus_world, enroll_alice, enroll_with_tool,  # noqa: F401
-                           status)
+                           password_success, status)
 
 IDENTIFYING = pytest.mark.parametrize("reader_kind", ["virtual_device_storage", "virtual_image"])
 
@@ -90,6 +90,41 @@ def test_a_finger_already_enrolled_is_refused_through_the_cli_saying_whose_only_
     rc, cli = harness.enroll(world, "bob", "bob-print", as_user="bob")
     assert rc == 0, cli.stderr
     assert cli.out.lines[0][1].endswith("scan your finger %d times" % world.reader.enroll_scans), cli.out.dump()
+
+
+def test_enrolling_a_finger_again_replaces_its_print_through_the_cli(reader_kind, world, alice):
+    """As fprintd: the same finger enrolled again replaces its print, and is no duplicate of
+    itself (its print is left out of the identify scan; a match-on-chip reader deletes its own
+    copy first, or it would refuse the finger it holds)."""
+    rc, cli = harness.enroll(world, "alice", alice, as_user="alice")
+    assert rc == 0, cli.stderr
+    assert harness.listed(world, "alice") == ["right-index-finger"]
+    harness.finger_success(world, alice)
+    # Another print of that finger: the old one no longer matches.
+    rc, cli = harness.enroll(world, "alice", "alice-again", as_user="alice")
+    assert rc == 0, cli.stderr
+    assert harness.listed(world, "alice") == ["right-index-finger"]
+    if reader_kind == "virtual_device_storage":
+        assert world.reader.send("LIST").split() == ["alice-again"]
+    pam = world.pam("alice")
+    pam.wait_for(harness.PROMPT)
+    world.reader.scan(alice)
+    pam.wait_for(harness.no_match(2))
+    world.reader.scan("alice-again")
+    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
+
+
+def test_fprintd_enroll_of_a_finger_enrolled_already_replaces_it(reader_kind, bus_world, bus_daemon):
+    world = bus_world
+    enroll_alice(world)
+    # The same finger scanned again: no duplicate of itself.
+    t = enroll_with_tool(world, ALICE_PRINT, "-f", "right-index-finger", "alice", listening=True)
+    assert t.lines()[-1] == "Enroll result: enroll-completed", t.transcript()
+    assert harness.listed(world, "alice") == ["right-index-finger"]
+    if world.reader.kind == "virtual_device_storage":
+        assert world.reader.send("LIST").split() == [ALICE_PRINT]
+    password_success(world)  # root changed her prints: her password once, then the finger
+    harness.finger_success(world, ALICE_PRINT)
 
 
 @IDENTIFYING

@@ -1,4 +1,5 @@
 // enroll and delete: stages relayed, prints stored in fprintd's layout, opt-in, events, the password they need.
+import Glibc
 import Testing
 @testable import TouchGateCore
 import TouchGateReader
@@ -179,6 +180,22 @@ import TouchGateWire
             #expect(bed.reader.chipDeletions.count == 2)
             #expect(!exists(bed.printPath("alice", .rightIndex)))
             #expect(await core.list(user: "alice", caller: .alice).fingers == [])
+        }
+    }
+
+    @Test func aPrintWhoseFileCannotBeReadIsDeletedAndTheReadersCopyThatStaysIsTold() async throws {
+        var chip = StubReader.defaultInfo
+        chip.hasStorage = true
+        try await withTestBed(reader: StubReader(info: chip)) { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            // A file others may write is not read (docs/SECURITY.md), so the chip's copy cannot be named.
+            #expect(chmod(bed.printPath("alice", .rightIndex), 0o666) == 0)
+            var expected = Reply.success(.lines([.deleted(1), .keptOnReader]), reason: .notDeletedFromReader)
+            expected.fingers = [.rightIndex]
+            #expect(await delete(core, [.rightIndex]) == expected)
+            #expect(bed.reader.chipDeletions.isEmpty)
+            #expect(!exists(bed.printPath("alice", .rightIndex)))
         }
     }
 
