@@ -50,15 +50,19 @@ uint64_t tg_watch_deadline(const struct tg_watch *w)
     return w->silence < w->cap ? w->silence : w->cap;
 }
 
-/* Waits for events on fd until the deadline. EINTR restarts the wait with the time left. */
+bool tg_watch_capped(const struct tg_watch *w, uint64_t now)
+{
+    return now >= w->cap;
+}
+
+/* Waits for events on fd until the deadline. EINTR restarts the wait with the time left. A passed
+ * deadline still looks (timeout 0): what already arrived, while the caller was busy elsewhere (in
+ * its conversation, say), is read rather than thrown away as silence. */
 static enum tg_io_status wait_for(int fd, short events, uint64_t deadline)
 {
     for (;;) {
         struct pollfd pfd = { .fd = fd, .events = events };
-        int left = tg_remaining_ms(deadline);
-        if (left == 0)
-            return TG_IO_TIMEOUT;
-        int n = poll(&pfd, 1, left);
+        int n = poll(&pfd, 1, tg_remaining_ms(deadline));
         if (n > 0)
             return TG_IO_OK; /* readable, writable, HUP or ERR: the next call says which */
         if (n == 0)

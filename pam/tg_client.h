@@ -2,6 +2,7 @@
 #ifndef TG_CLIENT_H
 #define TG_CLIENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,6 +34,9 @@ void tg_watch_start(struct tg_watch *w, uint64_t now, uint64_t cap_ms);
 void tg_watch_frame(struct tg_watch *w, uint64_t now);
 /* The earlier of the two deadlines. */
 uint64_t tg_watch_deadline(const struct tg_watch *w);
+/* The cap has passed at `now`: a frame that was already waiting may still end the wait (a read
+ * past a deadline still looks), but none may prolong it. */
+bool tg_watch_capped(const struct tg_watch *w, uint64_t now);
 
 /* Connects a SOCK_CLOEXEC stream socket to path; *fd is -1 unless TG_IO_OK. */
 enum tg_io_status tg_connect(const char *path, uint64_t deadline, int *fd);
@@ -41,7 +45,8 @@ enum tg_io_status tg_connect(const char *path, uint64_t deadline, int *fd);
 enum tg_io_status tg_send_all(int fd, const uint8_t *buf, size_t len, uint64_t deadline);
 
 /* Reads exactly one frame (length prefix included) into buf; never reads past it.
- * cap must be at least TG_FRAME_BUFFER. */
+ * cap must be at least TG_FRAME_BUFFER. Past the deadline, bytes already there are still read:
+ * only a wait for more is a timeout. */
 enum tg_io_status tg_read_frame(int fd, uint8_t *buf, size_t cap, size_t *len, uint64_t deadline);
 
 const char *tg_io_strerror(enum tg_io_status status);

@@ -50,8 +50,9 @@ const char *tg_busy_text(const struct tg_call *c);
 /* A request id for a new connection: never 0 (invalid) and never TG_UNSOLICITED_ID. */
 uint32_t tg_new_request_id(void);
 
-/* Whether a decoded frame answers request `id`: its own id, or the daemon's unsolicited RESULT
- * (refused at accept, or our first frame unreadable), which answers whatever we asked. */
+/* Whether a decoded frame answers request `id`: its own id, or the daemon's unsolicited refusal
+ * (TG_UNSOLICITED_ID: a RESULT busy or badRequest, sent before our request was read), which
+ * answers whatever we asked. Any other frame under that id is malformed and answers nothing. */
 bool tg_answers(const struct tg_frame *frame, uint32_t id);
 
 /* Finishes an encoded request; false (logged) if it cannot be encoded. */

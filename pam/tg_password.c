@@ -96,10 +96,18 @@ done:
     return asked;
 }
 
+/* How the exchange with the daemon ended. */
+enum exchanged {
+    ANSWERED,   /* frame holds the RESULT */
+    NOT_SENT,   /* the password cannot go over the wire (not UTF-8): nothing was sent */
+    NO_ANSWER,  /* connect, send or read failed (*io says why) */
+    BAD_ANSWER, /* a frame that answers nothing: malformed, another request's, not a keepalive */
+};
+
 /* Connects, sends VERIFY_PASSWORD and reads its RESULT into buf/frame. The request, which holds
  * the password, is wiped whatever happens. */
-static enum tg_io_status exchange(struct tg_call *c, const char *password, uint8_t *buf,
-                                  struct tg_frame *frame, bool *malformed)
+static enum exchanged exchange(struct tg_call *c, const char *password, uint8_t *buf,
+                               struct tg_frame *frame, enum tg_io_status *io)
 {
     uint8_t req[TG_FRAME_BUFFER];
     struct tg_writer w;
@@ -109,9 +117,9 @@ static enum tg_io_status exchange(struct tg_call *c, const char *password, uint8
     const char *service = tg_pam_string(c->pamh, PAM_SERVICE);
     const char *tty = tg_pam_string(c->pamh, PAM_TTY);
     const char *rhost = tg_remote_host(c->pamh);
-    enum tg_io_status io = TG_IO_ERROR;
+    enum exchanged end = NO_ANSWER;
 
-    *malformed = false;
+    *io = TG_IO_ERROR;
     tg_writer_init(&w, req, sizeof(req), TG_KIND_VERIFY_PASSWORD, id);
     tg_put_string(&w, TG_TAG_USER, c->user);
     tg_put_string(&w, TG_TAG_PASSWORD, password);
@@ -122,14 +130,15 @@ static enum tg_io_status exchange(struct tg_call *c, const char *password, uint8
         tg_put_string(&w, TG_TAG_RHOST, rhost);
     if (c->locale != NULL)
         tg_put_string(&w, TG_TAG_LOCALE, c->locale);
-    /* Not UTF-8, say: the daemon cannot be asked, the password module can still judge it. */
+    /* Not UTF-8, say (the other fields went out in the EVALUATE): the daemon cannot be asked,
+     * the password module can still judge it. */
     if (tg_writer_finish(&w, &len) != TG_CODEC_OK) {
-        *malformed = true;
+        end = NOT_SENT;
         goto done;
     }
     uint64_t deadline = tg_deadline_after(TG_CONNECT_DEADLINE_MS);
-    if ((io = tg_connect(c->opt->socket, deadline, &fd)) != TG_IO_OK ||
-        (io = tg_send_all(fd, req, len, deadline)) != TG_IO_OK)
+    if ((*io = tg_connect(c->opt->socket, deadline, &fd)) != TG_IO_OK ||
+        (*io = tg_send_all(fd, req, len, deadline)) != TG_IO_OK)
         goto done;
     explicit_bzero(req, sizeof(req));
 
@@ -137,20 +146,26 @@ static enum tg_io_status exchange(struct tg_call *c, const char *password, uint8
     struct tg_watch watch;
     tg_watch_start(&watch, tg_now_ms(), CHECK_CAP_MS);
     for (;;) {
-        io = tg_read_frame(fd, buf, TG_FRAME_BUFFER, &len, tg_watch_deadline(&watch));
-        if (io != TG_IO_OK)
+        *io = tg_read_frame(fd, buf, TG_FRAME_BUFFER, &len, tg_watch_deadline(&watch));
+        if (*io != TG_IO_OK)
             break;
         tg_watch_frame(&watch, tg_now_ms());
         int32_t progress = 0;
         if (tg_frame_decode(buf, len, frame) != TG_CODEC_OK || !tg_answers(frame, id)) {
-            *malformed = true;
+            end = BAD_ANSWER;
             break;
         }
-        if (frame->kind == TG_KIND_RESULT)
+        if (frame->kind == TG_KIND_RESULT) {
+            end = ANSWERED;
             break;
+        }
         if (frame->kind != TG_KIND_PROGRESS || !tg_frame_int(frame, TG_TAG_PROGRESS, &progress) ||
             progress != TG_PROGRESS_KEEPALIVE) {
-            *malformed = true; /* nothing but keepalives may come before the answer */
+            end = BAD_ANSWER; /* nothing but keepalives may come before the answer */
+            break;
+        }
+        if (tg_watch_capped(&watch, tg_now_ms())) {
+            *io = TG_IO_TIMEOUT; /* a keepalive read past the cap does not prolong the wait */
             break;
         }
     }
@@ -158,7 +173,7 @@ done:
     explicit_bzero(req, sizeof(req));
     if (fd >= 0)
         close(fd);
-    return io;
+    return end;
 }
 
 /* The daemon's judgement of the password: PAM code, message shown, password handed on or not. */
@@ -194,8 +209,8 @@ int tg_password_step(struct tg_call *c)
     struct tg_line line = { 0 };
     uint8_t buf[TG_FRAME_BUFFER];
     struct tg_frame frame;
-    bool malformed = false;
-    int rc;
+    enum tg_io_status io = TG_IO_OK;
+    int rc = PAM_SYSTEM_ERR;
 
     enum asked asked = c->tty.fd >= 0 ? ask_on_terminal(c, &line) : ASKED_NOWHERE;
     if (asked == ASKED_NOWHERE)
@@ -210,14 +225,23 @@ int tg_password_step(struct tg_call *c)
         rc = tg_outcome_to_pam(TG_ERR_USER_CANCEL, 0);
         goto done;
     }
-    enum tg_io_status io = exchange(c, line.buf, buf, &frame, &malformed);
-    if (malformed) {
+    switch (exchange(c, line.buf, buf, &frame, &io)) {
+    case NOT_SENT:
+        /* No daemon fault and nothing sent: as a password typed at the prompt that cannot be
+         * sent, the password module that follows judges it (userFallback, docs/spec.md §10). */
+        DEBUG(c, "password step: password cannot be sent (not UTF-8): handed to the password "
+                 "module");
+        tg_hand_over(c, line.buf);
+        rc = tg_outcome_to_pam(TG_ERR_USER_FALLBACK, 0);
+        break;
+    case BAD_ANSWER:
         pam_syslog(c->pamh, LOG_ERR, "password step: bad reply from touchgated");
         tg_say(c, PAM_ERROR_MSG,
                tg_text(&c->lang, N_("Fingerprint service error: use your password")));
         tg_hand_over(c, line.buf);
         rc = tg_failure_to_pam(TG_FAIL_MALFORMED_REPLY);
-    } else if (io != TG_IO_OK) {
+        break;
+    case NO_ANSWER:
         /* AUTHINFO_UNAVAIL with the password handed on: a daemon that died since the refusal
          * must not cost the person their password; pam_unix checks it without asking again. */
         pam_syslog(c->pamh, LOG_WARNING,
@@ -225,8 +249,10 @@ int tg_password_step(struct tg_call *c)
                    tg_io_strerror(io));
         tg_hand_over(c, line.buf);
         rc = tg_failure_to_pam(io == TG_IO_TIMEOUT ? TG_FAIL_TIMEOUT : TG_FAIL_DISCONNECTED);
-    } else {
+        break;
+    case ANSWERED:
         rc = judge(c, &frame, line.buf);
+        break;
     }
     explicit_bzero(buf, sizeof(buf)); /* held only the reply, but frames are wiped alike */
 done:

@@ -10,7 +10,9 @@
  *   wrong, or password entry backed off PAM_AUTH_ERR, the daemon's message shown
  *   empty, Ctrl-C, Ctrl-D, no answer    userCancel: PAM_AUTHINFO_UNAVAIL, nothing sent
  *   daemon gone, silent, not judging    PAM_AUTHINFO_UNAVAIL (or the mapped error), the password
- *                                       set as PAM_AUTHTOK so pam_unix try_first_pass checks it */
+ *                                       set as PAM_AUTHTOK so pam_unix try_first_pass checks it
+ *   not UTF-8: it cannot be sent        PAM_AUTHINFO_UNAVAIL (userFallback), nothing sent, no
+ *                                       message, the password set as PAM_AUTHTOK */
 int tg_password_step(struct tg_call *c);
 
 #endif /* TG_PASSWORD_H */

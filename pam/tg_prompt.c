@@ -182,8 +182,21 @@ static int offer_keys(struct prompt *p)
 
 /* ---- the daemon -------------------------------------------------------------------------- */
 
+/* A password sent at this prompt that the daemon did not judge (it failed, went silent, or
+ * answered without looking at it: systemCancel, busy, …) is kept for the password module that
+ * follows (docs/spec.md §10), as the password step keeps its own. Wiped once handed over. */
+static void keep_password(struct prompt *p, const char *why)
+{
+    if (!p->password_sent || p->line.len == 0)
+        return;
+    tg_hand_over(p->c, p->line.buf);
+    DEBUG(p, "typed password not judged (%s): handed to the password module", why);
+    tg_line_wipe(&p->line);
+}
+
 static int protocol_error(struct prompt *p, enum tg_failure failure, const char *what)
 {
+    keep_password(p, what);
     finish_keys(p);
     pam_syslog(p->c->pamh, LOG_ERR, "bad reply from touchgated: %s", what);
     tg_say(p->c, PAM_ERROR_MSG,
@@ -195,6 +208,7 @@ static int daemon_silent(struct prompt *p, enum tg_io_status io)
 {
     if (io == TG_IO_MALFORMED)
         return protocol_error(p, TG_FAIL_MALFORMED_REPLY, tg_io_strerror(io));
+    keep_password(p, tg_io_strerror(io));
     finish_keys(p);
     pam_syslog(p->c->pamh, LOG_WARNING, "touchgated not responding (%s): falling back",
                tg_io_strerror(io));
@@ -260,11 +274,16 @@ static int on_result(struct prompt *p, const struct tg_frame *frame)
             tg_say(p->c, PAM_ERROR_MSG, text); /* every other refusal says why */
     }
     int rc = tg_outcome_to_pam(code, flags);
+    /* A password sent here is judged by a success (verified) or a rejection (wrong, or not even
+     * looked at in back-off), as at the password step; any other answer leaves it unjudged. */
+    bool rejected = code == TG_ERR_AUTHENTICATION_FAILED || code == TG_ERR_PASSWORD_BACKOFF;
     if (rc == PAM_SUCCESS && by_password && p->password_sent)
         tg_hand_over(p->c,
                      p->line.buf); /* verified: later modules (pam_gnome_keyring) may use it */
     else if (rc == PAM_SUCCESS && !by_password)
         on_match(p, frame);
+    else if (rc != PAM_SUCCESS && !rejected)
+        keep_password(p, "not judged");
     /* The daemon decides whether the password step follows (from the policy, NO_INPUT and the
      * back-off); a success needs no second step, and under noinput the module asks nothing,
      * whatever a reply says (its own fact, docs/spec.md §6). */
@@ -281,6 +300,8 @@ static int on_frame(struct prompt *p, const uint8_t *buf, size_t len)
     enum tg_codec_status cs = tg_frame_decode(buf, len, &frame);
     if (cs != TG_CODEC_OK)
         return protocol_error(p, TG_FAIL_MALFORMED_REPLY, tg_codec_strerror(cs));
+    if (frame.request_id == TG_UNSOLICITED_ID && !tg_answers(&frame, p->id))
+        return protocol_error(p, TG_FAIL_MALFORMED_REPLY, "unsolicited reply that is no refusal");
     if (!tg_answers(&frame, p->id))
         return protocol_error(p, TG_FAIL_WRONG_REQUEST_ID, "reply for another request");
     if (frame.kind == TG_KIND_PROGRESS)
@@ -292,7 +313,9 @@ static int on_frame(struct prompt *p, const uint8_t *buf, size_t len)
 
 enum wake { WAKE_DAEMON, WAKE_KEY, WAKE_TIMEOUT, WAKE_ERROR };
 
-/* Waits for a frame or, while keys are read, a key; never past the deadline. */
+/* Waits for a frame or, while keys are read, a key; never past the deadline. A passed deadline
+ * still looks (timeout 0): a frame that arrived while the module was in its own conversation is
+ * the daemon's answer, not its silence. */
 static enum wake wait_daemon_or_key(const struct prompt *p, uint64_t deadline)
 {
     for (;;) {
@@ -300,10 +323,7 @@ static enum wake wait_daemon_or_key(const struct prompt *p, uint64_t deadline)
             { .fd = p->sock, .events = POLLIN },
             { .fd = p->keys ? p->c->tty.fd : -1, .events = POLLIN }, /* -1: poll skips it */
         };
-        int left = tg_remaining_ms(deadline);
-        if (left == 0)
-            return WAKE_TIMEOUT;
-        int n = poll(fds, 2, left);
+        int n = poll(fds, 2, tg_remaining_ms(deadline));
         if (n == 0)
             return WAKE_TIMEOUT;
         if (n < 0) {
@@ -354,6 +374,9 @@ static int await_result(struct prompt *p)
             rc = daemon_silent(p, TG_IO_ERROR);
             break;
         }
+        /* Past the cap, what was already waiting is read, but nothing keeps the prompt going. */
+        if (rc == KEEP_WAITING && tg_watch_capped(&watch, tg_now_ms()))
+            rc = daemon_silent(p, TG_IO_TIMEOUT);
     }
     explicit_bzero(buf, sizeof(buf)); /* the last frame may carry the login password */
     return rc;

@@ -19,6 +19,53 @@ static const char *stack_authtok(pam_handle_t *pamh)
     return authtok;
 }
 
+/* PAM_AUTHTOK when the wire can carry it, else NULL, logged (without the password): one that is
+ * not UTF-8 or longer than a field only costs the renewal of a sealed keyring password. */
+static const char *sendable_authtok(pam_handle_t *pamh, const char *what)
+{
+    const char *authtok = stack_authtok(pamh);
+    if (authtok == NULL)
+        return NULL;
+    enum tg_codec_status cs =
+        tg_string_check((const uint8_t *)authtok, strnlen(authtok, TG_MAX_STRING + 1));
+    if (cs == TG_CODEC_OK)
+        return authtok;
+    pam_syslog(pamh, LOG_NOTICE, "%s: PAM_AUTHTOK cannot be sent (%s): no keyring password renewed",
+               what, tg_codec_strerror(cs));
+    return NULL;
+}
+
+/* Reads frames until the RESULT of request `id`, skipping the keepalives the daemon sends while it
+ * works, within the deadline; false (logged) on anything else. */
+static bool read_result(pam_handle_t *pamh, const struct tg_options *opt, const char *what, int fd,
+                        uint32_t id, uint8_t *reply, struct tg_frame *frame)
+{
+    uint64_t deadline = tg_deadline_after(TG_REPLY_DEADLINE_MS);
+    size_t len = 0;
+    int32_t progress = 0;
+
+    for (;;) {
+        enum tg_io_status io = tg_read_frame(fd, reply, TG_FRAME_BUFFER, &len, deadline);
+        if (io != TG_IO_OK) {
+            TG_DEBUG(opt, pamh, "%s: %s", what, tg_io_strerror(io));
+            return false;
+        }
+        if (tg_frame_decode(reply, len, frame) != TG_CODEC_OK || !tg_answers(frame, id))
+            break;
+        if (frame->kind == TG_KIND_RESULT)
+            return true;
+        if (frame->kind != TG_KIND_PROGRESS || !tg_frame_int(frame, TG_TAG_PROGRESS, &progress) ||
+            progress != TG_PROGRESS_KEEPALIVE)
+            break; /* nothing but keepalives may come before the answer */
+        if (tg_remaining_ms(deadline) == 0) {
+            TG_DEBUG(opt, pamh, "%s: %s", what, tg_io_strerror(TG_IO_TIMEOUT));
+            return false; /* a keepalive read past the deadline does not prolong the wait */
+        }
+    }
+    TG_DEBUG(opt, pamh, "%s: bad reply", what);
+    return false;
+}
+
 /* Sends one request of `kind` for `user` (with the password when not NULL), waits for its RESULT
  * within the deadlines, logs the code. The request buffer is wiped: it may hold the password. */
 static void tell_daemon(pam_handle_t *pamh, const struct tg_options *opt, uint8_t kind,
@@ -44,14 +91,13 @@ static void tell_daemon(pam_handle_t *pamh, const struct tg_options *opt, uint8_
         goto done;
     uint64_t deadline = tg_deadline_after(TG_CONNECT_DEADLINE_MS);
     if ((io = tg_connect(opt->socket, deadline, &fd)) != TG_IO_OK ||
-        (io = tg_send_all(fd, req, len, deadline)) != TG_IO_OK ||
-        (io = tg_read_frame(fd, reply, sizeof(reply), &len,
-                            tg_deadline_after(TG_REPLY_DEADLINE_MS))) != TG_IO_OK) {
+        (io = tg_send_all(fd, req, len, deadline)) != TG_IO_OK) {
         TG_DEBUG(opt, pamh, "%s: %s", what, tg_io_strerror(io));
         goto done;
     }
-    if (tg_frame_decode(reply, len, &frame) != TG_CODEC_OK || !tg_answers(&frame, id) ||
-        frame.kind != TG_KIND_RESULT || !tg_frame_int(&frame, TG_TAG_CODE, &code)) {
+    if (!read_result(pamh, opt, what, fd, id, reply, &frame))
+        goto done;
+    if (!tg_frame_int(&frame, TG_TAG_CODE, &code)) {
         TG_DEBUG(opt, pamh, "%s: bad reply", what);
         goto done;
     }
@@ -76,19 +122,23 @@ int tg_report_password_success(pam_handle_t *pamh, const struct tg_options *opt)
                  "report: the fingerprint matched in this transaction, nothing to report");
     else if (user == NULL)
         TG_DEBUG(opt, pamh, "report: no user");
-    else /* authtok: the password the stack just verified renews a sealed keyring password */
+    else /* authtok: the password the stack just verified renews a sealed keyring password; the
+          * report itself goes without a password the wire cannot carry */
         tell_daemon(pamh, opt, TG_KIND_PASSWORD_SUCCESS, "report: password success", user,
-                    opt->authtok ? stack_authtok(pamh) : NULL);
+                    opt->authtok ? sendable_authtok(pamh, "report") : NULL);
     return PAM_IGNORE;
 }
 
 int tg_report_password_change(pam_handle_t *pamh, int flags, const struct tg_options *opt)
 {
     const char *user = tg_pam_string(pamh, PAM_USER);
-    const char *password = stack_authtok(pamh);
 
-    /* Only once the password module has set the new password (not in the preliminary pass). */
-    if ((flags & PAM_UPDATE_AUTHTOK) && opt->authtok && user != NULL && password != NULL)
+    /* Only once the password module has set the new password (not in the preliminary pass);
+     * without a password the wire can carry there is nothing to renew, and nothing is sent. */
+    if (!(flags & PAM_UPDATE_AUTHTOK) || !opt->authtok || user == NULL)
+        return PAM_IGNORE;
+    const char *password = sendable_authtok(pamh, "password change");
+    if (password != NULL)
         tell_daemon(pamh, opt, TG_KIND_KEYRING_RENEW, "password change", user, password);
     return PAM_IGNORE;
 }

@@ -27,11 +27,25 @@ static void result(int fd, uint32_t id, int32_t code, const char *reason, const 
     fake_send(fd, &w);
 }
 
-static void serve_one(int fd, struct fake_conn *c)
+/* A fixed delay before the daemon's next frame, watching the connection meanwhile: false (and
+ * hung_up_early) if the module hung up, or sent anything, before the delay was over. */
+static bool delay_frame(int fd, struct fake_conn *c, int ms)
 {
-    if (c->behaviour == BUSY_UNSOLICITED) {
-        /* Refused at accept: the daemon answers before it reads anything. */
-        result(fd, TG_UNSOLICITED_ID, TG_ERR_BUSY, TG_REASON_BUSY, "Too many connections", 0, 0);
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+    c->hung_up_early = poll(&pfd, 1, ms) != 0;
+    return !c->hung_up_early;
+}
+
+static void serve_one(struct fake_server *sv, int fd, struct fake_conn *c)
+{
+    if (c->behaviour == BUSY_UNSOLICITED || c->behaviour == UNSOLICITED_OK) {
+        /* Refused at accept: the daemon answers before it reads anything (UNSOLICITED_OK: the
+         * same id with a success, which no daemon sends). */
+        if (c->behaviour == BUSY_UNSOLICITED)
+            result(fd, TG_UNSOLICITED_ID, TG_ERR_BUSY, TG_REASON_BUSY, "Too many connections", 0,
+                   0);
+        else
+            result(fd, TG_UNSOLICITED_ID, TG_OK, NULL, NULL, 0, 0);
         c->saw_close = fake_await_close(fd, 10000);
         return;
     }
@@ -43,6 +57,7 @@ static void serve_one(int fd, struct fake_conn *c)
     switch (c->behaviour) {
     case SILENT:
     case BUSY_UNSOLICITED:
+    case UNSOLICITED_OK:
         break;
     case WRONG_ID:
         fake_result(fd, id == 1 ? 3 : (id ^ 1), TG_OK, NULL, NULL);
@@ -101,6 +116,23 @@ static void serve_one(int fd, struct fake_conn *c)
         break;
     case PROMPT_THEN_WAIT:
         fake_progress(fd, id, TG_PROGRESS_PROMPT, TG_STYLE_INFO, FAKE_TEXT_PROMPT);
+        break;
+    case SLOW_PROMPT_MATCH:
+        fake_progress(fd, id, TG_PROGRESS_PROMPT, TG_STYLE_INFO, FAKE_TEXT_PROMPT);
+        if (!delay_frame(fd, c, FAKE_SLOW_MS))
+            break;
+        fake_result(fd, id, TG_OK, NULL, "Fingerprint recognised");
+        /* Only now may the conversation return (unsignalled, it waits out its 5 s). */
+        if (write(sv->sent[1], "s", 1) != 1)
+            perror("fake daemon: cannot signal the conversation");
+        break;
+    case SLOW_REPORT_OK:
+        for (int i = 0; i < 2; i++) {
+            fake_progress(fd, id, TG_PROGRESS_KEEPALIVE, 0, NULL);
+            if (!delay_frame(fd, c, FAKE_KEEPALIVE_MS))
+                goto done;
+        }
+        fake_result(fd, id, TG_OK, NULL, NULL);
         break;
     case REPORT_OK:
         fake_result(fd, id, TG_OK, NULL, NULL);
@@ -166,7 +198,7 @@ static void *serve(void *arg)
         int fd = fake_accept(sv->listen_fd, 10000);
         if (fd < 0)
             break;
-        serve_one(fd, &sv->conn[i]);
+        serve_one(sv, fd, &sv->conn[i]);
         close(fd);
     }
     return NULL;
@@ -243,13 +275,14 @@ int fake_conv(int num, const struct pam_message **msg, struct pam_response **res
             snprintf(s->text[s->n], sizeof(s->text[0]), "%s", msg[i]->msg);
             s->n++;
         }
-        if (!prompt)
-            continue;
-        s->prompts++;
-        if (s->wait_fd >= 0) {
+        bool waits = prompt || (s->wait_on_info && msg[i]->msg_style == PAM_TEXT_INFO);
+        if (waits && s->wait_fd >= 0) {
             struct pollfd pfd = { .fd = s->wait_fd, .events = POLLIN };
             poll(&pfd, 1, 5000);
         }
+        if (!prompt)
+            continue;
+        s->prompts++;
         if (s->answer == NULL || (r[i].resp = strdup(s->answer)) == NULL) {
             for (int k = 0; k < i; k++)
                 free(r[k].resp);
@@ -280,6 +313,7 @@ void fake_run_pam(const struct fake_env *env, const char *service, const char *u
     out->shown.fail = setup->fail_conv;
     out->shown.answer = setup->answer;
     out->shown.wait_fd = setup->wait_fd;
+    out->shown.wait_on_info = setup->wait_on_info;
     struct pam_conv conv = { fake_conv, &out->shown };
     out->rc = pam_start_confdir(service, user, &conv, env->dir, &pamh);
     if (out->rc != PAM_SUCCESS)
@@ -310,7 +344,8 @@ bool fake_start(struct fake_server *sv, const struct fake_env *env, int nconn,
     sv->nconn = nconn;
     for (int i = 0; i < nconn; i++)
         sv->conn[i].behaviour = b[i];
-    return pipe(sv->died) == 0 && fake_listen(env->sock, &sv->listen_fd, true) &&
+    return pipe(sv->died) == 0 && pipe(sv->sent) == 0 &&
+           fake_listen(env->sock, &sv->listen_fd, true) &&
            pthread_create(&sv->thread, NULL, serve, sv) == 0;
 }
 
@@ -322,6 +357,8 @@ bool fake_stop(struct fake_server *sv, const struct fake_env *env)
         close(sv->listen_fd);
     close(sv->died[0]);
     close(sv->died[1]);
+    close(sv->sent[0]);
+    close(sv->sent[1]);
     unlink(env->sock);
     sv->die_after = 0;
     return pending;

@@ -29,6 +29,11 @@ enum behaviour {
     REPORT_OK,          /* RESULT TG_OK (an answer to PASSWORD_SUCCESS) */
     REPORT_REFUSED,     /* RESULT notPermitted with a MESSAGE */
     BUSY_UNSOLICITED,   /* before reading anything: RESULT TG_ERR_BUSY, id TG_UNSOLICITED_ID */
+    /* What no daemon sends, and a daemon that takes its time. */
+    UNSOLICITED_OK,    /* before reading anything: RESULT TG_OK, id TG_UNSOLICITED_ID */
+    SLOW_PROMPT_MATCH, /* PROGRESS prompt with its message; RESULT TG_OK FAKE_SLOW_MS later, then
+                        * the server's `sent` pipe is written */
+    SLOW_REPORT_OK,    /* keepalives FAKE_KEEPALIVE_MS apart, then RESULT TG_OK */
     /* Refusals that ask for the password step (TG_FLAG_ASK_PASSWORD), with their MESSAGE. */
     ASK_LOCKOUT,        /* biometryLockout "lockout" */
     ASK_BOOT,           /* passwordRequired "boot" */
@@ -44,6 +49,11 @@ enum behaviour {
 
 #define FAKE_MAX_CONNS 3
 
+/* Fixed delays of the fake daemon, which create a situation (never a wait for one): a RESULT
+ * sent past the silence deadline, and keepalives at the daemon's pace. */
+#define FAKE_SLOW_MS      (TG_SILENCE_DEADLINE_MS + 300)
+#define FAKE_KEEPALIVE_MS 250
+
 #define FAKE_TEXT_LOCKED   "Fingerprint locked after 5 failed attempts: enter your password"
 #define FAKE_TEXT_BOOT     "Enter your password: it is required once after the computer starts"
 #define FAKE_TEXT_MAXTRIES "Fingerprint not recognised after 2 tries: use your password"
@@ -55,7 +65,8 @@ enum behaviour {
 struct fake_conn {
     enum behaviour behaviour;
     bool got_request;
-    bool saw_close; /* the module hung up after it returned */
+    bool saw_close;     /* the module hung up after it returned */
+    bool hung_up_early; /* the module hung up while the daemon delayed its next frame */
     uint8_t req[TG_FRAME_BUFFER];
     struct tg_frame request;
 };
@@ -65,6 +76,7 @@ struct fake_server {
     int nconn;     /* connections to accept, one after the other */
     int die_after; /* after serving this many, stop listening and remove the socket (0: never) */
     int died[2];   /* pipe: written once it stopped listening */
+    int sent[2];   /* pipe: written once a delayed frame was sent (SLOW_PROMPT_MATCH) */
     pthread_t thread;
     struct fake_conn conn[FAKE_MAX_CONNS];
 };
@@ -75,6 +87,7 @@ struct shown {
     bool fail;          /* every call fails, as a client that went away */
     const char *answer; /* the reply to PAM_PROMPT_ECHO_OFF (NULL: the conversation fails) */
     int wait_fd; /* >= 0: a prompt waits until this becomes readable (an event), 5 s at most */
+    bool wait_on_info; /* a PAM_TEXT_INFO message waits for wait_fd too (a slow conversation) */
     int n;
     int prompts; /* messages that asked for input */
     int style[FAKE_MAX_SHOWN];
@@ -117,6 +130,7 @@ struct run_setup {
     bool fail_conv;
     const char *answer;
     int wait_fd;
+    bool wait_on_info;
     const char *pam_env;
     const char *tty;
     const char *rhost;

@@ -9,14 +9,17 @@
 #define EXPORT __attribute__((visibility("default")))
 
 /* Applications may not read PAM_AUTHTOK; this puts it in the PAM environment as
- * TG_PROBE_AUTHTOK, where pam_getenv can. Never in a real stack. */
+ * TG_PROBE_AUTHTOK, where pam_getenv can. Never in a real stack. With the argument `settok` it
+ * first takes a password (pam_get_authtok asks "Password: ") and leaves it as PAM_AUTHTOK, as
+ * pam_unix does before a `report` line. */
 EXPORT int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const char **argv)
 {
     const void *tok = NULL;
+    const char *typed = NULL;
     char entry[600];
     (void)flags;
-    (void)argc;
-    (void)argv;
+    if (argc > 0 && strcmp(argv[0], "settok") == 0)
+        pam_get_authtok(pamh, PAM_AUTHTOK, &typed, NULL);
     if (pam_get_item(pamh, PAM_AUTHTOK, &tok) == PAM_SUCCESS && tok != NULL &&
         snprintf(entry, sizeof(entry), "TG_PROBE_AUTHTOK=%s", (const char *)tok) <
             (int)sizeof(entry))

@@ -1,9 +1,12 @@
 /* The client's waiting rule with an injected clock: keepalives restart the silence deadline, the
  * overall cap holds whatever arrives. No real time passes. */
 #include <stdbool.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "tg_client.h"
+#include "tg_codec.h"
 #include "touchgate_wire.h"
 
 static void test_keepalives_restart_the_silence_deadline(void)
@@ -42,6 +45,8 @@ static void test_the_cap_holds_against_endless_keepalives(void)
           (unsigned long long)(tg_watch_deadline(&w) - t));
     tg_watch_frame(&w, t + 3999);
     CHECK(tg_watch_deadline(&w) == t + 4000, "a frame moved the cap");
+    CHECK(!tg_watch_capped(&w, t + 3999) && tg_watch_capped(&w, t + 4000),
+          "capped not from the cap on");
 }
 
 static void test_remaining(void)
@@ -52,10 +57,40 @@ static void test_remaining(void)
     CHECK(left > 0 && left <= 60000, "remaining %d", left);
 }
 
+/* A passed deadline still looks: a frame that already arrived (while the module was busy in its
+ * conversation) is read; only an empty socket is a timeout. */
+static void test_a_passed_deadline_still_reads_what_is_there(void)
+{
+    uint8_t out[TG_FRAME_BUFFER], in[TG_FRAME_BUFFER];
+    struct tg_writer w;
+    size_t len = 0;
+    int sv[2];
+
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+        CHECK(false, "socketpair");
+        return;
+    }
+    uint64_t passed = tg_now_ms() - 1;
+    CHECK(tg_read_frame(sv[0], in, sizeof(in), &len, passed) == TG_IO_TIMEOUT,
+          "an empty socket past the deadline is not a timeout");
+    tg_writer_init(&w, out, sizeof(out), TG_KIND_RESULT, 7);
+    tg_put_int(&w, TG_TAG_CODE, TG_OK);
+    CHECK(tg_writer_finish(&w, &len) == TG_CODEC_OK &&
+              tg_send_all(sv[1], out, len, tg_deadline_after(1000)) == TG_IO_OK,
+          "cannot send the frame");
+    size_t got = 0;
+    enum tg_io_status st = tg_read_frame(sv[0], in, sizeof(in), &got, passed);
+    CHECK(st == TG_IO_OK && got == len, "a waiting frame past the deadline: %s",
+          tg_io_strerror(st));
+    close(sv[0]);
+    close(sv[1]);
+}
+
 int main(void)
 {
     test_keepalives_restart_the_silence_deadline();
     test_the_cap_holds_against_endless_keepalives();
     test_remaining();
+    test_a_passed_deadline_still_reads_what_is_there();
     return check_summary("test_client");
 }

@@ -189,6 +189,43 @@ static void test_fake_daemon(void)
     CHECK(r.shown.n == 0, "keepalives showed %d messages", r.shown.n);
 }
 
+/* A RESULT that arrived while the module was busy in its own conversation is read, not thrown
+ * away as silence: the conversation shows the prompt until the daemon has sent its match, past
+ * the silence deadline (the fake daemon sends it FAKE_SLOW_MS after the prompt). */
+static void test_reply_waiting_behind_a_slow_conversation(void)
+{
+    static struct fake_server sv;
+    enum behaviour b = SLOW_PROMPT_MATCH;
+    struct run r;
+
+    if (!fake_start(&sv, &env, 1, &b)) {
+        CHECK(false, "fake daemon did not start");
+        return;
+    }
+    struct run_setup slow = { .wait_fd = sv.sent[0], .wait_on_info = true };
+    fake_run_pam(&env, "tg-server", "root", &slow, &r);
+    bool pending = fake_stop(&sv, &env);
+    CHECK(!pending && !sv.conn[0].hung_up_early, "slow conversation: hung up before the result");
+    CHECK(r.rc == PAM_SUCCESS, "slow conversation: %d (the waiting result was not read)", r.rc);
+    CHECK(r.ms >= FAKE_SLOW_MS, "slow conversation: over after %llu ms, before the result was sent",
+          (unsigned long long)r.ms);
+    CHECK(shown_once(&r, PAM_TEXT_INFO, FAKE_TEXT_PROMPT) && r.shown.n == 1,
+          "slow conversation: %d messages, last '%s'", r.shown.n, r.shown.text[r.shown.n - 1]);
+}
+
+/* The unsolicited id answers only a refusal sent before the request was read (busy,
+ * badRequest): a success under it is a malformed reply, never PAM_SUCCESS. */
+static void test_unsolicited_success(void)
+{
+    static struct fake_server sv;
+    struct run r;
+
+    run_against(&sv, UNSOLICITED_OK, "tg-server", NULL, &r);
+    CHECK(r.rc == PAM_SYSTEM_ERR, "unsolicited success: %d", r.rc);
+    CHECK(shown_once(&r, PAM_ERROR_MSG, TEXT_SERVICE_ERROR) && r.shown.n == 1,
+          "unsolicited success: %d messages, first '%s'", r.shown.n, r.shown.text[0]);
+}
+
 /* Refusals say why, except "no fingerprints": that is noise for people who never set them up. */
 static void test_quiet_when_not_enrolled(void)
 {
@@ -323,6 +360,8 @@ int main(int argc, char **argv)
     }
     test_unreachable();
     test_fake_daemon();
+    test_reply_waiting_behind_a_slow_conversation();
+    test_unsolicited_success();
     test_quiet_when_not_enrolled();
     test_noinput();
     test_ssh_session();

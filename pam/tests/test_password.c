@@ -208,6 +208,34 @@ static void test_daemon_fails_after_the_refusal(void)
     CHECK(r.rc == PAM_SYSTEM_ERR, "wrong id: %d (another request's TG_OK is no success)", r.rc);
     CHECK(r.shown.n == 3 && strcmp(r.shown.text[2], TEXT_SERVICE_ERROR) == 0, "wrong id: '%s'",
           r.shown.text[2]);
+
+    /* The unsolicited id carries only a refusal (busy, badRequest): a success under it is a
+     * malformed reply. */
+    two_steps(&sv, ASK_LOCKOUT, UNSOLICITED_OK, &setup, &r);
+    CHECK(r.rc == PAM_SYSTEM_ERR, "unsolicited success: %d", r.rc);
+    CHECK(r.shown.n == 3 && strcmp(r.shown.text[2], TEXT_SERVICE_ERROR) == 0,
+          "unsolicited success: '%s'", r.shown.text[2]);
+    CHECK(r.has_authtok && strcmp(r.authtok, PASSWORD) == 0,
+          "unsolicited success: PAM_AUTHTOK '%s'", r.authtok);
+}
+
+/* A password that is not UTF-8 cannot be sent: nothing reaches the daemon, no "service error" (the
+ * daemon did nothing wrong), and the password module that follows judges it: PAM_AUTHTOK and
+ * PAM_AUTHINFO_UNAVAIL, as for a password typed at the prompt that cannot be sent. */
+static void test_unsendable_password(void)
+{
+    static struct fake_server sv;
+    struct run r;
+    struct run_setup latin1 = { .wait_fd = -1, .answer = "caf\xe9" };
+    enum behaviour b = ASK_LOCKOUT;
+
+    bool pending = fake_run_against(&sv, &env, 1, &b, "tg-bop", &latin1, &r);
+    CHECK(!pending, "not UTF-8: a connection was opened for it");
+    CHECK(r.rc == PAM_AUTHINFO_UNAVAIL, "not UTF-8: %d", r.rc);
+    expect_asked(&r, FAKE_TEXT_LOCKED, "not UTF-8");
+    CHECK(r.shown.n == 2, "not UTF-8: %d messages, last '%s'", r.shown.n,
+          r.shown.text[r.shown.n - 1]);
+    CHECK(r.has_authtok && strcmp(r.authtok, "caf\xe9") == 0, "not UTF-8: PAM_AUTHTOK not kept");
 }
 
 /* The password step is the daemon's decision: the module tells it the policy, and under policy
@@ -271,6 +299,7 @@ int main(int argc, char **argv)
     test_wrong_and_backoff();
     test_cancelled();
     test_daemon_fails_after_the_refusal();
+    test_unsendable_password();
     test_biometrics_never_asks();
     test_chinese();
     fake_cleanup(&env);

@@ -24,7 +24,16 @@ static void write_stacks(void)
                                "auth [success=ok default=ignore] MODULE socket=SOCKET\n"
                                "auth [ignore=ignore default=1] MODULE report socket=SOCKET\n"
                                "auth sufficient pam_permit.so\n"
-                               "auth required pam_deny.so\n"),
+                               "auth required pam_deny.so\n") &&
+              fake_write_stack(&env, "tg-report-authtok",
+                               "auth optional PROBE settok\n"
+                               "auth [ignore=ignore default=1] MODULE report authtok "
+                               "socket=SOCKET debug\n"
+                               "auth sufficient pam_permit.so\n"
+                               "auth required pam_deny.so\n") &&
+              fake_write_stack(&env, "tg-renew",
+                               "password required PROBE\n"
+                               "password optional MODULE authtok socket=SOCKET debug\n"),
           "cannot write the stacks");
 }
 
@@ -109,6 +118,82 @@ static void test_report(void)
           "same handle: the second call's report was not sent");
 }
 
+/* The daemon works on the report for a while, sending keepalives as it does: the module waits
+ * past them for the RESULT (the fake daemon sends it FAKE_KEEPALIVE_MS after each keepalive). */
+static void test_keepalives_before_the_answer(void)
+{
+    static struct fake_server sv;
+    static const enum behaviour slow[] = { SLOW_REPORT_OK };
+    struct run r;
+
+    bool pending = fake_run_against(&sv, &env, 1, slow, "tg-report", NULL, &r);
+    CHECK(r.rc == PAM_SUCCESS && !pending, "keepalives: stack %d", r.rc);
+    CHECK(sv.conn[0].got_request && !sv.conn[0].hung_up_early,
+          "keepalives: the module hung up at a keepalive, before the RESULT");
+    CHECK(sv.conn[0].saw_close && r.ms < TG_REPLY_DEADLINE_MS,
+          "keepalives: the RESULT was not taken (%llu ms)", (unsigned long long)r.ms);
+}
+
+/* A password stack: the probe takes the new password (answered twice), then the module's line. */
+static void run_chauthtok(const char *answer, struct run *out)
+{
+    pam_handle_t *pamh = NULL;
+    memset(out, 0, sizeof(*out));
+    out->shown.wait_fd = -1;
+    out->shown.answer = answer;
+    struct pam_conv conv = { fake_conv, &out->shown };
+    out->rc = pam_start_confdir("tg-renew", "root", &conv, env.dir, &pamh);
+    if (out->rc != PAM_SUCCESS)
+        return;
+    out->rc = pam_chauthtok(pamh, 0);
+    pam_end(pamh, out->rc);
+}
+
+/* `authtok`: PAM_AUTHTOK goes with the report, and renews a keyring password on a change. A
+ * PAM_AUTHTOK the wire cannot carry (not UTF-8, longer than a field) costs only the renewal: the
+ * report is still sent, without it; a password change has nothing to renew and sends nothing. */
+static void test_authtok(void)
+{
+    static struct fake_server sv;
+    static const enum behaviour ok[] = { REPORT_OK };
+    static char overlong[TG_MAX_STRING + 2];
+    struct run r;
+    struct run_setup typed = { .wait_fd = -1, .answer = "correct horse" };
+
+    bool pending = fake_run_against(&sv, &env, 1, ok, "tg-report-authtok", &typed, &r);
+    const struct tg_frame *f = &sv.conn[0].request;
+    CHECK(r.rc == PAM_SUCCESS && !pending, "report authtok: stack %d", r.rc);
+    CHECK(sv.conn[0].got_request && f->kind == TG_KIND_PASSWORD_SUCCESS &&
+              frame_string_is(f, TG_TAG_PASSWORD, "correct horse"),
+          "report authtok: no PASSWORD_SUCCESS with the password");
+
+    memset(overlong, 'a', TG_MAX_STRING + 1);
+    const char *unsendable[] = { "caf\xe9", overlong };
+    for (size_t i = 0; i < COUNT(unsendable); i++) {
+        typed.answer = unsendable[i];
+        pending = fake_run_against(&sv, &env, 1, ok, "tg-report-authtok", &typed, &r);
+        CHECK(r.rc == PAM_SUCCESS && !pending, "report authtok %zu: stack %d", i, r.rc);
+        CHECK(sv.conn[0].got_request && f->kind == TG_KIND_PASSWORD_SUCCESS &&
+                  frame_string_is(f, TG_TAG_USER, "root") &&
+                  frame_string_is(f, TG_TAG_PASSWORD, NULL),
+              "report authtok %zu: the report was not sent without the password", i);
+    }
+
+    CHECK(fake_start(&sv, &env, 1, ok), "renew: fake daemon did not start");
+    run_chauthtok("new horse", &r);
+    pending = fake_stop(&sv, &env);
+    CHECK(r.rc == PAM_SUCCESS && !pending, "renew: %d", r.rc);
+    CHECK(sv.conn[0].got_request && f->kind == TG_KIND_KEYRING_RENEW &&
+              frame_string_is(f, TG_TAG_PASSWORD, "new horse"),
+          "renew: no KEYRING_RENEW with the new password");
+
+    /* Nothing to renew with: no connection at all (the server serves none). */
+    CHECK(fake_start(&sv, &env, 0, ok), "renew: fake daemon did not start");
+    run_chauthtok("caf\xe9", &r);
+    pending = fake_stop(&sv, &env);
+    CHECK(r.rc == PAM_SUCCESS && !pending, "renew, not UTF-8: %d, a request was sent", r.rc);
+}
+
 int main(int argc, char **argv)
 {
     const char *why = fake_init(&env, argc > 2 ? argv[2] : "./pam_touchgate.so", "/tmp/tg-report");
@@ -118,6 +203,8 @@ int main(int argc, char **argv)
     }
     write_stacks();
     test_report();
+    test_keepalives_before_the_answer();
+    test_authtok();
     fake_cleanup(&env);
     return check_summary("test_report");
 }

@@ -188,6 +188,36 @@ static void test_unjudged_answer_is_no_verified_password(void)
     CHECK(!o.rep.has_authtok, "unjudged: PAM_AUTHTOK set");
 }
 
+/* A password sent at the prompt that the daemon never judged (it died, went silent, or answered
+ * without looking at it) is kept as PAM_AUTHTOK for the password module, as at the password step. */
+static void test_unjudged_password_is_kept(void)
+{
+    static const struct {
+        int after;
+        int32_t answer;
+        const char *name;
+    } ways[] = {
+        { HANGS_UP, 0, "hang-up after the password" },
+        { FALLS_SILENT, 0, "silence after the password" },
+        { ANSWERS, TG_ERR_SYSTEM_CANCEL, "systemCancel for the password" },
+        { ANSWERS, TG_ERR_BUSY, "busy for the password" },
+    };
+    for (size_t i = 0; i < COUNT(ways); i++) {
+        struct daemon d = { .act = ANSWER_INPUT, .answer = ways[i].answer };
+        d.after_password = ways[i].after;
+        struct outcome o;
+        struct script s = { "tg-tty-bop", TEXT_HINT_BOP, "pw\r", NULL };
+
+        run_tty(&s, &d, &o);
+        expect_restored(&o, ways[i].name);
+        CHECK(o.rep.rc == PAM_AUTHINFO_UNAVAIL, "%s: %d", ways[i].name, o.rep.rc);
+        CHECK(d.next_kind == TG_KIND_PASSWORD && strcmp(d.password, "pw") == 0,
+              "%s: daemon saw kind %d password '%s'", ways[i].name, d.next_kind, d.password);
+        CHECK(o.rep.has_authtok && strcmp(o.rep.authtok, "pw") == 0, "%s: PAM_AUTHTOK '%s'",
+              ways[i].name, o.rep.authtok);
+    }
+}
+
 static void test_match_while_idle(void)
 {
     struct daemon d = { .act = MATCH_ON_GO };
@@ -274,6 +304,7 @@ int main(int argc, char **argv)
         test_password_for_the_password_module();
         test_unmarked_prompt_keeps_the_password();
         test_unjudged_answer_is_no_verified_password();
+        test_unjudged_password_is_kept();
         test_match_while_idle();
         test_match_while_typing();
         test_daemon_gone();

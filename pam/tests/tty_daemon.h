@@ -22,6 +22,7 @@ struct daemon {
     const char *answer_message;
     bool takes_no_password; /* the prompt is not marked ACCEPTS_PASSWORD, whatever the policy */
     bool unjudged;          /* a password's answer lacks BY_PASSWORD (as from an older daemon) */
+    enum { ANSWERS, HANGS_UP, FALLS_SILENT } after_password; /* what a PASSWORD gets */
     int listen_fd;
     int go[2]; /* pipe: the test's "go" */
     pthread_t thread;
@@ -75,7 +76,10 @@ static inline void answer_input(struct daemon *d, int fd, uint32_t id)
     d->next_kind = f.kind;
     if (f.kind == TG_KIND_PASSWORD) {
         tg_frame_string(&f, TG_TAG_PASSWORD, d->password, sizeof(d->password));
-        fake_result_flags(fd, id, d->answer, d->answer_reason, d->answer_message, judged(d));
+        if (d->after_password == HANGS_UP)
+            shutdown(fd, SHUT_RDWR); /* as a daemon that died: the module reads end of file */
+        if (d->after_password == ANSWERS)
+            fake_result_flags(fd, id, d->answer, d->answer_reason, d->answer_message, judged(d));
     }
     /* A CANCEL is deliberately left unanswered, and the prompt kept alive with keepalives at
      * the daemon's pace until the module hangs up: a module that waited for an answer would
