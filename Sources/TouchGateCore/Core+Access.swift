@@ -50,7 +50,10 @@ extension Core {
     private func refusalForAnotherAccount(_ caller: Caller, _ user: String, _ right: Right) async -> Refusal? {
         if caller.isRoot || (right != .rootOnly && caller.grants.contains(.actForOthers)) { return nil }
         guard await names.name(of: caller.uid) == user else {
-            log.notice("refused a request for another user", metadata: ["user": "\(user)", "uid": "\(caller.uid)"])
+            if let more = clientNotices.admit(caller.uid) {
+                log.notice(
+                    "refused a request for another user\(more)", metadata: ["user": "\(user)", "uid": "\(caller.uid)"])
+            }
             return Refusal(.notPermitted, reason: nil, text: .notPermitted)
         }
         if right == .rootOnly {

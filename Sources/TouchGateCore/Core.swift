@@ -77,6 +77,8 @@ public struct CoreSetup: Sendable {
     /// The password check running for each user: one at a time, so the back-off is judged on
     /// every earlier answer (Core+Passwords.swift).
     var passwordChecks: [String: OneShot<Void>] = [:]
+    /// Refusals a client causes at will, logged within limits (LogThrottle).
+    let clientNotices = LogThrottle()
 
     public init(_ setup: CoreSetup) throws(StorageError) {
         config = setup.policy

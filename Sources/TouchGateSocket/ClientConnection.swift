@@ -74,7 +74,7 @@ import TouchGateWire
                     if closed { return }
                 }
             } catch {
-                log.notice("malformed request: \(error)", metadata: ["uid": "\(caller.uid)"])
+                notice("malformed request: \(error)")
                 reply(request?.id ?? WireLimits.unsolicitedRequestID, Reply(.badRequest, text: .badRequest))
                 close(reason: nil)
                 return
@@ -113,8 +113,14 @@ import TouchGateWire
         start(frame)
     }
 
+    /// A notice the client caused, within the listener's limits for its uid.
+    private func notice(_ message: String) {
+        guard let more = listener?.notices.admit(caller.uid) else { return }
+        log.notice("\(message)\(more)", metadata: ["uid": "\(caller.uid)"])
+    }
+
     private func protocolViolation(_ what: String) {
-        log.notice("bad request: \(what)", metadata: ["uid": "\(caller.uid)"])
+        notice("bad request: \(what)")
         reply(request?.id ?? WireLimits.unsolicitedRequestID, Reply(.badRequest, text: .badRequest))
         close(reason: nil)
     }
@@ -134,7 +140,7 @@ import TouchGateWire
             do {
                 outcome = try await RequestDispatch.run(frame, core: core, connection: self, input: input)
             } catch {
-                self.log.notice("bad \(frame.kind) request: \(error)", metadata: ["uid": "\(self.caller.uid)"])
+                self.notice("bad \(frame.kind) request: \(error)")
                 self.reply(frame.requestID, Reply(.badRequest, text: .badRequest))
                 self.close(reason: nil)
                 return
@@ -252,7 +258,7 @@ import TouchGateWire
     func close(reason: String?) {
         guard !closed else { return }
         closed = true
-        if let reason { log.notice("closing a connection: \(reason)", metadata: ["uid": "\(caller.uid)"]) }
+        if let reason { notice("closing a connection: \(reason)") }
         watch?.cancel()
         watch = nil
         keepalive?.cancel()
