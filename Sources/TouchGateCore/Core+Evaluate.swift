@@ -91,36 +91,10 @@ extension Core {
                 return ended(by: interrupt)
             }
         }
-        // State may have changed while queued (another prompt, an unplug).
-        if let refusal = await preflight(user: r.user, rhost: r.origin.rhost, reader: r.reader) {
-            return .reply(refusal, method: nil)
-        }
-        guard let served = await served(r.reader) else {  // the reader it names went while it waited
-            return .reply(refusal(for: r.reader == nil ? .noReader : .removed, timeout: timeout), method: nil)
-        }
-        let reader = served.reader, info = served.info
-        let list = await prints.list(r.user, device: info.deviceKey).prints
-        let wanted = list.filter { r.fingers?.contains($0.finger) ?? true }
-        let usable = wanted.filter { !$0.damaged }
-        guard !usable.isEmpty || list.allSatisfy(\.damaged) else {
-            // Only damaged prints for the fingers asked for: say which, as when every print is.
-            guard !wanted.isEmpty else {
-                return .reply(Refusal(.biometryNotEnrolled, reason: .noPrints, text: .notEnrolled), method: nil)
-            }
-            if wanted.contains(where: \.closed) {
-                return .reply(Refusal(.biometryNotAvailable, reason: .printsSealed, text: .printsSealed), method: nil)
-            }
-            var refusal = Refusal(
-                .templateDamaged, reason: .templateDamaged, text: .templatesDamaged(wanted.map(\.finger)))
-            refusal.fingers = wanted.map(\.finger)
-            return .reply(refusal, method: nil)
-        }
-        let templates: [[UInt8]]
-        do {
-            templates = try await prints.templates(r.user, device: info.deviceKey, fingers: usable.map(\.finger))
-        } catch {
-            log.error("cannot read templates: \(error)", metadata: ["user": "\(r.user)"])
-            return .reply(Self.storageFailure, method: nil)
+        let reader: any FingerprintReader, info: ReaderInfo, list: [EnrolledPrint], templates: [[UInt8]]
+        switch await prepare(r, timeout: timeout) {
+        case .refused(let refusal): return .reply(refusal, method: nil)
+        case .ready(let served, let l, let t): (reader, info, list, templates) = (served.reader, served.info, l, t)
         }
         for damaged in list where damaged.needsEnrolling {
             client.show(ProgressEvent(.retry, .templateDamaged(damaged.finger), style: .error))
@@ -171,6 +145,59 @@ extension Core {
                 return .reply(refusal(for: failure, timeout: timeout), method: "fingerprint")
             }
         }
+    }
+
+    private enum Prepared {
+        case ready(ServedReader, [EnrolledPrint], [[UInt8]])
+        case refused(Reply)
+    }
+
+    /// What a prompt that holds the reader scans against: the state judged again (it may have
+    /// changed while queued: another prompt, an unplug), the reader, the user's prints and the
+    /// usable ones' templates. The files are read for each prompt; when they differ from the
+    /// prints judged (changed outside the daemon: by hand, by another tool), that judgement is
+    /// stale, so the prints are judged again from disk, the policy included (docs/SECURITY.md: a
+    /// changed set of prints asks the password once). Files that change again in between refuse.
+    private func prepare(_ r: EvaluateRequest, timeout: Int) async -> Prepared {
+        for attempt in 1...2 {
+            if let refusal = await preflight(user: r.user, rhost: r.origin.rhost, reader: r.reader) {
+                return .refused(refusal)
+            }
+            guard let served = await served(r.reader) else {  // the reader it names went while it waited
+                return .refused(refusal(for: r.reader == nil ? .noReader : .removed, timeout: timeout))
+            }
+            let list = await prints.list(r.user, device: served.info.deviceKey).prints
+            let wanted = list.filter { r.fingers?.contains($0.finger) ?? true }
+            let usable = wanted.filter { !$0.damaged }
+            guard !usable.isEmpty || list.allSatisfy(\.damaged) else {
+                // Only damaged prints for the fingers asked for: say which, as when every print is.
+                guard !wanted.isEmpty else {
+                    return .refused(Refusal(.biometryNotEnrolled, reason: .noPrints, text: .notEnrolled))
+                }
+                if wanted.contains(where: \.closed) {
+                    return .refused(Refusal(.biometryNotAvailable, reason: .printsSealed, text: .printsSealed))
+                }
+                var refusal = Refusal(
+                    .templateDamaged, reason: .templateDamaged, text: .templatesDamaged(wanted.map(\.finger)))
+                refusal.fingers = wanted.map(\.finger)
+                return .refused(refusal)
+            }
+            let templates: [[UInt8]]
+            do {
+                templates = try await prints.templates(
+                    r.user, device: served.info.deviceKey, fingers: usable.map(\.finger))
+            } catch {
+                log.error("cannot read templates: \(error)", metadata: ["user": "\(r.user)"])
+                return .refused(Self.storageFailure)
+            }
+            if templates.map(PrintFiles.digest) == usable.map(\.digest) { return .ready(served, list, templates) }
+            prints.invalidate(r.user)
+            log.notice(
+                "the prints changed outside the daemon: judged again",
+                metadata: ["user": "\(r.user)", "attempt": "\(attempt)"])
+        }
+        log.error("the prints keep changing outside the daemon: refused", metadata: ["user": "\(r.user)"])
+        return .refused(Self.storageFailure)
     }
 
     private func ended(by interrupt: Interrupt) -> ScanOutcome {

@@ -33,6 +33,24 @@ import TouchGateWire
         }
     }
 
+    @Test func aPrintReplacedOnDiskWhileTheDaemonRunsAsksThePasswordInsteadOfBeingMatched() async throws {
+        try await withTestBed { bed in
+            let core = try await aliceWithOneDamagedPrint(bed)
+            bed.reader.script(.match)
+            let (first, _, _) = core.startEvaluate()
+            #expect(await first.value() == .success(.recognised))  // her prints are judged and cached
+
+            // Another print written over hers by hand, behind the daemon's back.
+            try bed.plantPrint("alice", .rightIndex, bed.reader.print(user: "alice", finger: 7, payload: "mallory"))
+            bed.reader.script(.match)
+            let (running, client, _) = core.startEvaluate()
+            let reply = try #require(await running.value())
+            #expect(reply.outcome == .passwordRequired && reply.reason == .enrollmentChanged)
+            #expect(!client.kinds().contains(.prompt))
+            #expect(bed.reader.verifications.count == 1)  // the replaced print never reached the reader
+        }
+    }
+
     @Test func withEveryPrintDamagedTheRefusalComesBeforeAnyPromptAndNamesTheFingers() async throws {
         try await withTestBed { bed in
             try bed.plantPrint("alice", .rightIndex, Array("not a print".utf8))
