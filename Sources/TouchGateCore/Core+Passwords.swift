@@ -51,7 +51,11 @@ extension Core {
             var count = 0
             do {
                 try await states.update(ctx.user, .beforeReply) { stored in
-                    let (next, b) = policyEngine.recordWrongPassword(stored.stateOrFailClosed, at: clock.now())
+                    var base = stored.stateOrFailClosed
+                    // A state that cannot be read may have held a back-off: counted from the
+                    // threshold (a negative count), never from zero, so this one backs off.
+                    if stored.isCorrupt { base.consecutiveWrongPasswords = -1 }
+                    let (next, b) = policyEngine.recordWrongPassword(base, at: clock.now())
                     backoff = b
                     count = next.consecutiveWrongPasswords
                     return next

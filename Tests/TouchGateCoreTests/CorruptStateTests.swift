@@ -54,12 +54,20 @@ import TouchGateWire
         }
     }
 
-    @Test func aWrongPasswordOnAnUnreadableStateKeepsBiometricsLockedOut() async throws {
+    @Test func aWrongPasswordOnAnUnreadableStateKeepsBiometricsLockedOutAndBacksOffAtOnce() async throws {
         try await withTestBed { bed in
             try await corruptAlicesState(bed)
             let core = try bed.makeCore()
-            #expect(await core.verifyPassword(context(), "wrong") == .refused(wrongPasswordRefusal))
+            // The lost state may have held a back-off: the count goes on from the threshold, not zero.
+            var wrong = wrongPasswordRefusal
+            wrong.text = .wrongPasswordBackoff(seconds: 60)
+            wrong.seconds = 60
+            #expect(await core.verifyPassword(context(), "wrong") == .refused(wrong))
             #expect(await core.preflight()?.outcome == .biometryLockout)
+            #expect(
+                await core.verifyPassword(context(), bed.passwords.correctPassword)
+                    == .refused(Refusal(.passwordBackoff, reason: .backoff, text: .backoff(seconds: 60), seconds: 60)))
+            #expect(bed.passwords.calls == 1)
         }
     }
 }
