@@ -85,19 +85,22 @@ def test_every_reader_is_served_and_each_door_uses_the_default_one_or_the_one_it
     assert pam.result == "PAM_AUTHINFO_UNAVAIL" and pam.messages() == [NO_READER], pam.transcript()
 
 
-def test_pam_fprintd_and_fprintd_verify_use_the_default_reader(two_readers):
-    """fprintd 1.94's pam_fprintd and fprintd-verify take the first device GetDevices lists, which
-    is the default reader, as fprintd lists its own default first."""
+def test_pam_fprintd_verifies_on_the_reader_with_the_users_prints_and_fprintd_verify_on_the_default(two_readers):
+    """Debian's pam_fprintd 1.94 verifies on the first device GetDevices lists (the default one
+    first) where ListEnrolledFingers finds the user's prints; fprintd-verify takes the default
+    device. VerifyStart reads the prints of its own reader, so both verify where they look."""
     world, default, other = two_readers
     enroll_alice(world, "alice-on-the-other", reader=other)
     service = world.fprintd_service()
-    pam = world.pam("alice", service=service).wait()
-    assert pam.result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()  # none on the default: the password next
+    pam = world.pam("alice", service=service)
+    pam.wait_for(re.compile(re.escape(other.name)))  # with several readers, it names the one it uses
+    other.scan("alice-on-the-other")
+    assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
     verify = world.run_tool("fprintd-verify", "alice")
-    assert verify.returncode != 0, verify.transcript()
+    assert verify.returncode != 0, verify.transcript()  # none on the default one
     enroll_alice(world, "alice-on-the-default")
     pam = world.pam("alice", service=service)
-    pam.wait_for(re.compile(re.escape(default.name)))  # with several readers, it names the one it uses
+    pam.wait_for(re.compile(re.escape(default.name)))
     default.scan("alice-on-the-default")
     assert pam.wait().result == "PAM_SUCCESS", pam.transcript()
 
