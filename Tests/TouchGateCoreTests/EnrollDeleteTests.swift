@@ -161,12 +161,19 @@ import TouchGateWire
         }
     }
 
-    @Test func aDeletedPrintGoesFromTheReadersOwnStorageAndARefusalThereIsToldAfterTheFilesWent() async throws {
+    /// alice ready on a reader that keeps its own copy of each print (match on chip).
+    func withChipReader(_ body: (TestBed, Core) async throws -> Void) async throws {
         var chip = StubReader.defaultInfo
         chip.hasStorage = true
         try await withTestBed(reader: StubReader(info: chip)) { bed in
             let core = try bed.makeCore()
             try await bed.readyUser(core)
+            try await body(bed, core)
+        }
+    }
+
+    @Test func aDeletedPrintGoesFromTheReadersOwnStorageAndARefusalThereIsToldAfterTheFilesWent() async throws {
+        try await withChipReader { bed, core in
             try await bed.enroll(core, finger: .leftThumb)
             var expected = Reply.success(.deleted(1))
             expected.fingers = [.leftThumb]
@@ -184,11 +191,7 @@ import TouchGateWire
     }
 
     @Test func aPrintWhoseFileCannotBeReadIsDeletedAndTheReadersCopyThatStaysIsTold() async throws {
-        var chip = StubReader.defaultInfo
-        chip.hasStorage = true
-        try await withTestBed(reader: StubReader(info: chip)) { bed in
-            let core = try bed.makeCore()
-            try await bed.readyUser(core)
+        try await withChipReader { bed, core in
             // A file others may write is not read (docs/SECURITY.md), so the chip's copy cannot be named.
             #expect(chmod(bed.printPath("alice", .rightIndex), 0o666) == 0)
             var expected = Reply.success(.lines([.deleted(1), .keptOnReader]), reason: .notDeletedFromReader)
