@@ -50,8 +50,11 @@ extension LibfprintReader {
     ) -> Result<[UInt8], ReaderFailure> {
         guard let dev = usableDevice else { return .failure(whyUnusable) }
         let stages = Int(tgfp_device_get_nr_enroll_stages(dev))
-        // Floating reference: fp_device_enroll_sync sinks and releases it.
+        // Sunk here and released after the call: fp_device_enroll_sync sinks a floating template
+        // only once it starts, and returns before that when cancelled, busy or closed.
         let template = tgfp_print_new(dev)
+        _ = cfp_object_ref_sink(UnsafeMutableRawPointer(template))
+        defer { cfp_object_unref(UnsafeMutableRawPointer(template)) }
         tgfp_print_set_finger(template, FpFinger(UInt32(fingerIndex)))
         tgfp_print_set_username(template, user)
         let box = Unmanaged.passRetained(EnrollContext(stages: stages, progress: progress))
@@ -127,9 +130,10 @@ extension LibfprintReader {
                     let array = g_ptr_array_new()
                     defer { g_ptr_array_unref(array) }
                     for p in prints { g_ptr_array_add(array, UnsafeMutableRawPointer(p)) }
-                    var match: OpaquePointer?
+                    var match: OpaquePointer?  // a reference of our own (transfer full)
                     guard tgfp_device_identify_sync(dev, array, cancellable, onMatch, told, &match, nil, &error) != 0
                     else { return nil }
+                    defer { cfp_object_unref(match.map(UnsafeMutableRawPointer.init)) }
                     return report.takeUnretainedValue().result(match)
                 } else {
                     var matched: gboolean = 0
@@ -165,10 +169,12 @@ extension LibfprintReader {
         defer { cfp_object_unref(cancellable) }
         let op = Unmanaged.passRetained(OperationState(cancellable: cancellable))
         defer { op.release() }
-        // cancel() from another thread: marshal g_cancellable_cancel onto this thread.
-        let opPointer = UInt(bitPattern: op.toOpaque())
+        // cancel() from another thread: marshal g_cancellable_cancel onto this thread. The hook
+        // holds the state (and through it the cancellable): cancel() may run a hook it took just
+        // before the operation ended and removed it, and then nothing it touches is freed yet.
+        let state = op.takeUnretainedValue()
         cancellation.setHook {
-            let retained = Unmanaged<OperationState>.fromOpaque(UnsafeRawPointer(bitPattern: opPointer)!).retain()
+            let retained = Unmanaged.passRetained(state)
             g_main_context_invoke(
                 nil,
                 { data in

@@ -72,6 +72,7 @@ static inline GQuark cfp_device_retry_quark(void) { return tgfp_device_retry_qua
 static inline GQuark cfp_io_error_quark(void) { return tgg_io_error_quark(); }
 static inline void cfp_object_unref(void *object) { if (object) g_object_unref(object); }
 static inline void *cfp_object_ref(void *object) { return g_object_ref(object); }
+static inline void *cfp_object_ref_sink(void *object) { return g_object_ref_sink(object); }
 static inline void *cfp_ptr_array_index(GPtrArray *array, guint i) { return g_ptr_array_index(array, i); }
 /* libfprint's "removed" property: the device was unplugged (it stays listed until closed). */
 static inline gboolean cfp_device_removed(void *device) {
