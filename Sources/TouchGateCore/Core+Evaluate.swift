@@ -112,7 +112,13 @@ extension Core {
             switch await outcome(of: op, or: prompt) {
             case .second(let interrupt):
                 return ended(by: interrupt)
-            case .first(.success(.match)):
+            case .first(.success(.match(let i))):
+                // A lock, a disable or a deletion made while the prompt listened counts: the
+                // match is judged again against the state and the prints as they are now.
+                if let refusal = await stillAllowed(r, template: templates[i]) {
+                    log.notice("a match no longer allowed: \(refusal.outcome.name)", metadata: ["user": "\(r.user)"])
+                    return .reply(refusal, method: "fingerprint")
+                }
                 do {
                     try await states.update(r.user, .afterReply) {
                         policyEngine.recordFingerprintSuccess($0.stateOrFailClosed, at: clock.now())
@@ -198,6 +204,19 @@ extension Core {
         }
         log.error("the prints keep changing outside the daemon: refused", metadata: ["user": "\(r.user)"])
         return .refused(Self.storageFailure)
+    }
+
+    /// nil when a match against `template` still stands: the user's state allows a fingerprint
+    /// now, and the print is still enrolled, unchanged (both read from the caches: microseconds).
+    private func stillAllowed(_ r: EvaluateRequest, template: [UInt8]) async -> Refusal? {
+        if let refusal = await preflight(user: r.user, rhost: r.origin.rhost, reader: r.reader) { return refusal }
+        let digest = PrintFiles.digest(template)
+        let device = await readerInfo(r.reader)?.deviceKey
+        let now = await prints.list(r.user, device: device).prints
+        guard now.contains(where: { $0.digest == digest && !$0.damaged }) else {
+            return Refusal(.biometryNotEnrolled, reason: .noPrints, text: .notEnrolled)
+        }
+        return nil
     }
 
     private func ended(by interrupt: Interrupt) -> ScanOutcome {

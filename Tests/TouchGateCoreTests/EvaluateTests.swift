@@ -33,6 +33,41 @@ import TouchGateWire
         }
     }
 
+    @Test func aLockMadeWhileThePromptListensRefusesTheFingerGivenAfterIt() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            bed.reader.script(.matchOnRelease)
+            let (running, client, _) = core.startEvaluate()
+            #expect(await client.waitFor(.prompt))
+            #expect(await core.lock(user: "alice", origin: Origin(), caller: .root).isSuccess)
+            bed.reader.releaseScan()
+            let reply = try #require(await running.value())
+            #expect(reply.outcome == .passwordRequired && reply.reason == .adminLock)
+        }
+    }
+
+    @Test func aPrintDeletedWhileThePromptListensMatchesNoMore() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            try await bed.enroll(core, finger: .leftThumb)  // the first template the prompt offers
+            try await core.recordPasswordSuccess(context())
+            bed.reader.script(.matchOnRelease)
+            let (running, client, _) = core.startEvaluate()
+            #expect(await client.waitFor(.prompt))
+            // alice deletes it herself (her right index finger stays), and her password since
+            // leaves no enrollment change to ask about; the scan then matches that template.
+            let deleted = await core.delete(
+                user: "alice", fingers: [.leftThumb], all: false, password: bed.passwords.correctPassword,
+                origin: Origin(), caller: .alice)
+            #expect(deleted.isSuccess)
+            try await core.recordPasswordSuccess(context())
+            bed.reader.releaseScan()
+            #expect(await running.value() == Refusal(.biometryNotEnrolled, reason: .noPrints, text: .notEnrolled))
+        }
+    }
+
     @Test func threeNoMatchesEndThePromptWithAuthenticationFailedMaxTries() async throws {
         try await withTestBed { bed in
             let core = try bed.makeCore()

@@ -14,6 +14,8 @@ public final class StubReader: FingerprintReader, FingerprintReaders, Sendable {
         case fail(ReaderFailure)
         /// Waits for the cancellation, then ends with `.cancelled`.
         case hold
+        /// Waits until the test calls `releaseScan()`, then matches (template 0).
+        case matchOnRelease
 
         public static let match = Scan.match(0)
     }
@@ -39,6 +41,10 @@ public final class StubReader: FingerprintReader, FingerprintReaders, Sendable {
     }
 
     private let state: Mutex<State>
+    private let released = Semaphore()
+
+    /// Lets a `.matchOnRelease` scan end.
+    public func releaseScan() { released.signal() }
 
     public static let defaultInfo = ReaderInfo(
         name: "Stub reader", driver: "stub", deviceID: "stub-0",
@@ -144,6 +150,9 @@ public final class StubReader: FingerprintReader, FingerprintReaders, Sendable {
                 case .noMatch: return completion(.success(.noMatch))
                 case .fail(let failure): return completion(.failure(failure))
                 case .hold: return waitForCancellation(cancellation) { self.finishCancelled(completion) }
+                case .matchOnRelease:
+                    released.wait()
+                    return completion(.success(.match(0)))
                 }
             }
             completion(.failure(.failed("no scripted scan")))
