@@ -76,14 +76,17 @@ bool tg_tpm_open(struct tg_tpm *t, const char *tcti, char *error, size_t error_c
     t->where = tcti != NULL ? tcti : "tpm2-tss's default TCTI";
     clock_gettime(CLOCK_MONOTONIC, &t->deadline);
     t->deadline.tv_sec += TG_TPM_COMMANDS_MS / 1000;
-    if (device_node_missing(tcti, error, error_cap) || !tg_tpm_load(error, error_cap))
+    if (device_node_missing(tcti, error, error_cap) || !tg_tpm_load(error, error_cap)) {
+        t->absent = true;
         return false;
+    }
 
     char what[160];
     snprintf(what, sizeof(what), "no TPM answers at %s", t->where);
     TSS2_RC rc = tgTss2_TctiLdr_Initialize(tcti, &t->tcti);
     if (rc != TSS2_RC_SUCCESS) {
         t->tcti = NULL;
+        t->absent = true; /* nothing to connect to: a TPM that is there but fails gets further */
         return tg_tpm_fail(t, what, rc);
     }
     rc = tgEsys_Initialize(&t->esys, t->tcti, NULL);

@@ -203,6 +203,7 @@ int tg_tpm_run_probe(const char *tcti, char *error, size_t error_cap)
         if (bytes != NULL)
             tgEsys_Free(bytes);
     }
+    bool absent = t.absent;
     tg_tpm_close(&t);
-    return answered ? 0 : -1;
+    return answered ? 0 : absent ? TG_TPM_ABSENT : -1;
 }

@@ -10,7 +10,8 @@ import Glibc
 
 /// What seals the data key to the machine: the TPM (TPM.swift), or a stand-in in unit tests.
 public protocol KeySealer: Sendable {
-    /// Returns when the sealer answers at all (`seal = auto` uses it only then); else says why not.
+    /// Returns when the sealer answers at all (`seal = auto` uses it only then); else says why
+    /// not, `absent` when there is none (then `auto` keeps prints in the clear).
     func probe() throws(SealingError)
     func seal(_ secret: [UInt8]) throws(SealingError) -> [UInt8]
     func unseal(_ blob: [UInt8]) throws(SealingError) -> [UInt8]
@@ -19,7 +20,12 @@ public protocol KeySealer: Sendable {
 /// Why sealing or opening failed, as one sentence (never key or print bytes).
 public struct SealingError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String
-    public init(_ description: String) { self.description = description }
+    /// A probe found no sealer at all (no TPM), not one that failed.
+    public var absent: Bool
+    public init(_ description: String, absent: Bool = false) {
+        self.description = description
+        self.absent = absent
+    }
 }
 
 /// The data key's state, as the print files and `touchgate doctor` see it.
@@ -125,7 +131,12 @@ public final class PrintSealing: Sendable {
             }
         }
         if mode == .auto {
-            do { try sealer.probe() } catch { return .success(.off("no TPM is present (\(error))")) }
+            // Only a TPM that is not there turns sealing off; one that is there and failed (no
+            // answer in time, an error) is asked again later, and nothing is written meanwhile.
+            do { try sealer.probe() } catch {
+                guard error.absent else { return .failure(SealingError("the TPM cannot be used now: \(error)")) }
+                return .success(.off("no TPM is present (\(error))"))
+            }
         }
         var secret = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
         defer { wipe(&secret) }

@@ -7,8 +7,14 @@ import Glibc
 /// Why the TPM did not do what was asked, as one English sentence (never the secret).
 public struct TPMError: Error, CustomStringConvertible, Sendable {
     public var description: String
+    /// No TPM to ask (the device node is missing, tpm2-tss is not installed, nothing to connect
+    /// to), as opposed to one that is there and failed.
+    public var absent: Bool
 
-    public init(_ description: String) { self.description = description }
+    public init(_ description: String, absent: Bool = false) {
+        self.description = description
+        self.absent = absent
+    }
 }
 
 public struct TPM: Sendable {
@@ -67,6 +73,6 @@ public struct TPM: Sendable {
         let status = error.withUnsafeMutableBufferPointer { body($0.baseAddress!, $0.count) }
         guard status != 0 else { return }
         let bytes = error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
-        throw TPMError(String(decoding: bytes, as: UTF8.self))
+        throw TPMError(String(decoding: bytes, as: UTF8.self), absent: status == TG_TPM_ABSENT)
     }
 }

@@ -6,7 +6,7 @@ public struct TPMSealer: KeySealer {
     public init(tcti: String, pcrs: [Int]) { tpm = TPM(tcti: tcti, pcrs: pcrs) }
 
     public func probe() throws(SealingError) {
-        do { try tpm.probe() } catch { throw SealingError(error.description) }
+        do { try tpm.probe() } catch { throw SealingError(error.description, absent: error.absent) }
     }
 
     public func seal(_ secret: [UInt8]) throws(SealingError) -> [UInt8] {

@@ -18,7 +18,8 @@ final class MachineSealer: KeySealer {
     init(machine: UInt8, present: Bool = true) { self.machine = machine; self.present = present }
 
     func probe() throws(SealingError) {
-        if !present { throw SealingError("nothing answers") }
+        if !present { throw SealingError("nothing answers", absent: true) }
+        guard answering.withLock({ $0 }) else { throw SealingError("the TPM does not answer") }
     }
     func seal(_ secret: [UInt8]) throws(SealingError) -> [UInt8] {
         calls.withLock { $0 += 1 }
@@ -122,6 +123,24 @@ struct PrintSealingTests {
             #expect(contents(path(dir)) == bytes)
             #expect(!exists("\(dir)/state/sealed-key"))
             #expect(store.sealing?.keyState() == .off("no TPM is present (nothing answers)"))
+        }
+    }
+
+    @Test func autoWithATPMThatFailsWritesNothingInTheClearAndAsksItAgain() async throws {
+        try await withTemporaryDirectory { dir in
+            let sealer = MachineSealer(machine: 7)
+            sealer.answering.withLock { $0 = false }  // there, but not answering (a probe in time fails)
+            let store = try files(dir, .auto, sealer)
+            let bytes = reader.print(user: "alice", finger: 7)
+            #expect(throws: StorageError.self) {
+                try store.save(bytes, user: "alice", device: device, finger: .rightIndex)
+            }
+            #expect(!exists(path(dir)))
+            guard case .unavailable = store.sealing?.keyState() else { Issue.record("not unavailable"); return }
+            // Once it answers, the key is made and the print is sealed.
+            sealer.answering.withLock { $0 = true }
+            try store.save(bytes, user: "alice", device: device, finger: .rightIndex)
+            #expect(SealedPrint.isSealed(try #require(contents(path(dir)))))
         }
     }
 

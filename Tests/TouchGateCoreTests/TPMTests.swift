@@ -129,6 +129,7 @@ struct TPMTests {
         let error = #expect(throws: TPMError.self) { try TPM(tcti: tcti, pcrs: []).probe() }
         #expect(clock.now - started < .seconds(5))
         #expect(error?.description.hasPrefix("no TPM answers at \(tcti)") == true, "\(String(describing: error))")
+        #expect(error?.absent == true)  // nothing to connect to: no TPM, as `seal = auto` reads it
         #expect(#expect(throws: TPMError.self) { try TPM(tcti: tcti, pcrs: []).seal(randomBytes(32)) } != nil)
     }
 
@@ -143,6 +144,8 @@ struct TPMTests {
                 error?.description == "no TPM answers at \(tcti): /nonexistent/tpmrm0 does not exist",
                 "\(String(describing: error))")
         }
+        // A probe says there is no TPM, which `seal = auto` reads as sealing off.
+        #expect(#expect(throws: TPMError.self) { try TPM(tcti: tcti, pcrs: []).probe() }?.absent == true)
     }
 
     @Test("a TPM that takes the connection and never answers: a sentence at the deadline, no hang")
@@ -159,6 +162,7 @@ struct TPMTests {
         let took = clock.now - started
         #expect(took >= .seconds(9) && took < .seconds(15), "took \(took)")
         #expect(error?.description.hasPrefix("no TPM answers at \(tcti)") == true, "\(String(describing: error))")
+        #expect(error?.absent == false)  // there, and silent: asked again later, never "no TPM"
     }
 
     @Test("a blob with one byte flipped does not open, wherever the byte is")

@@ -24,7 +24,12 @@
  * Each returns 0, or -1 with a one-line English sentence in error (never the secret nor the blob),
  * e.g. "no TPM answers at <tcti>: ...", "the TPM refused to unseal ...: <tpm2-tss's reason>". */
 
-/* 0 when a TPM answers through tcti (a GetRandom of a few bytes). */
+/* What tg_tpm_probe returns when there is no TPM to ask: the device node the TCTI names does not
+ * exist, tpm2-tss is not installed, or the TCTI finds nothing to connect to. */
+#define TG_TPM_ABSENT 1
+
+/* 0 when a TPM answers through tcti (a GetRandom of a few bytes); TG_TPM_ABSENT when there is
+ * none; -1 when one is there and failed (no answer in time, an error), with the sentence. */
 int tg_tpm_probe(const char *tcti, char *error, size_t error_cap);
 
 /* Seals secret[0..len) (1 ≤ len ≤ TG_TPM_SECRET_MAX); blob gets ≤ TG_TPM_BLOB_MAX bytes. */
