@@ -214,8 +214,7 @@ import TouchGateReader
 
     func unwatch(_ id: UInt32) { if id != 0 { tgg_bus_unwatch_name(id) } }
 
-    /// Gives the name back and takes the objects off the bus. Prompts have already ended (the
-    /// core's shutdown comes first), so every client has had its last signal.
+    /// Gives the name back and takes the objects off the bus.
     public func stop() {
         if ownerID != 0 { tgg_bus_unown_name(ownerID); ownerID = 0 }
         if let connection {
@@ -234,10 +233,35 @@ extension FprintService: DaemonService {
     public nonisolated var serviceName: String { "fprintd D-Bus API" }
 
     public func start() async -> ServiceStart {
-        await serve() ? .running : .unavailable("not served (said above)")
+        if await serve() { return .running }
+        // Nothing of it stays on the bus: its objects and name callbacks point at this service,
+        // which goes when the group lets go of it.
+        stop()
+        return .unavailable("not served (said above)")
     }
 
-    public func shutdown() async { stop() }
+    /// The core has told every prompt to end (systemCancel) before the services stop; each
+    /// device's client hears its last VerifyStatus or EnrollStatus from the name it called before
+    /// the name goes, within `lastWordMilliseconds`.
+    public func shutdown() async {
+        let running = (devices + retired).compactMap { $0.action?.ended }.filter { !$0.isSet }
+        if !running.isEmpty {
+            let ended = OneShot<Void>()
+            var left = running.count
+            for action in running {
+                action.onSet {
+                    left -= 1
+                    if left == 0 { ended.set(()) }
+                }
+            }
+            let timer = LoopTimer(after: Self.lastWordMilliseconds) { ended.set(()) }
+            await ended.wait()
+            timer.cancel()
+        }
+        stop()
+    }
+
+    static let lastWordMilliseconds = 1000
 }
 
 private final class VanishBox: @unchecked Sendable {

@@ -2,6 +2,8 @@
 unknown finger names, a uid that may not, clients killed mid-enroll and mid-verify — each answered
 with fprintd's error name and a sentence, the reader free at once for everyone else."""
 
+import signal
+
 import pytest
 
 from fprintd_world import (ALICE_PRINT, DEVICE_IFACE, ERROR, bus_daemon, bus_world, enroll_alice,  # noqa: F401
@@ -280,3 +282,15 @@ def test_a_pam_prompt_shows_no_finger_on_the_bus(reader_kind, alice_enrolled):
     assert [s for s in root.signals[mark:i] if s["signal"] == "PropertiesChanged"] == [], root.signals[mark:i]
     root.call("VerifyStop")
     root.call("Release")
+
+
+def test_on_sigterm_a_verifying_client_hears_its_last_status_before_the_name_goes(alice_enrolled):
+    """The daemon stopping ends the verify (systemCancel) and says so with a final VerifyStatus,
+    sent while it still owns fprintd's name: fprintd-verify, which listens to the name, hears it."""
+    world = alice_enrolled
+    t = world.tool("fprintd-verify", "alice")
+    t.out.wait_for("Verify started!")
+    world.daemon.signal(signal.SIGTERM)
+    t.wait()
+    assert "Verify result: verify-unknown-error (done)" in t.lines(), t.transcript()
+    assert world.daemon.proc.wait(5) == 0
