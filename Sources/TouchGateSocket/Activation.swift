@@ -19,26 +19,49 @@ public enum ListeningSocket {
     /// instead of being refused; the daemon accepts them in batches.
     public static let backlog: Int32 = 1024
 
-    /// The socket systemd passed (LISTEN_PID is us, LISTEN_FDS ≥ 1: fd 3), or nil.
-    public static func fromActivation() -> Int32? {
+    /// The socket systemd passed (LISTEN_PID is us, LISTEN_FDS ≥ 1: fd 3), or nil. One that is
+    /// not a listening Unix stream socket (a unit changed by hand) is refused: serving nothing
+    /// while saying READY would be worse than not starting.
+    public static func fromActivation() throws(SocketSetupError) -> Int32? {
         guard let pid = environment("LISTEN_PID").flatMap(Int32.init), pid == getpid(),
             let n = environment("LISTEN_FDS").flatMap(Int.init), n >= 1
         else { return nil }
         let fd: Int32 = 3
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         // Children (none today) must not think the socket is theirs.
         unsetenv("LISTEN_PID"); unsetenv("LISTEN_FDS"); unsetenv("LISTEN_FDNAMES")
+        guard isListeningUnixStream(fd) else {
+            throw .unsafe("the socket systemd passed (fd 3) is not a listening Unix stream socket")
+        }
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         return fd
     }
 
-    /// Binds `path` (replacing a stale socket, never another kind of file), mode 0666: anyone may
-    /// connect; what they may do is decided per request from SO_PEERCRED.
+    static func isListeningUnixStream(_ fd: Int32) -> Bool {
+        var type: Int32 = 0, accepting: Int32 = 0
+        var len = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0, type == Int32(SOCK_STREAM.rawValue) else {
+            return false
+        }
+        len = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) == 0, accepting != 0 else { return false }
+        var address = sockaddr_storage()
+        var size = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &size) }
+        }
+        return named == 0 && Int32(address.ss_family) == AF_UNIX
+    }
+
+    /// Binds `path` (replacing a stale socket, never another kind of file, nor one a daemon still
+    /// listens on), mode 0666: anyone may connect; what they may do is decided per request from
+    /// SO_PEERCRED.
     public static func bind(_ path: String) throws(SocketSetupError) -> Int32 {
         guard var addr = makeUnixAddress(path) else { throw .unsafe("socket path too long: \(path)") }
         var st = stat()
         if lstat(path, &st) == 0 {
             guard (st.st_mode & S_IFMT) == S_IFSOCK else { throw .unsafe("\(path) exists and is not a socket") }
+            if someoneListens(&addr) { throw .unsafe("another daemon is listening on \(path)") }
             _ = unlink(path)
         }
         let fd = socket(
@@ -53,6 +76,38 @@ public enum ListeningSocket {
         guard chmod(path, 0o666) == 0 else { let e = errno; close(fd); throw .io("chmod \(path)", e) }
         guard listen(fd, backlog) == 0 else { let e = errno; close(fd); throw .io("listen", e) }
         return fd
+    }
+
+    /// Whether a connection to `addr` is taken (or waits in a full backlog): a live socket.
+    private static func someoneListens(_ addr: inout sockaddr_un) -> Bool {
+        let probe = socket(
+            AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard probe >= 0 else { return false }
+        defer { close(probe) }
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(probe, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        return rc == 0 || errno == EAGAIN || errno == EINPROGRESS
+    }
+
+    /// The file `path` names now, to tell at exit whether it is still ours: device and inode, and
+    /// its change time, since a file made after ours was removed may get our inode number again.
+    public static func identity(of path: String) -> [UInt64]? {
+        var st = stat()
+        guard lstat(path, &st) == 0 else { return nil }
+        return [
+            UInt64(st.st_dev), UInt64(st.st_ino), UInt64(bitPattern: Int64(st.st_ctim.tv_sec)),
+            UInt64(bitPattern: Int64(st.st_ctim.tv_nsec)),
+        ]
+    }
+
+    /// Removes the socket file at `path` if it is still the one bound (`identity`), never one
+    /// another daemon bound there since.
+    public static func remove(_ path: String, ifStill identity: [UInt64]?) {
+        guard let identity, Self.identity(of: path) == identity else { return }
+        _ = unlink(path)
     }
 
     /// Tells systemd we are ready (Type=notify), when it asked.

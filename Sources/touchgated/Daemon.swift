@@ -92,7 +92,10 @@ func serve(_ options: DaemonOptions) -> Int32 {
 
     let listenFD: Int32
     let boundPath: String?
-    if let passed = ListeningSocket.fromActivation() {
+    var boundIdentity: [UInt64]?
+    let passed: Int32?
+    do { passed = try ListeningSocket.fromActivation() } catch { return startFailure("\(error)") }
+    if let passed {
         listenFD = passed
         boundPath = nil
     } else {
@@ -100,6 +103,7 @@ func serve(_ options: DaemonOptions) -> Int32 {
             return startFailure("socket \(socketPath): \(error)")
         }
         boundPath = socketPath
+        boundIdentity = ListeningSocket.identity(of: socketPath)
     }
     var wiring = CoreSetup(
         policy: settings.policy, allowRemote: settings.allowRemote, bootID: bootID,
@@ -152,7 +156,7 @@ func serve(_ options: DaemonOptions) -> Int32 {
         }
     }
     stopped.wait()
-    if let boundPath { _ = unlink(boundPath) }
+    if let boundPath { ListeningSocket.remove(boundPath, ifStill: boundIdentity) }
     return EXIT_SUCCESS
 }
 

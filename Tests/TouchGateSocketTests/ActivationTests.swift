@@ -1,0 +1,50 @@
+// The listening socket: a live one is never taken over, only the file bound is removed at exit,
+// and a socket passed by systemd must be one the daemon can serve on.
+import Glibc
+import Testing
+@testable import TouchGateSocket
+import TouchGateTestSupport
+
+@Suite("Socket: the listening socket")
+struct ActivationTests {
+    @Test func aSocketADaemonListensOnIsNotTakenOverAndAStaleOneIs() async throws {
+        try await withTemporaryDirectory { dir in
+            let path = "\(dir)/touchgated.sock"
+            let first = try ListeningSocket.bind(path)
+            #expect(throws: SocketSetupError.self) { _ = try ListeningSocket.bind(path) }
+            close(first)  // its file stays behind, stale
+            let second = try ListeningSocket.bind(path)
+            defer { close(second) }
+            #expect(ListeningSocket.isListeningUnixStream(second))
+        }
+    }
+
+    @Test func atExitOnlyTheSocketFileThisDaemonBoundIsRemoved() async throws {
+        try await withTemporaryDirectory { dir in
+            let path = "\(dir)/touchgated.sock"
+            let old = try ListeningSocket.bind(path)
+            defer { close(old) }
+            let mine = ListeningSocket.identity(of: path)
+            #expect(rename(path, "\(path).moved") == 0)  // its file gone from the path (and kept,
+            let newer = try ListeningSocket.bind(path)  // so no inode is reused): another daemon's since
+            defer { close(newer) }
+            ListeningSocket.remove(path, ifStill: mine)
+            #expect(ListeningSocket.identity(of: path) != nil)
+            ListeningSocket.remove(path, ifStill: ListeningSocket.identity(of: path))
+            #expect(ListeningSocket.identity(of: path) == nil)
+        }
+    }
+
+    @Test func onlyAListeningUnixStreamSocketIsServedOn() throws {
+        let datagram = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(datagram) }
+        #expect(!ListeningSocket.isListeningUnixStream(datagram))
+        let unbound = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(unbound) }
+        #expect(!ListeningSocket.isListeningUnixStream(unbound))
+        let inet = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(inet) }
+        #expect(listen(inet, 1) == 0)
+        #expect(!ListeningSocket.isListeningUnixStream(inet))
+    }
+}
