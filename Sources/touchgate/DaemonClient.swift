@@ -15,17 +15,28 @@ struct DaemonClient {
         guard (st.st_mode & S_IFMT) == S_IFSOCK else { throw unreachable(strerror(ENOTSOCK)) }
     }
 
-    /// A short request: the successful RESULT within TG_REPLY_DEADLINE_MS; any other outcome throws.
+    /// A short request: the successful RESULT; any other outcome throws. The daemon keeps a
+    /// request alive with keepalives while it works (its PAM check of a password, which delays a
+    /// wrong one; the readers' first opening; the TPM), so the wait ends after
+    /// TG_SILENCE_DEADLINE_MS without any frame, or at `requestCapMilliseconds`.
     func call(_ kind: Kind, _ fields: [Field]) throws(Failure) -> Frame {
         let exchange = try start(kind, fields)
-        let deadline = monotonicMilliseconds() + Int64(WireLimits.replyDeadlineMilliseconds)
+        let cap = monotonicMilliseconds() + Int64(Self.requestCapMilliseconds)
         while true {
-            let left = Int(max(0, deadline - monotonicMilliseconds()))
-            let frame = try exchange.next(deadlineMilliseconds: left, silence: false)
+            let left = Int(cap - monotonicMilliseconds())
+            guard left > 0 else {
+                throw Failure(L("touchgated did not answer within %s s", cli, Self.requestCapMilliseconds / 1000))
+            }
+            let frame = try exchange.next(
+                deadlineMilliseconds: min(left, WireLimits.silenceDeadlineMilliseconds), silence: true)
             if frame.kind == .result { return try succeeded(frame) }
-            // Progress during a short request carries nothing to show; the deadline still runs.
+            // Progress during a short request (keepalives) carries nothing to show.
         }
     }
+
+    /// The longest a short request waits: the daemon's password check (30 s at most), with room
+    /// for the readers' first opening or a TPM conversation (10 s each) before it.
+    static let requestCapMilliseconds = 45_000
 
     /// An interactive request (enroll, verify): shows progress until the RESULT, with no overall cap;
     /// only TG_SILENCE_DEADLINE_MS without any frame (keepalives included) gives up.
@@ -126,7 +137,11 @@ private struct Exchange {
         } catch {
             throw failure(error, silence: silence)
         }
-        guard frame.requestID == requestID else {
+        // The daemon's refusal of a request it never read (busy at accept) has the unsolicited id.
+        let refusedUnread =
+            frame.requestID == WireLimits.unsolicitedRequestID && frame.kind == .result
+            && [Outcome.busy.rawValue, Outcome.badRequest.rawValue].contains(frame.int(.code))
+        guard frame.requestID == requestID || refusedUnread else {
             throw Failure(L("touchgated answered request %s, not %s", cli, frame.requestID, requestID))
         }
         guard !frame.kind.isRequest else {

@@ -325,3 +325,18 @@ def test_a_reader_too_hot_ends_the_prompt_and_says_why(world, alice):
     pam.wait()
     assert pam.result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
     assert pam.messages()[-1] == "The fingerprint reader is too hot: use your password"
+
+
+@pytest.mark.parametrize("reader_kind", ["virtual_device"], indirect=True)
+def test_the_cli_waits_for_a_password_check_the_pam_stack_delays(reader_kind, world, alice):
+    """A PAM stack delays a wrong password (pam_unix's fail delay, here pam_faildelay's 3 s); the
+    daemon keeps the request alive meanwhile, so the CLI tells the wrong password, not a timeout."""
+    faildelay = next(iter(glob.glob("/usr/lib/*/security/pam_faildelay.so")), "pam_faildelay.so")
+    stack = world.pam_dir / harness.PASSWORD_SERVICE
+    stack.write_text("auth optional %s delay=3000000\n" % faildelay + stack.read_text())
+    world.daemon.stop()
+    world.start_daemon()  # pam_wrapper reads the services once, when the daemon starts
+    enabled = world.cli("enable", "--user", "alice", as_user="alice", password="not her password", timeout=30)
+    assert enabled.returncode != 0, enabled
+    assert "Wrong password" in enabled.stderr, enabled
+    assert enabled.elapsed > 1.5, enabled  # the delay did run: the wait outlasted a reply's deadline
