@@ -12,7 +12,7 @@ extension Core {
         guard let snapshot = await currentSnapshot(user) else {
             return Refusal(.biometryNotEnrolled, reason: .noPrints, text: .notEnrolled)
         }
-        if let why = await sealKeyring(user, password, snapshot) {
+        if let why = await keyringTurns.run(user, { await sealKeyring(user, password, snapshot) }) {
             log.error("keyring password not kept: \(why)", metadata: ["user": "\(user)"])
             return Refusal(.internalError, reason: .printsSealed, text: .keyringNotKept)
         }
@@ -23,11 +23,13 @@ extension Core {
     /// KEYRING_DISABLE: the sealed password is deleted (nothing to delete is no error).
     public func keyringDisable(user: String, origin: Origin, caller: Caller) async -> Reply {
         if let refusal = await authorize(caller, user, .selfOrRoot) { return refusal }
-        let files = keyring
-        // nil: the storage threads were busy, or the file could not be removed.
-        guard (try? await storagePool.run({ () -> Bool? in try? files.remove(user) })) != nil else {
-            return Self.storageFailure
+        let files = keyring, pool = storagePool
+        // nil: the storage threads were busy, or the file could not be removed. In the user's
+        // keyring turn: a renewal that found the file set up never writes it back after this.
+        let removed = await keyringTurns.run(user) {
+            (try? await pool.run({ () -> Bool? in try? files.remove(user) })) != nil
         }
+        guard removed else { return Self.storageFailure }
         log.notice("keyring password forgotten", metadata: ["user": "\(user)", "by_uid": "\(caller.uid)"])
         return .success(.keyringForgotten)
     }
@@ -73,11 +75,15 @@ extension Core {
     /// password the user set up is sealed again with it, under the current prints — which also
     /// follows a password change.
     func renewKeyring(_ user: String, _ password: String) async {
-        let files = keyring
-        guard let snapshot = await currentSnapshot(user),
-            (try? await storagePool.run({ files.isSetUp(user) })) == true
-        else { return }
-        if let why = await sealKeyring(user, password, snapshot) {
+        guard let snapshot = await currentSnapshot(user) else { return }
+        let files = keyring, pool = storagePool
+        // Checked and sealed in one turn, so a disable in between cannot be undone.
+        let why = await keyringTurns.run(user) { () -> String?? in
+            guard (try? await pool.run({ files.isSetUp(user) })) == true else { return .none }
+            return .some(await sealKeyring(user, password, snapshot))
+        }
+        guard let why else { return }  // not set up: nothing to renew
+        if let why {
             log.error("keyring password not renewed: \(why)", metadata: ["user": "\(user)"])
         } else {
             log.info("keyring password renewed", metadata: ["user": "\(user)"])

@@ -17,14 +17,7 @@ extension Core {
     /// any of them recorded its answer, so a burst of wrong passwords would all be checked. A
     /// waiter waits for the checks ahead of it, each bounded by the check's deadline.
     func verifyPassword(_ ctx: EventContext, _ password: String, renewsKeyring: Bool = true) async -> PasswordOutcome {
-        while let running = passwordChecks[ctx.user] { await running.wait() }
-        let mine = OneShot<Void>()
-        passwordChecks[ctx.user] = mine
-        defer {
-            passwordChecks[ctx.user] = nil
-            mine.set(())
-        }
-        return await verifyPasswordInTurn(ctx, password, renewsKeyring: renewsKeyring)
+        await passwordTurns.run(ctx.user) { await verifyPasswordInTurn(ctx, password, renewsKeyring: renewsKeyring) }
     }
 
     private func verifyPasswordInTurn(_ ctx: EventContext, _ password: String, renewsKeyring: Bool) async

@@ -74,9 +74,11 @@ public struct CoreSetup: Sendable {
     let readerSettled = OneShot<Void>()
     /// The readers' first opening outlasted its deadline: requests no longer wait for it.
     var openingOverdue = false
-    /// The password check running for each user: one at a time, so the back-off is judged on
-    /// every earlier answer (Core+Passwords.swift).
-    var passwordChecks: [String: OneShot<Void>] = [:]
+    /// Each user's password checks, one at a time, so the back-off is judged on every earlier
+    /// answer (Core+Passwords.swift).
+    let passwordTurns = UserTurns()
+    /// Each user's keyring file changes, one at a time (Core+Keyring.swift).
+    let keyringTurns = UserTurns()
     /// Refusals a client causes at will, logged within limits (LogThrottle).
     let clientNotices = LogThrottle()
 
