@@ -22,7 +22,7 @@ struct tg_tpm {
     ESYS_TR primary, object, session; /* ESYS_TR_NONE when not loaded */
     struct timespec deadline;         /* CLOCK_MONOTONIC */
     bool late;                        /* a command passed the deadline: the context is unusable */
-    bool absent;                      /* open failed for want of a TPM: no node, no tpm2-tss, no peer */
+    bool absent;                      /* no TPM to open: no node, no tpm2-tss, no peer */
     const char *where;                /* the TCTI configuration, for sentences */
     char *error;
     size_t error_cap;
