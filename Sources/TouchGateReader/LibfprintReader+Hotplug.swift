@@ -25,6 +25,9 @@ extension LibfprintReaders {
         // A job, not now: an operation of another reader may be running in this very loop; the
         // new reader is opened once it has ended.
         submit { [self] in
+            // Plugged in while every reader is closed (before sleep): opened with the others on
+            // resume, never before the machine sleeps.
+            guard !closedAll else { return }
             let before = served.count
             openDevices()
             if served.count != before { announce() }

@@ -19,6 +19,9 @@ public final class LibfprintReaders: FingerprintReaders, Sendable {
     /// Devices that reported themselves removed while libfprint still lists them (each held by a
     /// reference): not opened again until a resume; reader thread only.
     nonisolated(unsafe) var givenUp: [UnsafeMutablePointer<FpDevice>] = []
+    /// Every reader was closed (sleep, shutdown) and stays so until `reopen`: a reader plugged in
+    /// meanwhile is opened then, not now (reader thread only).
+    nonisolated(unsafe) var closedAll = false
     nonisolated(unsafe) var context: UnsafeMutablePointer<FpContext>?
 
     public var served: [any FingerprintReader] { open.withLock { $0.filter { $0.info != nil } } }
@@ -160,6 +163,7 @@ public final class LibfprintReaders: FingerprintReaders, Sendable {
     public func close(completion: @escaping @Sendable () -> Void) {
         endToldOperations()
         submit { [self] in
+            closedAll = true
             for reader in open.withLock({ $0 }) { reader.closeDevice() }
             open.withLock { $0 = [] }
             completion()
@@ -185,6 +189,7 @@ public final class LibfprintReaders: FingerprintReaders, Sendable {
         submit { [self] in
             for dev in givenUp { cfp_object_unref(dev) }
             givenUp = []
+            closedAll = false
             let any = openDevices()
             // After a sleep the readers may be others, or none, and their state has moved on.
             announce()
