@@ -53,9 +53,17 @@ import TouchGateCore
 
     var isHeld: Bool { fd >= 0 }
 
+    /// The last sleep or resume started: each waits for the one before it, so a resume that comes
+    /// while the suspend still closes the readers takes the inhibitor after the suspend let it go.
+    private var lastTransition: OneShot<Void>?
+
     private func prepareForSleep(_ sleeping: Bool) {
         guard !stopped else { return }
+        let previous = lastTransition, mine = OneShot<Void>()
+        lastTransition = mine
         CoreLoop.shared.task { [self] in
+            defer { mine.set(()) }
+            await previous?.wait()
             if sleeping {
                 log.info("preparing for sleep")
                 await core.suspend()
