@@ -51,8 +51,9 @@ public enum JournalFields {
         let details = metadata ?? [:]
         if case .string(let kind)? = details["event"], let id = messageIDs[kind] { out.append(("MESSAGE_ID", id)) }
         for key in eventKeys {
-            guard let value = details[key] else { continue }
-            out.append(("TOUCHGATE_" + key.uppercased(), AuthEvent.escaped(value.description)))
+            // A detail a client sent empty (SERVICE, TTY, RHOST) is as absent as one it left out.
+            guard let value = details[key]?.description, !value.isEmpty else { continue }
+            out.append(("TOUCHGATE_" + key.uppercased(), AuthEvent.escaped(value)))
         }
         return out
     }

@@ -42,6 +42,12 @@ struct JournalFieldsTests {
             ])
     }
 
+    @Test func detailsAClientSentEmptyAreAbsentToo() {
+        var e = AuthEvent(event: "outcome", user: "alice", at: t)
+        e.service = ""; e.tty = ""; e.rhost = ""
+        #expect(fields(e).filter { $0.hasPrefix("TOUCHGATE_") } == ["TOUCHGATE_EVENT=outcome", "TOUCHGATE_USER=alice"])
+    }
+
     @Test func clientValuesAreEscapedSoTheyCannotForgeAFieldOrALine() {
         var e = AuthEvent(event: "outcome", user: "mallory", at: t)
         e.service = "sudo\nTOUCHGATE_USER=root"
