@@ -200,7 +200,27 @@ func busError(_ error: UnsafeMutablePointer<GError>?) -> BusError {
         let found = await connected.wait()?.pointer
         let failure = box.takeUnretainedValue().failure
         box.release()
+        if let found { stopWhenClosed(found) }
         return found.map { ($0, nil) } ?? (nil, "no system bus (\(failure ?? "?"))")
+    }
+
+    private static var watched = false
+
+    /// GIO's shared connection ends the process when the bus goes away by raising SIGTERM in the
+    /// thread that sees it: the core loop's, where SIGTERM is blocked for main's sigwait, so it
+    /// would never arrive and the daemon would go on without fprintd's API or the sleep inhibitor.
+    /// The signal goes to the process instead, so the daemon stops in order (socket activation
+    /// starts it again, with a new connection, at the next request).
+    private static func stopWhenClosed(_ connection: OpaquePointer) {
+        guard !watched else { return }
+        watched = true
+        tgg_dbus_connection_set_exit_on_close(connection, 0)
+        let closed: @convention(c) (gpointer?, gboolean, gpointer?, gpointer?) -> Void = { _, _, _, _ in
+            kill(getpid(), SIGTERM)
+        }
+        _ = g_signal_connect_data(
+            UnsafeMutableRawPointer(connection), "closed", unsafeBitCast(closed, to: GCallback.self), nil, nil,
+            GConnectFlags(rawValue: 0))
     }
 }
 

@@ -294,3 +294,13 @@ def test_on_sigterm_a_verifying_client_hears_its_last_status_before_the_name_goe
     t.wait()
     assert "Verify result: verify-unknown-error (done)" in t.lines(), t.transcript()
     assert world.daemon.proc.wait(5) == 0
+
+
+def test_when_the_system_bus_goes_away_the_daemon_stops_in_order(alice_enrolled):
+    """GIO's connection would end the process with a SIGTERM the core loop's thread blocks; the
+    daemon instead stops as on SIGTERM (socket activation starts it again with a new connection)."""
+    world = alice_enrolled
+    bus = next(proc for name, proc in world.helpers if name == "dbus-daemon")
+    bus.kill()
+    assert world.daemon.proc.wait(5) == 0, world.daemon.log.dump()
+    world.daemon.log.wait_for("stopped: socket listener")

@@ -37,6 +37,7 @@ bool tg_gio_load(const char **error);
     XV(g_bus_unown_name, (guint id), (id))                                                          \
     X(gboolean, g_dbus_connection_unregister_object, (GDBusConnection *c, guint id), (c, id))      \
     XV(g_dbus_connection_signal_unsubscribe, (GDBusConnection *c, guint id), (c, id))              \
+    XV(g_dbus_connection_set_exit_on_close, (GDBusConnection *c, gboolean exit), (c, exit))        \
     XV(g_dbus_connection_call,                                                                      \
        (GDBusConnection *c, const gchar *bus, const gchar *path, const gchar *iface, const gchar *method, \
         GVariant *params, const GVariantType *reply, GDBusCallFlags f, gint timeout, GCancellable *k, \
