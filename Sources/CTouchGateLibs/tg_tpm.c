@@ -48,6 +48,31 @@ static void release(struct job *job)
  * A worker stuck on a silent TPM keeps it; the ones behind it wait, their callers answered in time. */
 static pthread_mutex_t one_at_a_time = PTHREAD_MUTEX_INITIALIZER;
 
+/* Workers left behind, still stuck in a conversation. While one is, a new call would only queue
+ * behind it on one_at_a_time, a thread each (a silent swtpm or mssim TCTI never lets go): it is
+ * answered at once instead, so at most one thread waits on a TPM that does not answer. */
+static pthread_mutex_t stuck_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t unstuck = PTHREAD_COND_INITIALIZER; /* CLOCK_REALTIME, its default */
+static int stuck;
+
+bool tg_tpm_settled(int timeout_ms)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += timeout_ms / 1000;
+    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&stuck_lock);
+    while (stuck > 0 && pthread_cond_timedwait(&unstuck, &stuck_lock, &deadline) == 0)
+        ;
+    bool settled = stuck == 0;
+    pthread_mutex_unlock(&stuck_lock);
+    return settled;
+}
+
 static void *work(void *arg)
 {
     struct job *job = arg;
@@ -68,8 +93,13 @@ static void *work(void *arg)
     bool abandoned = job->abandoned;
     pthread_cond_signal(&job->finished);
     pthread_mutex_unlock(&job->lock);
-    if (abandoned)
+    if (abandoned) {
+        pthread_mutex_lock(&stuck_lock);
+        stuck--;
+        pthread_cond_broadcast(&unstuck);
+        pthread_mutex_unlock(&stuck_lock);
         release(job);
+    }
     return NULL;
 }
 
@@ -93,6 +123,15 @@ static struct job *new_job(enum call call, const char *tcti)
  * false with a sentence in error (the job is then the worker's, or already released). */
 static bool run(struct job *job, char *error, size_t error_cap)
 {
+    pthread_mutex_lock(&stuck_lock);
+    bool waiting = stuck > 0;
+    pthread_mutex_unlock(&stuck_lock);
+    if (waiting) {
+        snprintf(error, error_cap, "no TPM answers at %s: its last call has not ended",
+                 job->tcti[0] != '\0' ? job->tcti : "tpm2-tss's default TCTI");
+        release(job);
+        return false;
+    }
     pthread_attr_t attr;
     pthread_t thread;
     pthread_attr_init(&attr);
@@ -117,6 +156,11 @@ static bool run(struct job *job, char *error, size_t error_cap)
                  job->tcti[0] != '\0' ? job->tcti : "tpm2-tss's default TCTI",
                  TG_TPM_DEADLINE_MS / 1000);
     job->abandoned = !done;
+    if (!done) {
+        pthread_mutex_lock(&stuck_lock);
+        stuck++;
+        pthread_mutex_unlock(&stuck_lock);
+    }
     pthread_mutex_unlock(&job->lock);
     return done;
 }

@@ -33,6 +33,9 @@ public struct TPM: Sendable {
         mask = pcrs.reduce(0) { $0 | 1 << UInt32($1) }
     }
 
+    /// True once no call is left stuck in a conversation the TPM never answered, within `ms`.
+    public static func settled(within ms: Int) -> Bool { tg_tpm_settled(Int32(ms)) }
+
     /// Returns when a TPM answers through `tcti`.
     public func probe() throws(TPMError) {
         try call { error, cap in tg_tpm_probe(tcti, error, cap) }

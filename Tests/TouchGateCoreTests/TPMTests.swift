@@ -154,7 +154,6 @@ struct TPMTests {
         // its handshake then waits for an answer that never comes.
         let port = try freePortPair()
         let listeners = try [port, port + 1].map { try listenLoopback(port: $0) }
-        defer { for fd in listeners { close(fd) } }
         let tcti = "swtpm:host=127.0.0.1,port=\(port)"
         let clock = ContinuousClock()
         let started = clock.now
@@ -163,6 +162,15 @@ struct TPMTests {
         #expect(took >= .seconds(9) && took < .seconds(15), "took \(took)")
         #expect(error?.description.hasPrefix("no TPM answers at \(tcti)") == true, "\(String(describing: error))")
         #expect(error?.absent == false)  // there, and silent: asked again later, never "no TPM"
+
+        // Its worker is still stuck there: the next call is answered at once, no thread queued.
+        let again = clock.now
+        let next = #expect(throws: TPMError.self) { try TPM(tcti: tcti, pcrs: []).probe() }
+        #expect(clock.now - again < .seconds(1))
+        #expect(next?.description == "no TPM answers at \(tcti): its last call has not ended")
+        #expect(!TPM.settled(within: 0))
+        for fd in listeners { close(fd) }  // the connection drops: the worker ends
+        #expect(TPM.settled(within: 5000))
     }
 
     @Test("a blob with one byte flipped does not open, wherever the byte is")

@@ -24,6 +24,11 @@
  * Each returns 0, or -1 with a one-line English sentence in error (never the secret nor the blob),
  * e.g. "no TPM answers at <tcti>: ...", "the TPM refused to unseal ...: <tpm2-tss's reason>". */
 
+/* True once no call is left behind in a conversation the TPM never answered (at most one is:
+ * while it is, every call is answered at once that the last one has not ended), within
+ * timeout_ms; false if one still is then. */
+bool tg_tpm_settled(int timeout_ms);
+
 /* What tg_tpm_probe returns when there is no TPM to ask: the device node the TCTI names does not
  * exist, tpm2-tss is not installed, or the TCTI finds nothing to connect to. */
 #define TG_TPM_ABSENT 1
