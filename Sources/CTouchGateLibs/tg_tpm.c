@@ -186,6 +186,8 @@ static int no_job(const char *tcti, char *error, size_t error_cap)
 
 int tg_tpm_probe(const char *tcti, char *error, size_t error_cap)
 {
+    if (tg_tpm_device_missing(tcti, error, error_cap))
+        return TG_TPM_ABSENT; /* at once: no thread, no deadline to wait out */
     struct job *job = new_job(PROBE, tcti);
     if (job == NULL)
         return no_job(tcti, error, error_cap);

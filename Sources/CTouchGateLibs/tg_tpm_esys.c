@@ -50,7 +50,7 @@ TSS2_RC tg_tpm_arm(struct tg_tpm *t)
 /* The kernel's TCTI ("device:PATH") names a device node: when there is none, there is no TPM,
  * and that is said without loading tpm2-tss, whose libraries (OpenSSL's among them) would stay
  * in the daemon for nothing. */
-static bool device_node_missing(const char *tcti, char *error, size_t error_cap)
+bool tg_tpm_device_missing(const char *tcti, char *error, size_t error_cap)
 {
     static const char prefix[] = "device:";
     if (tcti == NULL || strncmp(tcti, prefix, sizeof(prefix) - 1) != 0)
@@ -76,7 +76,7 @@ bool tg_tpm_open(struct tg_tpm *t, const char *tcti, char *error, size_t error_c
     t->where = tcti != NULL ? tcti : "tpm2-tss's default TCTI";
     clock_gettime(CLOCK_MONOTONIC, &t->deadline);
     t->deadline.tv_sec += TG_TPM_COMMANDS_MS / 1000;
-    if (device_node_missing(tcti, error, error_cap) || !tg_tpm_load(error, error_cap)) {
+    if (tg_tpm_device_missing(tcti, error, error_cap) || !tg_tpm_load(error, error_cap)) {
         t->absent = true;
         return false;
     }

@@ -28,6 +28,10 @@ struct tg_tpm {
     size_t error_cap;
 };
 
+/* True, with the sentence in error, when tcti is the kernel's ("device:PATH") and PATH does not
+ * exist: no TPM, said without loading tpm2-tss or starting a thread. */
+bool tg_tpm_device_missing(const char *tcti, char *error, size_t error_cap);
+
 /* Loads tpm2-tss; false with a sentence in error when it is not installed. */
 bool tg_tpm_load(char *error, size_t error_cap);
 
