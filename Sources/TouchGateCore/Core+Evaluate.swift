@@ -96,6 +96,9 @@ extension Core {
         case .refused(let refusal): return .reply(refusal, method: nil)
         case .ready(let served, let l, let t): (reader, info, list, templates) = (served.reader, served.info, l, t)
         }
+        // What a match is judged against again, unless nothing moved since (the common case: a
+        // check without a single await, so the reply is not delayed).
+        var seen = (state: states.version(r.user), prints: prints.changes)
         for damaged in list where damaged.needsEnrolling {
             client.show(ProgressEvent(.retry, .templateDamaged(damaged.finger), style: .error))
         }
@@ -115,7 +118,8 @@ extension Core {
             case .first(.success(.match(let i))):
                 // A lock, a disable or a deletion made while the prompt listened counts: the
                 // match is judged again against the state and the prints as they are now.
-                if let refusal = await stillAllowed(r, template: templates[i]) {
+                let moved = seen != (states.version(r.user), prints.changes)
+                if moved, let refusal = await stillAllowed(r, template: templates[i]) {
                     log.notice("a match no longer allowed: \(refusal.outcome.name)", metadata: ["user": "\(r.user)"])
                     return .reply(refusal, method: "fingerprint")
                 }
@@ -138,6 +142,7 @@ extension Core {
                     log.error("cannot record failed match: \(error)")
                     return .reply(Self.storageFailure, method: "fingerprint")
                 }
+                seen.state = seen.state.map { $0 + 1 }  // this failure's own change; any other still shows
                 log.info("no match (\(failures)/\(maxTries))", metadata: ["user": "\(r.user)"])
                 if let lockout { return .reply(lockout, method: "fingerprint") }
                 if failures >= maxTries {

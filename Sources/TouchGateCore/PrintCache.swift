@@ -52,7 +52,14 @@ import TouchGateWire
     func invalidate(_ user: String) {
         cache[user] = nil
         entries[user] = nil
+        invalidations += 1
     }
+
+    /// Moves whenever a cached list may no longer hold (the daemon changed someone's prints, or a
+    /// chip's listing changed): a prompt that saw it unchanged since it read its prints needs no
+    /// second look at them.
+    var changes: [Int] { [invalidations, files.reader.chipListing] }
+    private var invalidations = 0
 
     /// The user's prints on every reader as the enrollment snapshot takes them, cached as the
     /// lists are; nil when they cannot be read now.

@@ -78,6 +78,9 @@ public enum Durability: Sendable {
     }
 
     /// The state if it was read already (the preflight's fast path).
+    /// How many changes the user's state has had in memory (nil: not read yet).
+    func version(_ user: String) -> Int? { entries[user]?.version }
+
     func cached(_ user: String) -> StoredState? { entries[user]?.stored }
 
     /// Applies `change` and records the result, on disk before returning for `.beforeReply`.

@@ -47,6 +47,20 @@ import TouchGateWire
         }
     }
 
+    @Test func aLockMadeAfterAFailedMatchOfThePromptStillRefusesItsNextMatch() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            bed.reader.script(.noMatch, .matchOnRelease)  // the prompt's own change comes first
+            let (running, client, _) = core.startEvaluate()
+            #expect(await client.waitFor(.noMatch))
+            #expect(await core.lock(user: "alice", origin: Origin(), caller: .root).isSuccess)
+            bed.reader.releaseScan()
+            let reply = try #require(await running.value())
+            #expect(reply.outcome == .passwordRequired && reply.reason == .adminLock)
+        }
+    }
+
     @Test func aPrintDeletedWhileThePromptListensMatchesNoMore() async throws {
         try await withTestBed { bed in
             let core = try bed.makeCore()
