@@ -78,15 +78,13 @@ extension Core {
         guard let snapshot = await currentSnapshot(user) else { return }
         let files = keyring, pool = storagePool
         // Checked and sealed in one turn, so a disable in between cannot be undone.
-        let why = await keyringTurns.run(user) { () -> String?? in
-            guard (try? await pool.run({ files.isSetUp(user) })) == true else { return .none }
-            return .some(await sealKeyring(user, password, snapshot))
-        }
-        guard let why else { return }  // not set up: nothing to renew
-        if let why {
-            log.error("keyring password not renewed: \(why)", metadata: ["user": "\(user)"])
-        } else {
-            log.info("keyring password renewed", metadata: ["user": "\(user)"])
+        await keyringTurns.run(user) {
+            guard (try? await pool.run({ files.isSetUp(user) })) == true else { return }  // nothing to renew
+            if let why = await sealKeyring(user, password, snapshot) {
+                log.error("keyring password not renewed: \(why)", metadata: ["user": "\(user)"])
+            } else {
+                log.info("keyring password renewed", metadata: ["user": "\(user)"])
+            }
         }
     }
 

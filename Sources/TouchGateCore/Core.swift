@@ -79,8 +79,9 @@ public struct CoreSetup: Sendable {
     let passwordTurns = UserTurns()
     /// Each user's keyring file changes, one at a time (Core+Keyring.swift).
     let keyringTurns = UserTurns()
-    /// Refusals a client causes at will, logged within limits (LogThrottle).
-    let clientNotices = LogThrottle()
+    /// Log lines a client causes at will (refused connections and requests, malformed ones),
+    /// within one limit per uid for every front-end (LogThrottle).
+    public let clientNotices = LogThrottle()
 
     public init(_ setup: CoreSetup) throws(StorageError) {
         config = setup.policy

@@ -58,7 +58,7 @@ import TouchGateWire
     /// Moves whenever a cached list may no longer hold (the daemon changed someone's prints, or a
     /// chip's listing changed): a prompt that saw it unchanged since it read its prints needs no
     /// second look at them.
-    var changes: [Int] { [invalidations, files.reader.chipListing] }
+    var changes: Int { invalidations + files.reader.chipListing }  // both only grow
     private var invalidations = 0
 
     /// The user's prints on every reader as the enrollment snapshot takes them, cached as the

@@ -244,20 +244,13 @@ extension FprintService: DaemonService {
     /// device's client hears its last VerifyStatus or EnrollStatus from the name it called before
     /// the name goes, within `lastWordMilliseconds`.
     public func shutdown() async {
-        let running = (devices + retired).compactMap { $0.action?.ended }.filter { !$0.isSet }
-        if !running.isEmpty {
-            let ended = OneShot<Void>()
-            var left = running.count
-            for action in running {
-                action.onSet {
-                    left -= 1
-                    if left == 0 { ended.set(()) }
-                }
-            }
-            let timer = LoopTimer(after: Self.lastWordMilliseconds) { ended.set(()) }
-            await ended.wait()
-            timer.cancel()
+        let late = OneShot<Void>()
+        let timer = LoopTimer(after: Self.lastWordMilliseconds) { late.set(()) }
+        for device in devices + retired {
+            guard let action = device.action else { continue }
+            if case .second = await firstOf(action.ended, late) { break }
         }
+        timer.cancel()
         stop()
     }
 

@@ -115,7 +115,7 @@ import TouchGateWire
 
     /// A notice the client caused, within the listener's limits for its uid.
     private func notice(_ message: String) {
-        guard let more = listener?.notices.admit(caller.uid) else { return }
+        guard let more = core?.clientNotices.admit(caller.uid) else { return }
         log.notice("\(message)\(more)", metadata: ["uid": "\(caller.uid)"])
     }
 

@@ -37,8 +37,6 @@ public struct ConnectionLimits: Sendable {
     private var nonRootCount = 0
     private var rootCount = 0
     private var lastExhaustionLog: Int64 = 0
-    /// Refused connections and malformed requests, logged within limits (LogThrottle).
-    let notices = LogThrottle()
     private var closing = false
     /// Set during shutdown's drain, when no request is running any more.
     private var idle: OneShot<Void>?
@@ -160,7 +158,7 @@ public struct ConnectionLimits: Sendable {
             refused = mine >= limits.perUser || nonRootCount >= limits.total
         }
         if refused || closing {
-            if let more = notices.admit(person) {
+            if let more = core.clientNotices.admit(person) {
                 log.notice(
                     "refused a connection: too many (uid \(person), \(mine) open, \(connections.count) in all)\(more)")
             }
