@@ -23,7 +23,13 @@ extension Core {
     private func verifyPasswordInTurn(_ ctx: EventContext, _ password: String, renewsKeyring: Bool) async
         -> PasswordOutcome
     {
-        let stored = await states.load(ctx.user)
+        // A state that could not be read now may hold a back-off: no check without it. (One that
+        // is unreadable on disk is judged below: its first wrong password backs off.)
+        let stored: StoredState
+        do { stored = try await states.read(ctx.user) } catch {
+            log.error("cannot read the state of \(ctx.user) for a password check: \(error)")
+            return .refused(Self.storageFailure)
+        }
         if case .state(let s) = stored,
             case .refused(.backoff(let left)) = policyEngine.canAttemptPassword(s, at: clock.now())
         {

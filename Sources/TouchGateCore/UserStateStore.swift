@@ -77,10 +77,14 @@ public enum Durability: Sendable {
         do { return try await entry(user).stored } catch { return .corrupt(error.description) }
     }
 
-    /// The state if it was read already (the preflight's fast path).
+    /// The state as last decided; throws when it could not be read now (the storage queue is
+    /// full), which a caller that must judge a back-off refuses on instead of guessing.
+    func read(_ user: String) async throws(StorageError) -> StoredState { try await entry(user).stored }
+
     /// How many changes the user's state has had in memory (nil: not read yet).
     func version(_ user: String) -> Int? { entries[user]?.version }
 
+    /// The state if it was read already (the preflight's fast path).
     func cached(_ user: String) -> StoredState? { entries[user]?.stored }
 
     /// Applies `change` and records the result, on disk before returning for `.beforeReply`.

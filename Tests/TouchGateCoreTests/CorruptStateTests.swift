@@ -70,4 +70,28 @@ import TouchGateWire
             #expect(bed.passwords.calls == 1)
         }
     }
+
+    @Test func aPasswordIsNotCheckedWhileTheStateThatMayHoldABackoffCannotBeRead() async throws {
+        try await withTestBed { bed in
+            let before = try bed.makeCore()
+            try await bed.readyUser(before)
+            for i in 1...5 { _ = await before.verifyPassword(context(), "wrong-\(i)") }
+            await before.states.flush()
+            #expect(bed.passwords.calls == 5)
+
+            // A fresh daemon whose storage threads are busy and whose queue is full: alice's state,
+            // which holds her back-off, cannot be read yet.
+            let core = try bed.makeCore()
+            let release = try #require(await fill(core.storagePool, queueLimit: 1024))
+            #expect(
+                await core.verifyPassword(context(), bed.passwords.correctPassword) == .refused(Core.storageFailure))
+            #expect(bed.passwords.calls == 5)
+
+            await release()
+            #expect(
+                await core.verifyPassword(context(), bed.passwords.correctPassword)
+                    == .refused(Refusal(.passwordBackoff, reason: .backoff, text: .backoff(seconds: 60), seconds: 60)))
+            #expect(bed.passwords.calls == 5)
+        }
+    }
 }

@@ -4,6 +4,7 @@ import Testing
 @testable import TouchGateCore
 import TouchGatePolicy
 import TouchGateTestSupport
+import TouchGateThreads
 import TouchGateWire
 
 func context(_ user: String = "alice", byUID: UInt32 = 0) -> EventContext {
@@ -101,4 +102,35 @@ func sha256Hex(_ bytes: [UInt8]) -> String {
 /// The JSON lines whose `"event"` is `kind`.
 func events(_ lines: [String], _ kind: String) -> [String] {
     lines.filter { $0.contains(#""event":"\#(kind)""#) }
+}
+
+/// Holds every thread of `pool` and fills its queue; the function returned lets them all run
+/// and waits until they have. Nil when the pool did not refuse work once full.
+@CoreActor func fill(_ pool: WorkerPool, threads: Int = 2, queueLimit: Int) async -> (() async -> Void)? {
+    let gate = Semaphore()
+    var jobs: [Running<Int?>] = []
+    for _ in 0..<threads {
+        let started = OneShot<Void>()
+        jobs.append(
+            Running {
+                try? await pool.run {
+                    CoreLoop.shared.post { started.set(()) }; gate.wait(); return 1
+                }
+            })
+        guard await value(of: started) != nil else { return nil }
+    }
+    for _ in 0..<queueLimit { jobs.append(Running { try? await pool.run { 0 } }) }
+    // The jobs above were queued in order on the core loop, before this probe.
+    let refused = await within { () -> Bool in
+        do throws(PoolBusy) { _ = try await pool.run { 0 }; return false } catch { return true }
+    }
+    let release = { [jobs] in
+        for _ in 0..<threads { gate.signal() }
+        for job in jobs { _ = await job.value() }
+    }
+    guard refused == true else {
+        await release()
+        return nil
+    }
+    return release
 }
