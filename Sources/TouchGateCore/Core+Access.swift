@@ -22,8 +22,10 @@ extension Core {
     ) async -> Refusal? {
         guard isValidAccountName(user) else { return Refusal(.userUnknown, reason: nil, text: .userUnknown(user)) }
         if let refusal = await refusalForAnotherAccount(caller, user, right) { return refusal }
-        guard await names.exists(user) == true else {
-            return Refusal(.userUnknown, reason: nil, text: .userUnknown(user))
+        switch await names.exists(user) {
+        case true?: break
+        case false?: return Refusal(.userUnknown, reason: nil, text: .userUnknown(user))
+        case nil: return Self.accountsBusy
         }
         guard Self.needsPassword(caller, right) else { return nil }
         guard let password else { return Self.passwordNeeded }
@@ -49,7 +51,9 @@ extension Core {
     /// granted it by polkit), or asks a root-only action.
     private func refusalForAnotherAccount(_ caller: Caller, _ user: String, _ right: Right) async -> Refusal? {
         if caller.isRoot || (right != .rootOnly && caller.grants.contains(.actForOthers)) { return nil }
-        guard await names.name(of: caller.uid) == user else {
+        let own: String?
+        do { own = try await names.name(of: caller.uid) } catch { return Self.accountsBusy }
+        guard own == user else {
             if let more = clientNotices.admit(caller.uid) {
                 log.notice(
                     "refused a request for another user\(more)", metadata: ["user": "\(user)", "uid": "\(caller.uid)"])
@@ -69,9 +73,11 @@ extension Core {
     }
 
     static let passwordNeeded = Refusal(.notPermitted, reason: .passwordNeeded, text: .passwordNeeded)
+    /// The account look-ups' queue is full: refused at once, not mistaken for an unknown account.
+    static let accountsBusy = Refusal(.busy, reason: nil, text: .busy)
 
     /// The caller's account name (nil for root callers that need none, or an unknown uid).
     func name(of caller: Caller) async -> String? {
-        await names.name(of: caller.uid)
+        (try? await names.name(of: caller.uid)) ?? nil
     }
 }

@@ -355,5 +355,6 @@ extension Core {
     public func firstOpeningEnded() async { await readerSettled.wait() }
 
     /// The account name of a uid (NSS, on the accounts pool), for front-ends that take "" as "me".
-    public func accountName(uid: UInt32) async -> String? { await names.name(of: uid) }
+    /// Nil for an unknown uid or when the look-up could not be queued.
+    public func accountName(uid: UInt32) async -> String? { (try? await names.name(of: uid)) ?? nil }
 }

@@ -135,17 +135,19 @@ import TouchGateWire
         self.pool = pool
     }
 
-    func name(of uid: UInt32) async -> String? {
+    /// The account of `uid` (nil: none); throws when the look-up could not be queued.
+    func name(of uid: UInt32) async throws(PoolBusy) -> String? {
         let now = monotonicMilliseconds()
         if let hit = names[uid], hit.until > now { return hit.name }
         let accounts = self.accounts
-        guard let found = try? await pool.run({ accounts.name(uid: uid) }) else { return nil }
+        let found = try await pool.run { accounts.name(uid: uid) }
         if names.count > 1024 { names.removeAll() }
         names[uid] = (found, now + Self.lifetimeMilliseconds)
         return found
     }
 
-    /// Whether the account exists (never cached: a deleted account must stop at once).
+    /// Whether the account exists (never cached: a deleted account must stop at once); nil when
+    /// the look-up could not be queued.
     func exists(_ user: String) async -> Bool? {
         let accounts = self.accounts
         return try? await pool.run { accounts.uid(name: user) != nil }

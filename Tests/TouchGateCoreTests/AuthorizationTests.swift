@@ -161,6 +161,19 @@ import TouchGateWire
         }
     }
 
+    @Test func aFullQueueOfAccountLookUpsIsBusyAndNotAnUnknownAccount() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            let release = try #require(await fill(core.accountPool, queueLimit: 256))
+            let busy = Refusal(.busy, reason: nil, text: .busy)
+            #expect(await core.status(user: "alice", caller: .root) == busy)
+            #expect(await core.status(user: "alice", caller: .alice) == busy)
+            await release()
+            #expect(await core.status(user: "alice", caller: .alice).outcome == .success)
+        }
+    }
+
     @Test(arguments: ["../alice", "alice/../bob", ".", "..", "", "-rf", "a\0b", String(repeating: "a", count: 65)])
     func aNameThatCouldEscapeTheStoresIsRefusedForEveryone(_ name: String) async throws {
         try await withTestBed { bed in
