@@ -245,6 +245,13 @@ extension Core {
         }
         if !removed.isEmpty {
             let ctx = EventContext(user: user, origin: origin, policy: nil, byUID: caller.uid)
+            // As for an enrollment: a user who proved their password for this deletion has seen
+            // the set of prints it leaves, so the next prompt does not ask for it again.
+            if !caller.isRoot && !caller.grants.contains(.changePrints) {
+                do { try await recordPasswordSuccess(ctx) } catch {
+                    log.error("cannot record the password success of a deletion: \(error)")
+                }
+            }
             events.publish(
                 event(
                     "enrollmentChanged", ctx, method: nil, outcome: .success,

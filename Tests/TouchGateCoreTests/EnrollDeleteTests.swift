@@ -241,4 +241,24 @@ import TouchGateWire
             #expect(!exists(bed.printPath("alice", .rightIndex)))
         }
     }
+
+    @Test func aUserWhoDeletedAPrintWithTheirPasswordIsNotAskedForItAgainButAfterRootItIs() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            try await bed.enroll(core, finger: .leftThumb)
+            try await bed.enroll(core, finger: .rightThumb)
+            _ = await core.verifyPassword(context(), bed.passwords.correctPassword)
+            #expect(await core.preflight() == nil)
+
+            #expect(
+                await delete(core, [.leftThumb], password: bed.passwords.correctPassword, caller: .alice)?.fingers == [
+                    .leftThumb
+                ])
+            #expect(await core.preflight() == nil)
+
+            #expect(await delete(core, [.rightThumb])?.fingers == [.rightThumb])
+            #expect(await core.preflight()?.reason == .enrollmentChanged)
+        }
+    }
 }
