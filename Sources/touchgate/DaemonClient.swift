@@ -52,11 +52,15 @@ struct DaemonClient {
         }
     }
 
-    /// A stream (monitor): every EVENT to `event` until the daemon closes the connection.
+    /// A stream (monitor): every EVENT to `event`, until the daemon closes the connection, which
+    /// is a failure: a monitor that stops silently would look like one with nothing to report.
     func stream(_ kind: Kind, _ fields: [Field], event: (Frame) -> Void) throws(Failure) {
         let exchange = try start(kind, fields)
         while true {
-            guard let frame = try exchange.nextOrEnd(deadlineMilliseconds: nil, silence: false) else { return }
+            // The stream has no end of its own: the daemon closed it (it stopped or restarted).
+            guard let frame = try exchange.nextOrEnd(deadlineMilliseconds: nil, silence: false) else {
+                throw Failure(L("touchgated ended the event stream (it stopped or restarted)", cli))
+            }
             switch frame.kind {
             case .event: event(frame)
             case .result: _ = try succeeded(frame)  // an acknowledgement; a refusal throws

@@ -23,7 +23,7 @@ struct Devices: ParsableCommand {
 
 struct Monitor: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Print authentication events as they happen, until interrupted.",
+        abstract: "Print authentication events as they happen, until interrupted (exit status 1 if the daemon stops).",
         discussion: """
             One line per event: time user service outcome reason. Root sees every user's events \
             unless --user is given; other users see their own.

@@ -322,21 +322,25 @@ def test_a_corrupt_state_file_fails_closed_for_that_user_only(world, alice):
 # --- events ------------------------------------------------------------------------------------
 
 
+def _wait_subscribed(world, mon):
+    """Subscribed once the daemon acknowledged; a probe event proves the stream is live."""
+    deadline = time.monotonic() + 5
+    while True:
+        # A remote evaluate is refused at once and published (a preflight alone publishes nothing).
+        wire.request(world.socket, "evaluate", user="alice", policy=1, service="probe", rhost="probe-host")
+        try:
+            mon.out.wait_for('"service":"probe"', timeout=0.2)
+            return
+        except harness.WaitTimeout:
+            assert time.monotonic() < deadline, mon.out.dump()
+
+
 def test_monitor_streams_outcomes_root_sees_all_users_see_their_own(world, alice):
     assert harness.enroll(world, "bob", "bob-print", as_user="bob")[0] == 0
     root_mon = harness.CliProcess(world, "monitor", "--json")
     alice_mon = harness.CliProcess(world, "monitor", "--json", as_user="alice")
-    # Subscribed once the daemon acknowledged; a probe event proves both streams are live.
     for mon in (root_mon, alice_mon):
-        deadline = time.monotonic() + 5
-        while True:
-            # A remote evaluate is refused at once and published (a preflight alone publishes nothing).
-            wire.request(world.socket, "evaluate", user="alice", policy=1, service="probe", rhost="probe-host")
-            try:
-                mon.out.wait_for('"service":"probe"', timeout=0.2)
-                break
-            except harness.WaitTimeout:
-                assert time.monotonic() < deadline, mon.out.dump()
+        _wait_subscribed(world, mon)
 
     pam = world.pam("bob")
     pam.wait_for(PROMPT)
@@ -356,3 +360,11 @@ def test_monitor_streams_outcomes_root_sees_all_users_see_their_own(world, alice
     for mon in (root_mon, alice_mon):
         mon.proc.terminate()
         mon.wait()
+
+
+def test_a_monitor_whose_daemon_stops_says_so_and_fails(world, alice):
+    mon = harness.CliProcess(world, "monitor", "--json")
+    _wait_subscribed(world, mon)
+    assert world.daemon.stop() == 0
+    assert mon.wait() == 1, mon.out.dump()
+    assert "touchgated ended the event stream" in mon.stderr, mon.stderr
