@@ -72,31 +72,36 @@ enum FprintStatus {
     /// (fprintd says unknown error: docs/readers.md, where this differs from fprintd).
     static let disconnections: Set<Reason> = [.removed, .tooHot, .readerProtocol]
 
-    /// The final VerifyStatus for the core's answer; nil when the client stopped it.
-    static func verifyResult(_ r: Reply) -> String? {
+    /// The final VerifyStatus for the core's answer. A verify the client stopped (VerifyStop,
+    /// Release, the client gone) ends with `verify-no-match` before the stop is answered, as in
+    /// fprintd, whatever the reader did meanwhile.
+    static func verifyResult(_ r: Reply, stopped: Bool) -> String {
+        if stopped { return "verify-no-match" }
         switch r.outcome {
         case .success: return "verify-match"
         // A failed match (also the one that locked biometrics out: the next VerifyStart says so).
         case .authenticationFailed, .biometryLockout: return "verify-no-match"
         case .biometryNotAvailable where r.reason.map(disconnections.contains) ?? false:
             return "verify-disconnected"
-        case .appCancel: return nil
+        case .appCancel: return "verify-no-match"
         // Suspend or shutdown ended it: not a failed match (fprintd says no-match), so clients such
         // as pam_fprintd go to the password at once instead of retrying on a closed reader.
         default: return "verify-unknown-error"
         }
     }
 
-    static func enrollResult(_ r: Reply) -> String? {
+    /// The final EnrollStatus. An enrollment the client stopped ends with `enroll-failed`, as in
+    /// fprintd, unless the print was stored meanwhile.
+    static func enrollResult(_ r: Reply) -> String {
         switch r.outcome {
         case .success: return "enroll-completed"
         case .biometryNotAvailable where r.reason.map(disconnections.contains) ?? false:
             return "enroll-disconnected"
         case .duplicate: return "enroll-duplicate"
         case .internalError where r.reason == .storageFull: return "enroll-data-full"
-        case .appCancel: return nil
-        // The daemon ended it (suspend, shutdown): fprintd's word for a cancelled enrollment.
-        case .internalError, .notPermitted, .systemCancel: return "enroll-failed"
+        // Stopped by the client, or ended by the daemon (suspend, shutdown): fprintd's word for a
+        // cancelled enrollment.
+        case .appCancel, .internalError, .notPermitted, .systemCancel: return "enroll-failed"
         default: return "enroll-unknown-error"
         }
     }
@@ -156,9 +161,8 @@ extension FprintDevice {
                 // fprintd waits for a finger until it is stopped: a timeout just listens again.
                 if reply.outcome == .timeout && !action.input.isDelivered { continue }
                 setFingerNeeded(false)
-                if let status = FprintStatus.verifyResult(reply), !action.input.isDelivered {
-                    emit("VerifyStatus", [V.string(status), V.bool(true)])
-                }
+                let status = FprintStatus.verifyResult(reply, stopped: action.input.isDelivered)
+                emit("VerifyStatus", [V.string(status), V.bool(true)])
                 break
             }
             action.ended.set(())
@@ -201,9 +205,7 @@ extension FprintDevice {
                 origin: Origin(service: FprintNames.bus), caller: caller,
                 client: signals, input: action.input, reader: info.selector)
             setFingerNeeded(false)
-            if let status = FprintStatus.enrollResult(reply), !action.input.isDelivered {
-                emit("EnrollStatus", [V.string(status), V.bool(true)])
-            }
+            emit("EnrollStatus", [V.string(FprintStatus.enrollResult(reply)), V.bool(true)])
             action.ended.set(())
         }
         // Answered once the enrollment listens (or waits behind another client) or has ended, as

@@ -74,6 +74,8 @@ def test_unknown_finger_names_and_fingers_without_prints(alice_enrolled):
         assert err(root.error(method, *args)) == (ERROR + "AlreadyInUse", "Verification already in progress"), method
     assert world.cli("list", "--user", "alice").stdout.split() == ["right-index-finger"]
     root.call("VerifyStop")
+    # As fprintd, the stopped verify's last word came before VerifyStop's answer.
+    assert finals(root, "VerifyStatus", mark) == [["verify-no-match", True]]
     root.call("Release")
     assert status(world)["failedMatches"] == 0  # a stopped verify is no failure
 
@@ -172,6 +174,11 @@ def test_objects_properties_and_introspection_as_fprintd_exports_them(bus_world,
     assert e.name in ("org.freedesktop.DBus.Error.PropertyReadOnly", "org.freedesktop.DBus.Error.InvalidArgs"), e
 
 
+def finals(client, member, start):
+    """The final statuses (`done` true) of `member` the client has received since `start`."""
+    return [s["args"] for s in client.signals[start:] if s["signal"] == member and s["args"][1]]
+
+
 def test_release_mid_verify_and_enroll_stop_mid_enrollment_end_them_and_free_the_reader(alice_enrolled):
     world = alice_enrolled
     root = world.root
@@ -180,6 +187,7 @@ def test_release_mid_verify_and_enroll_stop_mid_enrollment_end_them_and_free_the
     root.call("VerifyStart", "any")
     root.wait_finger_needed(True, start=mark)
     root.call("Release")  # without VerifyStop: the verify ends with the claim, as in fprintd
+    assert finals(root, "VerifyStatus", mark) == [["verify-no-match", True]]
     pam_gets_the_reader_at_once(world)
 
     root.call("Claim", "alice")
@@ -188,6 +196,7 @@ def test_release_mid_verify_and_enroll_stop_mid_enrollment_end_them_and_free_the
     world.reader.scan("alice-left-thumb")
     root.wait_signal("EnrollStatus", lambda a: a == ["enroll-stage-passed", False], start=mark)
     root.call("EnrollStop")
+    assert finals(root, "EnrollStatus", mark) == [["enroll-failed", True]]
     assert err(root.error("EnrollStop")) == (ERROR + "NoActionInProgress", "No enrollment in progress")
     root.call("Release")
     pam_gets_the_reader_at_once(world)

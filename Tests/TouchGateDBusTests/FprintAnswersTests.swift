@@ -45,46 +45,53 @@ struct FprintAnswersTests {
         #expect(FprintStatus.enrollRetry(.tooShort) == "enroll-swipe-too-short")
     }
 
-    @Test("a match, a failed match and a lockout, a reader gone, and the daemon's own end of a verify")
+    @Test("a match, a failed match and a lockout, a reader gone, the daemon's own end of a verify, a stop")
     func verifyResults() {
-        #expect(FprintStatus.verifyResult(.success()) == "verify-match")
-        #expect(FprintStatus.verifyResult(Reply(.authenticationFailed, reason: .maxTries)) == "verify-no-match")
+        #expect(FprintStatus.verifyResult(.success(), stopped: false) == "verify-match")
+        #expect(
+            FprintStatus.verifyResult(Reply(.authenticationFailed, reason: .maxTries), stopped: false)
+                == "verify-no-match")
         // The match that locked biometrics out is still a failed match; the next VerifyStart says why.
-        #expect(FprintStatus.verifyResult(Reply(.biometryLockout, reason: .lockout)) == "verify-no-match")
+        #expect(
+            FprintStatus.verifyResult(Reply(.biometryLockout, reason: .lockout), stopped: false) == "verify-no-match")
         for gone in [Reason.removed, .tooHot, .readerProtocol] {
-            #expect(FprintStatus.verifyResult(Reply(.biometryNotAvailable, reason: gone)) == "verify-disconnected")
+            #expect(
+                FprintStatus.verifyResult(Reply(.biometryNotAvailable, reason: gone), stopped: false)
+                    == "verify-disconnected")
         }
-        #expect(FprintStatus.verifyResult(Reply(.biometryNotAvailable, reason: .readerError)) == "verify-unknown-error")
+        #expect(
+            FprintStatus.verifyResult(Reply(.biometryNotAvailable, reason: .readerError), stopped: false)
+                == "verify-unknown-error")
         // Suspend or shutdown: not a failed match, so pam_fprintd goes to the password at once.
         for ended in [Reason.suspend, .shutdown] {
-            #expect(FprintStatus.verifyResult(Reply(.systemCancel, reason: ended)) == "verify-unknown-error")
+            #expect(
+                FprintStatus.verifyResult(Reply(.systemCancel, reason: ended), stopped: false) == "verify-unknown-error"
+            )
         }
+        // Stopped by the client (VerifyStop, Release, gone): no match, as in fprintd, whatever came meanwhile.
+        #expect(FprintStatus.verifyResult(Reply(.appCancel, reason: .cancelled), stopped: true) == "verify-no-match")
+        #expect(FprintStatus.verifyResult(.success(), stopped: true) == "verify-no-match")
     }
 
     /// A verify's or an enrollment's final result, and the results fprintd's clients know for it.
     struct Final: Sendable, CustomTestStringConvertible {
         let testDescription: String
-        let result: @Sendable (Reply) -> String?
+        let result: @Sendable (Reply) -> String
         let known: Set<String>
     }
     static let finals = [
-        Final(testDescription: "verify", result: FprintStatus.verifyResult, known: fprintdVerifyResults),
+        Final(
+            testDescription: "verify", result: { FprintStatus.verifyResult($0, stopped: false) },
+            known: fprintdVerifyResults),
         Final(testDescription: "enrollment", result: FprintStatus.enrollResult, known: fprintdEnrollResults),
     ]
 
     @Test(
-        "a final answer is always one fprintd's clients know, or none when the client stopped it",
+        "a final answer is always one fprintd's clients know, a stopped one too",
         arguments: finals)
     func finalResultsAreFprintds(_ final: Final) {
         for reply in everyReply {
-            let result = final.result(reply)
-            if reply.outcome == .appCancel {
-                #expect(result == nil)
-            } else {
-                #expect(
-                    result.map(final.known.contains) == true,
-                    "\(reply.outcome) \(String(describing: reply.reason))")
-            }
+            #expect(final.known.contains(final.result(reply)), "\(reply.outcome) \(String(describing: reply.reason))")
         }
     }
 
@@ -97,6 +104,8 @@ struct FprintAnswersTests {
         #expect(FprintStatus.enrollResult(Reply(.biometryNotAvailable, reason: .removed)) == "enroll-disconnected")
         #expect(FprintStatus.enrollResult(Reply(.systemCancel, reason: .suspend)) == "enroll-failed")
         #expect(FprintStatus.enrollResult(Reply(.timeout, reason: .timeout)) == "enroll-unknown-error")
+        // Stopped by the client: fprintd's word for a cancelled enrollment.
+        #expect(FprintStatus.enrollResult(Reply(.appCancel, reason: .cancelled)) == "enroll-failed")
     }
 
     @Test("every refusal of the core becomes one of fprintd's errors, with the core's sentence")
