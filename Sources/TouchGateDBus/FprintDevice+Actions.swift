@@ -118,14 +118,14 @@ extension FprintAction {
 }
 
 extension FprintDevice {
+    /// As fprintd: the claim, then polkit, then whether another action runs.
     func verifyStart(_ call: Invocation) async -> Result<[Variant], BusError> {
         if let e = checkClaimed(call) { return .failure(e) }
-        if let action {
-            return .failure(action.busy)
-        }
         guard let claim else { return .failure(.claimDevice()) }
         return await authorized(call, [.verify], as: claim) { _, caller in
-            await startVerifying(call, claim, caller)
+            if let e = checkClaimed(call) { return .failure(e) }  // after the awaits
+            if let action { return .failure(action.busy) }
+            return await startVerifying(call, claim, caller)
         }
     }
 
@@ -177,15 +177,17 @@ extension FprintDevice {
         return .success([])
     }
 
+    /// As fprintd: the claim, then polkit, then the finger's name and whether another action runs.
     func enrollStart(_ call: Invocation) async -> Result<[Variant], BusError> {
         if let e = checkClaimed(call) { return .failure(e) }
-        guard let finger = call.string(0).flatMap(Finger.init(rawValue:)) else { return .failure(.invalidFingername()) }
-        if let action {
-            return .failure(action.busy)
-        }
         guard let claim else { return .failure(.claimDevice()) }
         return await authorized(call, [.enroll], as: claim) { _, caller in
-            await startEnrolling(call, claim, caller, finger)
+            if let e = checkClaimed(call) { return .failure(e) }  // after the awaits
+            guard let finger = call.string(0).flatMap(Finger.init(rawValue:)) else {
+                return .failure(.invalidFingername())
+            }
+            if let action { return .failure(action.busy) }
+            return await startEnrolling(call, claim, caller, finger)
         }
     }
 

@@ -120,15 +120,9 @@ import TouchGateWire
             case "Claim": call.answer(await claimDevice(call))
             case "Release": call.answer(await release(call))
             case "ListEnrolledFingers": call.answer(await listEnrolled(call))
-            case "DeleteEnrolledFingers": call.answer(await delete(call, finger: nil, needsClaim: false))
-            case "DeleteEnrolledFingers2": call.answer(await delete(call, finger: nil, needsClaim: true))
-            case "DeleteEnrolledFinger":
-                // The claim first, then the name, as fprintd checks them.
-                if let e = checkClaimed(call) { return call.fail(e) }
-                guard let finger = call.string(0).flatMap(Finger.init(rawValue:)) else {
-                    return call.fail(.invalidFingername())
-                }
-                call.answer(await delete(call, finger: finger, needsClaim: true))
+            case "DeleteEnrolledFingers": call.answer(await delete(call, oneFinger: false, needsClaim: false))
+            case "DeleteEnrolledFingers2": call.answer(await delete(call, oneFinger: false, needsClaim: true))
+            case "DeleteEnrolledFinger": call.answer(await delete(call, oneFinger: true, needsClaim: true))
             case "VerifyStart": call.answer(await verifyStart(call))
             case "VerifyStop": call.answer(await stop(call, verify: true))
             case "EnrollStart": call.answer(await enrollStart(call))
@@ -266,15 +260,24 @@ import TouchGateWire
         }
     }
 
-    private func delete(_ call: Invocation, finger: Finger?, needsClaim: Bool) async -> Result<[Variant], BusError> {
-        if needsClaim || claim != nil {
-            if let e = checkClaimed(call) { return .failure(e) }
-            if let action { return .failure(action.busy) }  // as fprintd: the running action is named
-        }
+    /// DeleteEnrolledFinger (`oneFinger`, the name in the call), DeleteEnrolledFingers2 and the
+    /// deprecated DeleteEnrolledFingers. As fprintd: the claim, then polkit, then the finger's
+    /// name and whether another action runs.
+    private func delete(_ call: Invocation, oneFinger: Bool, needsClaim: Bool) async -> Result<[Variant], BusError> {
+        if needsClaim || claim != nil, let e = checkClaimed(call) { return .failure(e) }
         // The deprecated DeleteEnrolledFingers names its user even from the claim's holder, as in
         // fprintd: the name (or "" for the caller) decides, not the claim.
         return await authorized(call, [.enroll], as: needsClaim ? claim : nil) { user, caller in
-            await deletePrints(user, caller, finger: finger)
+            if needsClaim || claim != nil, let e = checkClaimed(call) { return .failure(e) }  // after the awaits
+            var finger: Finger?
+            if oneFinger {
+                guard let named = call.string(0).flatMap(Finger.init(rawValue:)) else {
+                    return .failure(.invalidFingername())
+                }
+                finger = named
+            }
+            if needsClaim || claim != nil, let action { return .failure(action.busy) }  // the running action named
+            return await deletePrints(user, caller, finger: finger)
         }
     }
 

@@ -123,3 +123,18 @@ def test_permission_is_checked_before_any_other_answer(polkit_world):
     e = bob.error("VerifyStart", "any")  # bob has no prints: still PermissionDenied first
     assert (e.name, e.message) == (ERROR + "PermissionDenied", "Not Authorized: " + VERIFY), e
     bob.call("Release")
+
+    allow(world, VERIFY)  # enough to claim, not to enroll or delete
+    alice = world.client("alice")
+    alice.call("Claim", "")
+    for method, args in (("EnrollStart", ("left-toe",)), ("DeleteEnrolledFinger", ("left-toe",))):
+        e = alice.error(method, *args)  # not even the finger's name is judged before polkit
+        assert (e.name, e.message) == (ERROR + "PermissionDenied", "Not Authorized: " + ENROLL), (method, e)
+    mark = alice.signal_count()
+    alice.call("VerifyStart", "any")
+    alice.wait_finger_needed(True, start=mark)
+    for method, args in (("EnrollStart", ("left-thumb",)), ("DeleteEnrolledFingers2", ())):
+        e = alice.error(method, *args)  # nor whether the reader is busy
+        assert (e.name, e.message) == (ERROR + "PermissionDenied", "Not Authorized: " + ENROLL), (method, e)
+    alice.call("VerifyStop")
+    alice.call("Release")
