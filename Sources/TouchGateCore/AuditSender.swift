@@ -32,6 +32,10 @@ public final class AuditSender: Sendable {
         var started = false
         var disabled = false
         var droppedSaid = false
+        /// A record taken off the queue is in the channel now.
+        var sending = false
+        /// Told once the queue is empty and nothing is in the channel (`drain`).
+        var drained: [@Sendable () -> Void] = []
     }
 
     private let state = Mutex(State())
@@ -68,6 +72,33 @@ public final class AuditSender: Sendable {
         for _ in 0..<queued { ready.signal() }
     }
 
+    /// Waits until every record queued so far has been handed to the kernel (or the records
+    /// stopped), at most `milliseconds`: at shutdown, so the last prompts' records are not lost
+    /// with the process. False when the deadline came first.
+    @CoreActor public func drain(withinMilliseconds milliseconds: Int) async -> Bool {
+        let done = OneShot<Bool>()
+        let waiting = state.withLock { s -> Bool in
+            guard s.started, !s.disabled, s.sending || !s.queue.isEmpty else { return false }
+            s.drained.append { CoreLoop.shared.post { done.set(true) } }
+            return true
+        }
+        guard waiting else { return true }
+        let timer = LoopTimer(after: milliseconds) { done.set(false) }
+        defer { timer.cancel() }
+        return await done.wait()
+    }
+
+    /// After a record went to the channel: whoever waits for an empty queue is told.
+    private func sent() {
+        let waiters = state.withLock { s -> [@Sendable () -> Void] in
+            s.sending = false
+            guard s.queue.isEmpty else { return [] }
+            defer { s.drained.removeAll() }
+            return s.drained
+        }
+        for w in waiters { w() }
+    }
+
     private func run() {
         if let why = channel.open() {
             stop(because: why)
@@ -76,7 +107,12 @@ public final class AuditSender: Sendable {
         var passingSaid = false
         while true {
             ready.wait()
-            guard let r = state.withLock({ s in s.queue.isEmpty ? nil : s.queue.removeFirst() }) else { continue }
+            let next = state.withLock { s -> LinuxAuditRecord? in
+                guard !s.queue.isEmpty else { return nil }
+                s.sending = true
+                return s.queue.removeFirst()
+            }
+            guard let r = next else { continue }
             let rc = channel.send(r)
             if rc > 0 {
                 passingSaid = false
@@ -93,14 +129,19 @@ public final class AuditSender: Sendable {
                 channel.close()
                 return
             }
+            sent()
         }
     }
 
     private func stop(because reason: String) {
-        state.withLock { s in
+        let waiters = state.withLock { s -> [@Sendable () -> Void] in
             s.disabled = true
+            s.sending = false
             s.queue.removeAll()
+            defer { s.drained.removeAll() }
+            return s.drained
         }
+        for w in waiters { w() }
         log.notice("Linux audit unavailable (\(reason)): authentication records go to the log only")
     }
 }

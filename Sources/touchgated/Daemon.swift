@@ -124,7 +124,7 @@ func serve(_ options: DaemonOptions) -> Int32 {
             return .success(
                 DaemonServices(
                     readers: readers, core: core, listener: listener, socketPath: boundPath,
-                    fprintdAPI: settings.fprintdAPI, log: log))
+                    fprintdAPI: settings.fprintdAPI, linuxAudit: linuxAudit, log: log))
         } catch { return .failure(error) }
     }
     let daemon: DaemonServices

@@ -3,6 +3,7 @@
 // in at exec, so a dlopen would save nothing. The queue and its thread are the core's AuditSender.
 import CAudit
 import Glibc
+import Logging
 import Synchronization
 import TouchGateCore
 
@@ -28,6 +29,23 @@ final class LibauditChannel: AuditChannel {
         fd.withLock { fd in
             if fd >= 0 { audit_close(fd) }
             fd = -1
+        }
+    }
+}
+
+/// The records' sender as the first service: stopped last, so the records of the prompts that
+/// shutdown ended are handed to the kernel before the daemon exits (at most 1 s).
+@CoreActor final class LinuxAuditService: DaemonService {
+    let sender: AuditSender
+    let log: Logger
+    nonisolated var serviceName: String { "linux audit" }
+    init(_ sender: AuditSender, log: Logger) { self.sender = sender; self.log = log }
+
+    func start() async -> ServiceStart { .running }  // its thread starts with the first record
+
+    func shutdown() async {
+        if !(await sender.drain(withinMilliseconds: 1000)) {
+            log.warning("Linux audit: records still waiting on the kernel after 1 s are lost at exit")
         }
     }
 }

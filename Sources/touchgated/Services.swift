@@ -1,5 +1,6 @@
-// touchgated's services in their order: the reader, the core (state), the socket listener, then
-// readiness (READY=1); once the reader has settled, the sleep watcher and fprintd's D-Bus API.
+// touchgated's services in their order: the Linux audit records, the reader, the core (state), the
+// socket listener, then readiness (READY=1); once the reader has settled, the sleep watcher and
+// fprintd's D-Bus API.
 // SIGTERM ends every prompt in the core, then stops them in reverse, each awaited.
 import CTouchGateLoop
 import Logging
@@ -16,12 +17,13 @@ import TouchGateSocket
 
     init(
         readers: any FingerprintReaders, core: Core, listener: Listener, socketPath: String?, fprintdAPI: Bool,
-        log: Logger
+        linuxAudit: AuditSender, log: Logger
     ) {
         self.core = core
         self.fprintdAPI = fprintdAPI
         self.log = log
         group = ServiceGroup(log: log)
+        group.add(LinuxAuditService(linuxAudit, log: log), required: true)
         group.add(ReaderService(readers, log: log), required: true)
         group.add(core, required: true)
         group.add(listener, required: true)

@@ -136,5 +136,5 @@ def test_sigterm_stops_the_services_last_started_first(bus_world):
     assert daemon.stop() == 0, daemon.log.dump()
     stopped = [text.split("stopped: ", 1)[1] for text in daemon.log.texts() if "stopped: " in text]
     assert stopped == ["fprintd D-Bus API", "sleep watcher", "reader settled", "readiness", "socket listener",
-                       "core", "reader"], daemon.log.dump()
+                       "core", "reader", "linux audit"], daemon.log.dump()
     wait_inhibitors(world, [])  # given back

@@ -6,6 +6,7 @@ import Synchronization
 import Testing
 @testable import TouchGateCore
 import TouchGateTestSupport
+import TouchGateThreads
 
 /// What the sender did, in order (channel calls and log lines), awaited by count with a deadline.
 @CoreActor private final class Trail {
@@ -53,6 +54,21 @@ private final class ScriptedChannel: AuditChannel {
     }
 
     func close() { trail.post("close") }
+}
+
+/// Sends wait until the test lets each one through.
+private final class GatedChannel: AuditChannel {
+    let trail: Trail
+    let gate = TouchGateThreads.Semaphore()
+    init(trail: Trail) { self.trail = trail }
+    func open() -> String? { nil }
+    func send(_ record: LinuxAuditRecord) -> Int32 {
+        trail.post("waiting \(record.account)")
+        gate.wait()
+        trail.post("send \(record.account)")
+        return 1
+    }
+    func close() {}
 }
 
 /// Log lines into the trail, after whatever the sender did before them.
@@ -127,5 +143,22 @@ private func outcome(_ user: String) -> AuthEvent {
         CoreLoop.shared.post { drained.set(()) }
         #expect(await value(of: drained) != nil)
         #expect(trail.all.count == 2)
+    }
+
+    @Test func shutdownWaitsForTheQueuedRecordsWithinItsDeadline() async {
+        let trail = Trail()
+        let channel = GatedChannel(trail: trail)
+        let audit = AuditSender(channel: channel, log: Logger(label: "test") { _ in TrailLogHandler(trail: trail) })
+        #expect(await audit.drain(withinMilliseconds: 0))  // nothing queued: nothing to wait for
+        for user in ["u1", "u2", "u3"] { audit.record(outcome(user)) }
+        #expect(await trail.reaches(1))  // u1 is in the channel, u2 and u3 queued
+
+        // The kernel does not take them: the deadline ends the wait.
+        #expect(await audit.drain(withinMilliseconds: 50) == false)
+
+        let draining = Running { await audit.drain(withinMilliseconds: defaultDeadlineMilliseconds) }
+        for _ in 0..<3 { channel.gate.signal() }
+        #expect(await draining.value() == true)
+        #expect(trail.all.filter { $0.hasPrefix("send") } == ["send u1", "send u2", "send u3"])
     }
 }
