@@ -64,6 +64,10 @@ public enum ModuleRole: Equatable, Sendable {
         "pam_pwdfile", "pam_userdb", "pam_matrix", "pam_radius_auth", "pam_tacplus",
     ]
 
+    /// Password modules that reach their servers over TCP or UDP themselves (pam_sss and
+    /// pam_winbind go through a local daemon's Unix socket): the daemon's unit allows no IP.
+    public static let networkModules: Set<String> = ["pam_krb5", "pam_ldap", "pam_radius_auth", "pam_tacplus"]
+
     static let fingerprintModules: Set<String> = ["pam_fprintd", "pam_fprint", "pam_howdy"]
 
     static let conditionModules: Set<String> = [

@@ -194,6 +194,18 @@ enum DoctorChecks {
                     name, .ok,
                     L("service '%s' checks passwords with %s, without pam_touchgate.so", cli, r.service, modules)))
         }
+        let networked = r.passwordModules.filter(ModuleRole.networkModules.contains).map { "\($0).so" }
+        if !networked.isEmpty {
+            checks.append(
+                DoctorCheck(
+                    name, .note,
+                    L(
+                        "service '%s' uses %s, which reach their servers over the network; the daemon's unit opens none",
+                        cli, r.service, networked.joined(separator: ", ")),
+                    fix: L(
+                        "a drop-in for touchgated.service adding AF_INET AF_INET6 to RestrictAddressFamilies= and the servers to IPAddressAllow=",
+                        cli)))
+        }
         return checks
     }
 

@@ -103,3 +103,16 @@ def test_doctor_without_the_profile_says_how_to_enable_it(world, root, alice):
     [problem] = [c for c in report["checks"] if c["status"] == "problem"]
     assert problem == {"check": "pam", "status": "problem", "summary": "no PAM service offers the fingerprint",
                        "fix": "pam-auth-update --enable touchgate"}
+
+
+def test_doctor_notes_a_password_module_that_needs_the_network_the_unit_closes(world, root, alice):
+    (root / "etc" / "pam.d" / "touchgate").write_text(
+        "auth [success=2 default=ignore] pam_krb5.so minimum_uid=1000\n"
+        "auth [success=1 default=ignore] pam_unix.so nullok try_first_pass\n"
+        "auth requisite pam_deny.so\nauth required pam_permit.so\n")
+    result, report = doctor(world, root)
+    notes = [c for c in report["checks"] if c["check"] == "password" and c["status"] == "note"]
+    assert [n["summary"] for n in notes] == [
+        "service 'touchgate' uses pam_krb5.so, which reach their servers over the network; "
+        "the daemon's unit opens none"], report
+    assert "IPAddressAllow=" in notes[0]["fix"], notes
