@@ -41,7 +41,7 @@ func sentence(for code: Int32, reason: String?, seconds: Int32?) -> String {
     case .notFound: return L("no such finger enrolled", cli)
     case .timeout: return L("no finger was presented in time", cli)
     case .templateDamaged: return L("the enrolled fingerprints are damaged: enroll them again", cli)
-    case .busy: return L("touchgated is busy (too many connections): try again", cli)
+    case .busy: return L("touchgated is busy (too many requests at once): try again", cli)
     case .duplicate: return L("this finger is already enrolled", cli)
     }
 }
