@@ -32,17 +32,13 @@ uint32_t tg_new_request_id(void)
 /* The unsolicited id is the daemon's refusal of a request it never read (touchgate_wire.h): busy
  * at accept, or a first frame it could not read. Under it any other code, a success above all,
  * answers nothing we asked: a malformed reply. */
-static bool unsolicited_refusal(const struct tg_frame *frame)
-{
-    int32_t code = 0;
-    return frame->kind == TG_KIND_RESULT && tg_frame_int(frame, TG_TAG_CODE, &code) &&
-           (code == TG_ERR_BUSY || code == TG_ERR_BAD_REQUEST);
-}
-
 bool tg_answers(const struct tg_frame *frame, uint32_t id)
 {
-    if (frame->request_id == TG_UNSOLICITED_ID)
-        return unsolicited_refusal(frame);
+    if (frame->request_id == TG_UNSOLICITED_ID) {
+        int32_t code = 0;
+        bool has_code = tg_frame_int(frame, TG_TAG_CODE, &code);
+        return tg_unsolicited_refusal(frame->kind, has_code, code);
+    }
     return frame->request_id == id;
 }
 

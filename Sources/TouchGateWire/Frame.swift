@@ -14,6 +14,15 @@ public enum WireLimits {
     public static let maxTriesLimit = Int(TG_MAX_TRIES_LIMIT)
     public static let timeoutLimit = Int(TG_TIMEOUT_LIMIT)
     public static let unsolicitedRequestID = UInt32(TG_UNSOLICITED_ID)
+
+    /// Whether `frame` answers the request `id`: its own id, or the unsolicited id on the daemon's
+    /// refusal of a request it never read (touchgate_wire.h's `tg_unsolicited_refusal`, the rule
+    /// the C module follows too).
+    public static func answers(_ frame: Frame, request id: UInt32) -> Bool {
+        guard frame.requestID == unsolicitedRequestID else { return frame.requestID == id }
+        let code = frame.int(.code)
+        return tg_unsolicited_refusal(Int32(frame.kind.rawValue), code == nil ? 0 : 1, code ?? 0) != 0
+    }
     /// EVALUATE's FLAGS: the client takes no input (GDM style).
     public static let flagNoInput = Int32(TG_FLAG_NO_INPUT)
     /// A RESULT's FLAGS: ask for the password now and send it in VERIFY_PASSWORD.

@@ -142,10 +142,7 @@ private struct Exchange {
             throw failure(error, silence: silence)
         }
         // The daemon's refusal of a request it never read (busy at accept) has the unsolicited id.
-        let refusedUnread =
-            frame.requestID == WireLimits.unsolicitedRequestID && frame.kind == .result
-            && [Outcome.busy.rawValue, Outcome.badRequest.rawValue].contains(frame.int(.code))
-        guard frame.requestID == requestID || refusedUnread else {
+        guard WireLimits.answers(frame, request: requestID) else {
             throw Failure(L("touchgated answered request %s, not %s", cli, frame.requestID, requestID))
         }
         guard !frame.kind.isRequest else {

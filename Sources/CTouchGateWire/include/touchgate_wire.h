@@ -213,9 +213,18 @@
 #define TG_ERR_NOT_FOUND              (-2005)  /* no such finger enrolled */
 #define TG_ERR_TIMEOUT                (-2006)  /* no finger within `timeout` seconds */
 #define TG_ERR_TEMPLATE_DAMAGED       (-2007)  /* every enrolled print of the user is damaged; FINGER names them */
-#define TG_ERR_BUSY                   (-2008)  /* too many connections (from this user, or in all) */
+#define TG_ERR_BUSY                   (-2008)  /* too many connections (from this user, or in all), or account look-ups */
 #define TG_ERR_DUPLICATE              (-2009)  /* enroll: the finger is already enrolled (for this or another user) */
 
 /* clang-format on */
+
+/* Whether a frame with TG_UNSOLICITED_ID stands as the answer to a client's request: only the
+ * daemon's refusal of a request it never read, a RESULT whose CODE is TG_ERR_BUSY or
+ * TG_ERR_BAD_REQUEST. The one statement of the rule for every client (docs/spec.md §6). */
+static inline int tg_unsolicited_refusal(int kind, int has_code, int code)
+{
+    return kind == TG_KIND_RESULT && has_code &&
+           (code == TG_ERR_BUSY || code == TG_ERR_BAD_REQUEST);
+}
 
 #endif /* TOUCHGATE_WIRE_H */
