@@ -57,6 +57,7 @@ extension LibfprintReader {
         defer { cfp_object_unref(UnsafeMutableRawPointer(template)) }
         tgfp_print_set_finger(template, FpFinger(UInt32(fingerIndex)))
         tgfp_print_set_username(template, user)
+        cfp_print_set_enroll_date_today(template)
         let box = Unmanaged.passRetained(EnrollContext(stages: stages, progress: progress))
         defer { box.release() }
         let attempt: Attempt<[UInt8]> = withOperation(cancellation: cancellation, timeoutSeconds: nil) {
@@ -103,8 +104,7 @@ extension LibfprintReader {
         defer { for p in prints { cfp_object_unref(UnsafeMutableRawPointer(p)) } }
         for t in templates {
             var error: UnsafeMutablePointer<GError>?
-            guard let p = t.withUnsafeBufferPointer({ tgfp_print_deserialize($0.baseAddress, gsize($0.count), &error) })
-            else {
+            guard let p = Self.deserialize(t, &error) else {
                 g_error_free(error)
                 return completion(.failure(.invalidTemplate))
             }
@@ -130,10 +130,12 @@ extension LibfprintReader {
                     let array = g_ptr_array_new()
                     defer { g_ptr_array_unref(array) }
                     for p in prints { g_ptr_array_add(array, UnsafeMutableRawPointer(p)) }
-                    var match: OpaquePointer?  // a reference of our own (transfer full)
+                    // A reference of our own (transfer full), handed back even when the operation
+                    // then fails (a deadline or a cancel after the match was reported).
+                    var match: OpaquePointer?
+                    defer { cfp_object_unref(match.map(UnsafeMutableRawPointer.init)) }
                     guard tgfp_device_identify_sync(dev, array, cancellable, onMatch, told, &match, nil, &error) != 0
                     else { return nil }
-                    defer { cfp_object_unref(match.map(UnsafeMutableRawPointer.init)) }
                     return report.takeUnretainedValue().result(match)
                 } else {
                     var matched: gboolean = 0

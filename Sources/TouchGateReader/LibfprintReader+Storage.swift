@@ -3,6 +3,20 @@ import CGIO
 import CTouchGateLibs
 
 extension LibfprintReader {
+    /// A stored template as libfprint's print (the caller unrefs it), or nil with `error` set.
+    /// libfprint 1.94 asserts on fewer than 4 bytes, which would abort the daemon on a truncated
+    /// file: such bytes are refused here as no print, which costs that finger alone.
+    static func deserialize(
+        _ template: [UInt8], _ error: UnsafeMutablePointer<UnsafeMutablePointer<GError>?>? = nil
+    ) -> OpaquePointer? {
+        guard template.count > 3 else {
+            error?.pointee = g_error_new_literal(
+                g_quark_from_string("touchgate"), 0, "\(template.count) bytes are no print")
+            return nil
+        }
+        return template.withUnsafeBufferPointer { tgfp_print_deserialize($0.baseAddress, gsize($0.count), error) }
+    }
+
     public func deleteFromDevice(_ templates: [[UInt8]], completion: @escaping @Sendable (ChipDeletion) -> Void) {
         submit { [self] in
             guard let dev = device else { return completion(ChipDeletion(deleted: 0, failure: "the reader is closed")) }
@@ -10,11 +24,7 @@ extension LibfprintReader {
             var result = ChipDeletion(deleted: 0)
             for t in templates {
                 var error: UnsafeMutablePointer<GError>?
-                guard
-                    let print = t.withUnsafeBufferPointer({
-                        tgfp_print_deserialize($0.baseAddress, gsize($0.count), &error)
-                    })
-                else {
+                guard let print = Self.deserialize(t, &error) else {
                     g_error_free(error)
                     continue
                 }
@@ -46,9 +56,7 @@ extension LibfprintReader {
                 return completion(false)
             }
             defer { g_ptr_array_unref(list) }
-            let kept = owned.compactMap { bytes in
-                bytes.withUnsafeBufferPointer { tgfp_print_deserialize($0.baseAddress, gsize($0.count), nil) }
-            }
+            let kept = owned.compactMap { Self.deserialize($0) }
             defer { for p in kept { cfp_object_unref(UnsafeMutableRawPointer(p)) } }
             guard kept.count == owned.count else { return completion(false) }  // never guess an owner
             for i in 0..<list.pointee.len {
@@ -112,11 +120,7 @@ extension LibfprintReader {
         else { return nil }
         for bytes in chip.prints {
             var error: UnsafeMutablePointer<GError>?
-            guard
-                let other = bytes.withUnsafeBufferPointer({
-                    tgfp_print_deserialize($0.baseAddress, gsize($0.count), &error)
-                })
-            else {
+            guard let other = Self.deserialize(bytes, &error) else {
                 g_error_free(error)
                 continue
             }

@@ -140,11 +140,7 @@ public final class LibfprintReaders: FingerprintReaders, Sendable {
 
     public func describe(_ template: [UInt8]) -> PrintDescription? {
         var error: UnsafeMutablePointer<GError>?
-        guard !template.isEmpty, LibfprintReader.loadLibfprint() == nil,
-            let print = template.withUnsafeBufferPointer({
-                tgfp_print_deserialize($0.baseAddress, gsize($0.count), &error)
-            })
-        else {
+        guard LibfprintReader.loadLibfprint() == nil, let print = LibfprintReader.deserialize(template, &error) else {
             if error != nil { g_error_free(error) }
             return nil
         }

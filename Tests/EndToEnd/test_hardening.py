@@ -8,13 +8,15 @@ import shutil
 import signal
 import threading
 
+import pytest
+
 import harness
 import wire
+from conftest import ALICE_PRINT
 from harness import PROMPT, now
 
 ALICE_UID, BOB_UID = harness.USERS["alice"][0], harness.USERS["bob"][0]
 SHUTDOWN = "Fingerprint service stopping: use your password"
-DEVICE = ("virtual_device", "0")  # libfprint's virtual reader: driver, device id
 
 
 def threads(daemon):
@@ -22,7 +24,8 @@ def threads(daemon):
 
 
 def print_file(world, user, finger_number):
-    return world.prints.joinpath(user, *DEVICE, "%x" % finger_number)
+    """The print file on the world's reader (each virtual driver's device id is "0")."""
+    return world.prints.joinpath(user, world.reader_kind, "0", "%x" % finger_number)
 
 
 def can_evaluate(world, user="alice"):
@@ -242,6 +245,19 @@ def test_when_every_template_is_damaged_no_prompt_is_shown_and_the_person_is_tol
     assert session.wait().result == "PAM_AUTHINFO_UNAVAIL"
     assert PROMPT not in session.messages()
     assert any("right-index-finger" in m and "damaged" in m for m in session.messages()), session.transcript()
+
+
+@pytest.mark.parametrize("garbage", [b"FP3", b"F"])
+def test_a_print_file_too_short_to_be_a_print_costs_that_finger_not_the_daemon(world, alice, reader_kind, garbage):
+    """libfprint asserts on fewer than 4 bytes; the daemon refuses them as no print first."""
+    damage(world, 7, garbage)
+    assert can_evaluate(world) == (-2007, "templateDamaged")
+    assert world.pam("alice").wait().result == "PAM_AUTHINFO_UNAVAIL"
+    # Enrolled again (on a match-on-chip reader its copy is named from the file first), then deleted.
+    rc, cli = harness.enroll(world, "alice", ALICE_PRINT, as_user="alice")
+    assert rc == 0, cli.stderr
+    assert world.cli("delete", "--user", "alice", "--finger", "right-index-finger").returncode == 0
+    assert world.daemon.proc.poll() is None, world.daemon.log.dump()
 
 
 # --- shutdown ---------------------------------------------------------------------------------

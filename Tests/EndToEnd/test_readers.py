@@ -3,12 +3,15 @@ module, the CLI and the D-Bus front-end. The duplicate check of an enrollment on
 can identify, and every error and retry code the virtual readers can produce, mapped as
 docs/readers.md says. The match-on-chip reader's own storage: test_chip_storage.py."""
 
+import datetime
 import re
+import subprocess
 
 import pytest
 
 import doc_tables
 import harness
+import wire
 from fprintd_world import (ALICE_PRINT, DEVICE_IFACE, bus_daemon, bus_world, enroll_alice, enroll_with_tool,  # noqa: F401
                            password_success, status)
 
@@ -298,3 +301,14 @@ def test_reader_errors_end_touchgate_verify_with_the_same_sentence(world, alice)
         world.reader.error(code)
         assert cli.wait() != 0, cli.out.dump()
         assert PAM_TEXT[code] in cli.stderr + cli.out.dump(), (code, cli.stderr, cli.out.dump())
+
+
+def test_a_print_is_dated_the_day_it_was_enrolled_as_fprintd_dates_it(world, alice, reader_kind):
+    """A chip names its records by the date, and a full chip's oldest prints go first."""
+    [path] = list(world.prints.glob("alice/%s/*/*" % reader_kind))
+    code = ("import sys, gi\ngi.require_version('FPrint', '2.0')\nfrom gi.repository import FPrint\n"
+            "d = FPrint.Print.deserialize(open(sys.argv[1], 'rb').read()).get_enroll_date()\n"
+            "print(d.get_year(), int(d.get_month()), d.get_day()) if d and d.valid() else print('none')\n")
+    out = subprocess.run([wire.SYSTEM_PYTHON, "-c", code, str(path)], capture_output=True, text=True, timeout=30)
+    today = datetime.date.today()
+    assert out.stdout.split() == [str(today.year), str(today.month), str(today.day)], (out.stdout, out.stderr)

@@ -10,6 +10,7 @@
 /* clang-format off */
 
 #include <stdbool.h>
+#include <time.h>
 #include <libfprint-2/fprint.h>
 
 #include "tg_gio.h"
@@ -51,6 +52,7 @@ bool tg_fprint_load(const char **error);
     X(FpPrint *, fp_print_new, (FpDevice *d), (d))                                                  \
     XV(fp_print_set_finger, (FpPrint *p, FpFinger f), (p, f))                                       \
     XV(fp_print_set_username, (FpPrint *p, const gchar *u), (p, u))                                 \
+    XV(fp_print_set_enroll_date, (FpPrint *p, const GDate *d), (p, d))                              \
     X(gboolean, fp_print_serialize, (FpPrint *p, guchar **data, gsize *length, GError **e),         \
       (p, data, length, e))                                                                         \
     X(FpPrint *, fp_print_deserialize, (const guchar *data, gsize length, GError **e),              \
@@ -71,6 +73,15 @@ static inline GQuark cfp_device_error_quark(void) { return tgfp_device_error_qua
 static inline GQuark cfp_device_retry_quark(void) { return tgfp_device_retry_quark(); }
 static inline GQuark cfp_io_error_quark(void) { return tgg_io_error_quark(); }
 static inline void cfp_object_unref(void *object) { if (object) g_object_unref(object); }
+/* Today's date on a new print, as fprintd dates its templates: a chip names its records by it, and
+ * a full chip's oldest prints are the ones deleted first. */
+static inline void cfp_print_set_enroll_date_today(FpPrint *p)
+{
+    GDate *d = g_date_new();
+    g_date_set_time_t(d, time(NULL));
+    tgfp_print_set_enroll_date(p, d);
+    g_date_free(d);
+}
 static inline void *cfp_object_ref(void *object) { return g_object_ref(object); }
 static inline void *cfp_object_ref_sink(void *object) { return g_object_ref_sink(object); }
 static inline void *cfp_ptr_array_index(GPtrArray *array, guint i) { return g_ptr_array_index(array, i); }
