@@ -89,7 +89,7 @@ extension Core {
             // the new set of prints; after root, or a polkit grant the daemon cannot see into,
             // changes them, the password is asked once (a grant never clears a lockout).
             try await adminChange(ctx, action: "enroll:\(finger.rawValue)") { policyEngine.enable($0) }
-            if !caller.isRoot && !caller.grants.contains(.changePrints) { try await recordPasswordSuccess(ctx) }
+            if !caller.isRoot && !caller.grants.contains(.changePrints) { try await recordOwnPrintChange(ctx) }
         } catch {
             log.error("cannot store template: \(error)")
             return Self.storageFailure
@@ -248,8 +248,8 @@ extension Core {
             // As for an enrollment: a user who proved their password for this deletion has seen
             // the set of prints it leaves, so the next prompt does not ask for it again.
             if !caller.isRoot && !caller.grants.contains(.changePrints) {
-                do { try await recordPasswordSuccess(ctx) } catch {
-                    log.error("cannot record the password success of a deletion: \(error)")
+                do { try await recordOwnPrintChange(ctx) } catch {
+                    log.error("cannot record the prints a deletion leaves: \(error)")
                 }
             }
             events.publish(

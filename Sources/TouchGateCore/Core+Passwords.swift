@@ -126,6 +126,18 @@ extension Core {
         }
     }
 
+    /// After the user's own enrollment or deletion, made with the password checked for it: the
+    /// set of prints it leaves becomes the known one (Policy.recordOwnPrintChange), and nothing
+    /// else is cleared a second time.
+    func recordOwnPrintChange(_ ctx: EventContext) async throws(StorageError) {
+        let info = await readerInfo(nil)
+        let list = await prints.list(ctx.user, device: info?.deviceKey)
+        let env = await environment(ctx.user, prints: list.prints, readerAvailable: info != nil)
+        try await states.update(ctx.user, .afterReply) {
+            policyEngine.recordOwnPrintChange($0.stateOrFailClosed, in: env)
+        }
+    }
+
     /// deviceOwnerAuthentication: when the fingerprint is locked out, a password is required, or
     /// the tries are used up, the password comes next — unless password entry itself is in
     /// back-off, which the person is told at once instead of after typing.

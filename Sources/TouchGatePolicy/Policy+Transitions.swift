@@ -35,6 +35,16 @@ extension Policy {
         return next
     }
 
+    /// The user changed their own prints with the password they proved for that change (which
+    /// was recorded as a success then): the set the change leaves is the one they have seen.
+    /// Nothing else changes, so a lock, a lockout or a back-off that came while the change ran
+    /// (an enrollment can wait for the reader and the fingers) stands.
+    public func recordOwnPrintChange(_ s: UserState, in env: Environment) -> UserState {
+        var next = s
+        next.enrollmentAtPasswordSuccess = env.enrollmentSnapshot
+        return next
+    }
+
     /// root's `touchgate lock --user U` (Apple's remote lock): biometrics need a password.
     public func adminLock(_ s: UserState) -> UserState {
         var next = s

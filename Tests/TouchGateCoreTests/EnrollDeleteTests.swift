@@ -261,4 +261,33 @@ import TouchGateWire
             #expect(await core.preflight()?.reason == .enrollmentChanged)
         }
     }
+
+    @Test func aLockMadeWhileTheUsersOwnEnrollmentWaitedForTheReaderStandsAfterIt() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            bed.reader.script(.hold)
+            let (holding, prompt, input) = core.startEvaluate()  // alice's prompt holds the reader
+            #expect(await prompt.waitFor(.prompt))
+
+            // alice enrolls another finger with her password: checked now, then queued.
+            bed.reader.scriptEnrollment(.complete)
+            let client = CollectingClient()
+            let enrolling = Running {
+                await core.enroll(
+                    user: "alice", finger: .leftThumb, password: bed.passwords.correctPassword,
+                    origin: Origin(service: "touchgate"), caller: .alice, client: client, input: PromptInput())
+            }
+            #expect(await client.waitFor(.queued))
+            #expect(await core.lock(user: "alice", origin: Origin(), caller: .root).isSuccess)
+
+            input.deliver(.cancel)
+            _ = await holding.value()
+            #expect(await enrolling.value() == .success(.enrolled(.leftThumb)))
+            // Her password came before the lock: the lock stands, the new print counts as seen.
+            #expect(await core.preflight()?.reason == .adminLock)
+            #expect(await core.verifyPassword(context(), bed.passwords.correctPassword) == .correct)
+            #expect(await core.preflight() == nil)
+        }
+    }
 }
