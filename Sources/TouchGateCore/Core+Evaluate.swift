@@ -92,13 +92,14 @@ extension Core {
             }
         }
         let reader: any FingerprintReader, info: ReaderInfo, list: [EnrolledPrint], templates: [[UInt8]]
+        // What a match is judged against again, unless nothing moved since the judgement the
+        // prompt was prepared on (the common case: a check without a single await).
+        var seen: Seen
         switch await prepare(r, timeout: timeout) {
         case .refused(let refusal): return .reply(refusal, method: nil)
-        case .ready(let served, let l, let t): (reader, info, list, templates) = (served.reader, served.info, l, t)
+        case .ready(let served, let l, let t, let s):
+            (reader, info, list, templates, seen) = (served.reader, served.info, l, t, s)
         }
-        // What a match is judged against again, unless nothing moved since (the common case: a
-        // check without a single await, so the reply is not delayed).
-        var seen = (state: states.version(r.user), prints: prints.changes)
         for damaged in list where damaged.needsEnrolling {
             client.show(ProgressEvent(.retry, .templateDamaged(damaged.finger), style: .error))
         }
@@ -118,7 +119,7 @@ extension Core {
             case .first(.success(.match(let i))):
                 // A lock, a disable or a deletion made while the prompt listened counts: the
                 // match is judged again against the state and the prints as they are now.
-                let moved = seen != (states.version(r.user), prints.changes)
+                let moved = seen != seenNow(r.user)
                 if moved, let refusal = await stillAllowed(r, template: templates[i]) {
                     log.notice("a match no longer allowed: \(refusal.outcome.name)", metadata: ["user": "\(r.user)"])
                     return .reply(refusal, method: "fingerprint")
@@ -142,7 +143,7 @@ extension Core {
                     log.error("cannot record failed match: \(error)")
                     return .reply(Self.storageFailure, method: "fingerprint")
                 }
-                seen.state = seen.state.map { $0 + 1 }  // this failure's own change; any other still shows
+                seen.state += 1  // this failure's own change; any other still shows
                 log.info("no match (\(failures)/\(maxTries))", metadata: ["user": "\(r.user)"])
                 if let lockout { return .reply(lockout, method: "fingerprint") }
                 if failures >= maxTries {
@@ -159,9 +160,14 @@ extension Core {
     }
 
     private enum Prepared {
-        case ready(ServedReader, [EnrolledPrint], [[UInt8]])
+        case ready(ServedReader, [EnrolledPrint], [[UInt8]], Seen)
         case refused(Reply)
     }
+
+    /// How far the user's state and the print lists had moved: a state read for the first time
+    /// has had no change (0), and every change after it counts one.
+    typealias Seen = (state: Int, prints: Int)
+    private func seenNow(_ user: String) -> Seen { (states.version(user) ?? 0, prints.changes) }
 
     /// What a prompt that holds the reader scans against: the state judged again (it may have
     /// changed while queued: another prompt, an unplug), the reader, the user's prints and the
@@ -171,6 +177,9 @@ extension Core {
     /// changed set of prints asks the password once). Files that change again in between refuse.
     private func prepare(_ r: EvaluateRequest, timeout: Int) async -> Prepared {
         for attempt in 1...2 {
+            // Taken before the judgement: a lock, disable or deletion during any await below is
+            // seen as a move when the finger matches.
+            let seen = seenNow(r.user)
             if let refusal = await preflight(user: r.user, rhost: r.origin.rhost, reader: r.reader) {
                 return .refused(refusal)
             }
@@ -201,7 +210,9 @@ extension Core {
                 log.error("cannot read templates: \(error)", metadata: ["user": "\(r.user)"])
                 return .refused(Self.storageFailure)
             }
-            if templates.map(PrintFiles.digest) == usable.map(\.digest) { return .ready(served, list, templates) }
+            if templates.map(PrintFiles.digest) == usable.map(\.digest) {
+                return .ready(served, list, templates, seen)
+            }
             prints.invalidate(r.user)
             log.notice(
                 "the prints changed outside the daemon: judged again",

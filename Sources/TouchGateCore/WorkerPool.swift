@@ -42,6 +42,9 @@ public final class WorkerPool: Sendable {
         return result
     }
 
+    /// Jobs queued and not yet taken by a thread.
+    var waiting: Int { state.withLock { $0.jobs.count } }
+
     /// Queues `job`; false when the queue is full. Threads start on demand, up to the fixed number.
     private func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
         let startThread = state.withLock { s -> Bool? in

@@ -4,6 +4,7 @@ import Testing
 @testable import TouchGateCore
 import TouchGateReader
 import TouchGateTestSupport
+import TouchGateThreads
 import TouchGateWire
 
 @Suite("Core: evaluate")
@@ -48,6 +49,49 @@ import TouchGateWire
             bed.reader.releaseScan()
             let reply = try #require(await running.value())
             #expect(reply.outcome == .passwordRequired && reply.reason == .adminLock)
+        }
+    }
+
+    /// The same lock made while the prompt was being prepared: after it judged alice, while it read
+    /// her templates (held here by busy storage threads), before it listened.
+    @Test func aLockMadeWhileThePromptReadItsTemplatesRefusesTheFingerGivenAfterIt() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            let gate = TouchGateThreads.Semaphore()
+            var holders: [Running<Int?>] = []
+            for _ in 0..<2 {
+                let started = OneShot<Void>()
+                holders.append(
+                    Running {
+                        try? await core.storagePool.run {
+                            CoreLoop.shared.post { started.set(()) }; gate.wait(); return 0
+                        }
+                    })
+                #expect(await value(of: started) != nil)
+            }
+            bed.reader.script(.match(0))
+            let (running, client, _) = core.startEvaluate()
+            var turns = 0  // core-loop turns until the prompt's template read waits for a thread
+            while core.storagePool.waiting == 0 && turns < 10_000 {
+                await Task.yield()
+                turns += 1
+            }
+            #expect(core.storagePool.waiting == 1)
+            // The lock is decided in memory at once; its write waits for a storage thread too.
+            let before = core.states.version("alice")
+            let locking = Running { await core.lock(user: "alice", origin: Origin(), caller: .root) }
+            while core.states.version("alice") == before && turns < 20_000 {
+                await Task.yield()
+                turns += 1
+            }
+            #expect(core.states.version("alice") != before)
+            for _ in 0..<2 { gate.signal() }
+            #expect(await locking.value()?.isSuccess == true)
+            for holder in holders { _ = await holder.value() }
+            let reply = try #require(await running.value())
+            #expect(reply.outcome == .passwordRequired && reply.reason == .adminLock)
+            #expect(client.kinds().contains(.prompt))  // judged again at the match, not before
         }
     }
 
