@@ -40,11 +40,15 @@ public enum Durability: Sendable {
     private let pool: WorkerPool
     private let log: (String) -> Void
     private let deferral: Int
+    private let retry: Int
     private var entries: [String: Entry] = [:]
     private var loading: [String: OneShot<StoredState>] = [:]
 
     /// How long a deferred change may wait for the disk, in milliseconds.
     nonisolated static let deferralMilliseconds = 60_000
+    /// After a write failed: the first wait before it is tried again, doubled after each failure
+    /// up to a minute (a full or read-only disk stays so for a while).
+    nonisolated static let retryMilliseconds = 1000
 
     private final class Entry {
         var stored: StoredState
@@ -54,6 +58,9 @@ public enum Durability: Sendable {
         var moveAside = false
         /// Set while a deferred change waits for its write.
         var deferred: LoopTimer?
+        /// Set while a failed write waits to be tried again; `failures` in a row so far.
+        var retry: LoopTimer?
+        var failures = 0
         var waiters: [(version: Int, done: OneShot<StorageError?>)] = []
         init(_ stored: StoredState) { self.stored = stored }
     }
@@ -62,9 +69,11 @@ public enum Durability: Sendable {
 
     init(
         users: Directory, policy: Policy, clock: any WallClock, pool: WorkerPool,
-        deferral: Int = UserStateStore.deferralMilliseconds, log: @escaping (String) -> Void
+        deferral: Int = UserStateStore.deferralMilliseconds, retry: Int = UserStateStore.retryMilliseconds,
+        log: @escaping (String) -> Void
     ) {
         self.deferral = deferral
+        self.retry = retry
         self.users = users
         self.policy = policy
         self.clock = clock
@@ -205,6 +214,8 @@ public enum Durability: Sendable {
     private func scheduleWrite(_ user: String, _ e: Entry) {
         e.deferred?.cancel()
         e.deferred = nil
+        e.retry?.cancel()
+        e.retry = nil
         guard !e.writing, e.durable < e.version, case .state(let state) = e.stored else { return }
         e.writing = true
         let version = e.version
@@ -222,16 +233,31 @@ public enum Durability: Sendable {
             }
             e.writing = false
             if let outcome {
-                log("cannot write the state of \(user): \(outcome)")
                 if moveAside { e.moveAside = true }
             } else {
+                if e.failures > 0 { log("the state of \(user) is written again") }
+                e.failures = 0
                 e.durable = max(e.durable, version)
             }
             let (ready, waiting) = e.waiters.partitioned { $0.version <= version }
             e.waiters = waiting
             for w in ready { w.done.set(outcome) }
-            scheduleWrite(user, e)
+            if let outcome {
+                retryLater(user, e, after: outcome)
+            } else {
+                scheduleWrite(user, e)  // what changed while it was written
+            }
         }
+    }
+
+    /// A failed write is tried again later, not at once: a disk that refused one write refuses
+    /// the next too, and trying in a loop would only spin and fill the log. A new change, a
+    /// flush or the timer tries sooner or then.
+    private func retryLater(_ user: String, _ e: Entry, after outcome: StorageError) {
+        e.failures += 1
+        let wait = min(retry << min(e.failures - 1, 6), max(retry, 60_000))
+        log("cannot write the state of \(user): \(outcome); trying again in \(wait) ms")
+        e.retry = LoopTimer(after: wait) { [self] in CoreLoop.shared.task { self.scheduleWrite(user, e) } }
     }
 
     private nonisolated static func write(

@@ -6,6 +6,7 @@ import Testing
 @testable import TouchGateCore
 import TouchGatePolicy
 import TouchGateTestSupport
+import TouchGateWire
 
 @Suite("UserStateStore")
 @CoreActor struct UserStateStoreTests {
@@ -14,12 +15,12 @@ import TouchGateTestSupport
     /// A store as the daemon makes it at start, on `<dir>/users` (a new one: a restart after kill -9).
     func store(
         _ dir: String, deferral: Int = UserStateStore.deferralMilliseconds,
-        log: @escaping (String) -> Void = { _ in }
+        retry: Int = UserStateStore.retryMilliseconds, log: @escaping (String) -> Void = { _ in }
     ) throws -> UserStateStore {
         let users = try #require(try Directory.openRoot(dir).subdirectory("users", create: true))
         return UserStateStore(
             users: users, policy: Policy(), clock: clock,
-            pool: WorkerPool(name: "test", threads: 1, queueLimit: 16), deferral: deferral, log: log)
+            pool: WorkerPool(name: "test", threads: 1, queueLimit: 16), deferral: deferral, retry: retry, log: log)
     }
 
     let remembered = UserState(
@@ -251,6 +252,37 @@ import TouchGateTestSupport
                 try await states.update("alice", .beforeReply) { _ in UserState(consecutiveFailedMatches: 1) }
             }
             #expect(await states.load("alice") == .state(UserState(consecutiveFailedMatches: 1)))
+        }
+    }
+}
+
+extension UserStateStoreTests {
+    @Test func aWriteThatKeepsFailingIsTriedAgainLaterAndThenSucceeds() async throws {
+        try await withTemporaryDirectory { dir in
+            let lines = Collector<String>()
+            let retried = OneShot<Void>(), written = OneShot<Void>()
+            let states = try store(dir, retry: 40) { line in
+                lines.append(line)
+                if lines.all.filter({ $0.hasPrefix("cannot write") }).count == 2 { retried.set(()) }
+                if line == "the state of alice is written again" { written.set(()) }
+            }
+            #expect(await states.load("alice") == .state(UserState(enabled: true)))
+            try plantFile("\(dir)/users/alice", "in the way")
+            let failed = monotonicMilliseconds()
+            _ = try? await states.update("alice", .beforeReply) { _ in UserState(consecutiveFailedMatches: 1) }
+            #expect(lines.all.first?.hasSuffix("trying again in 40 ms") == true, "\(lines.all)")
+
+            // Not at once: the next try waits its turn, and the one after it twice as long.
+            #expect(await value(of: retried) != nil)
+            #expect(monotonicMilliseconds() - failed >= 40)
+            #expect(lines.all.filter { $0.hasPrefix("cannot write") }.last?.hasSuffix("trying again in 80 ms") == true)
+
+            // The disk takes it again: the change kept in memory is written.
+            _ = unlink("\(dir)/users/alice")
+            #expect(await value(of: written) != nil)
+            #expect(
+                contents("\(dir)/users/alice/state.json").map { String(decoding: $0, as: UTF8.self) }?
+                    .contains("\"consecutiveFailedMatches\":1") == true)
         }
     }
 }
