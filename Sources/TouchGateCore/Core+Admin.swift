@@ -71,7 +71,7 @@ extension Core {
     /// clean one.
     func adminChange(_ ctx: EventContext, action: String, _ change: (UserState) -> UserState) async throws(StorageError)
     {
-        try await states.update(ctx.user, .beforeReply) { change($0.stateOrFailClosed) }
+        try await states.update(ctx.user, .beforeReply) { change($0.stateOrFailClosed(policyEngine)) }
         events.publish(event("admin", ctx, method: "admin", outcome: .success, reason: action))
     }
 

@@ -126,7 +126,7 @@ extension Core {
                 }
                 do {
                     try await states.update(r.user, .afterReply) {
-                        policyEngine.recordFingerprintSuccess($0.stateOrFailClosed, at: clock.now())
+                        policyEngine.recordFingerprintSuccess($0.stateOrFailClosed(policyEngine), at: clock.now())
                     }
                 } catch {
                     // The match happened; a lost reset only leaves the counters higher (fail closed).
@@ -249,7 +249,7 @@ extension Core {
     func recordFailedMatch(_ ctx: EventContext) async throws(StorageError) -> Refusal? {
         var locked = false
         let s = try await states.update(ctx.user, .beforeReply) { stored in
-            let (next, became) = policyEngine.recordFailedMatch(stored.stateOrFailClosed, at: clock.now())
+            let (next, became) = policyEngine.recordFailedMatch(stored.stateOrFailClosed(policyEngine), at: clock.now())
             locked = became
             return next
         }

@@ -50,11 +50,9 @@ extension Core {
             var count = 0
             do {
                 try await states.update(ctx.user, .beforeReply) { stored in
-                    var base = stored.stateOrFailClosed
-                    // A state that cannot be read may have held a back-off: counted from the
-                    // threshold (a negative count), never from zero, so this one backs off.
-                    if stored.isCorrupt { base.consecutiveWrongPasswords = -1 }
-                    let (next, b) = policyEngine.recordWrongPassword(base, at: clock.now())
+                    // A state that cannot be read counts on from the threshold: this one backs off.
+                    let (next, b) = policyEngine.recordWrongPassword(
+                        stored.stateOrFailClosed(policyEngine), at: clock.now())
                     backoff = b
                     count = next.consecutiveWrongPasswords
                     return next
@@ -134,7 +132,7 @@ extension Core {
         let list = await prints.list(ctx.user, device: info?.deviceKey)
         let env = await environment(ctx.user, prints: list.prints, readerAvailable: info != nil)
         try await states.update(ctx.user, .afterReply) {
-            policyEngine.recordOwnPrintChange($0.stateOrFailClosed, in: env)
+            policyEngine.recordOwnPrintChange($0.stateOrFailClosed(policyEngine), in: env)
         }
     }
 

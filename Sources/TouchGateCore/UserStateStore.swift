@@ -13,11 +13,16 @@ public enum StoredState: Sendable, Equatable {
     case corrupt(String)
 
     /// The state to build on: an unreadable one counts as locked out (and opted in, since it had
-    /// prints), so only a password success ever leaves it.
-    public var stateOrFailClosed: UserState {
+    /// prints), so only a password success ever leaves it; and it may have held a back-off, so
+    /// its wrong passwords count on from the threshold: the first one backs off. Whatever is made
+    /// of it (a disable, a lock) keeps both.
+    public func stateOrFailClosed(_ policy: Policy) -> UserState {
         switch self {
         case .state(let s): return s
-        case .corrupt: return UserState(enabled: true, biometryLockedOut: true)
+        case .corrupt:
+            return UserState(
+                enabled: true, biometryLockedOut: true,
+                consecutiveWrongPasswords: max(policy.config.passwordBackoffAfter - 1, 0))
         }
     }
 

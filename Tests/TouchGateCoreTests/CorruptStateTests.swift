@@ -71,6 +71,25 @@ import TouchGateWire
         }
     }
 
+    /// What a user or root makes of an unreadable state without a password (a disable, a lock)
+    /// keeps what it stood for: biometrics locked out, and the first wrong password backing off.
+    @Test(arguments: [false, true])
+    func aDisableOrALockOnAnUnreadableStateKeepsItsBackoffThreshold(byRoot: Bool) async throws {
+        try await withTestBed { bed in
+            try await corruptAlicesState(bed)
+            let core = try bed.makeCore()
+            let changed =
+                byRoot
+                ? await core.lock(user: "alice", origin: Origin(), caller: .root)
+                : await core.disable(user: "alice", origin: Origin(), caller: .alice)
+            #expect(changed.isSuccess)
+            var wrong = wrongPasswordRefusal
+            wrong.text = .wrongPasswordBackoff(seconds: 60)
+            wrong.seconds = 60
+            #expect(await core.verifyPassword(context(), "wrong") == .refused(wrong))
+        }
+    }
+
     @Test func aPasswordIsNotCheckedWhileTheStateThatMayHoldABackoffCannotBeRead() async throws {
         try await withTestBed { bed in
             let before = try bed.makeCore()

@@ -46,7 +46,7 @@ import TouchGateWire
             try await bed.readyUser(core)
             for _ in 1...4 { _ = try await core.recordFailedMatch(context()) }
             try await core.states.update("alice", .afterReply) {
-                core.policyEngine.recordFingerprintSuccess($0.stateOrFailClosed, at: bed.clock.now())
+                core.policyEngine.recordFingerprintSuccess($0.stateOrFailClosed(core.policyEngine), at: bed.clock.now())
             }
             for _ in 1...4 { #expect(try await core.recordFailedMatch(context()) == nil) }
             #expect(await core.preflight() == nil)

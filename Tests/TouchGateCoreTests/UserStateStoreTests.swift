@@ -66,7 +66,7 @@ import TouchGateWire
             let states = try store(dir)
             for _ in 0..<4 {
                 try await states.update("alice", .beforeReply) { stored in
-                    var s = stored.stateOrFailClosed
+                    var s = stored.stateOrFailClosed(Policy())
                     s.consecutiveFailedMatches += 1
                     return s
                 }
@@ -78,7 +78,7 @@ import TouchGateWire
 
     /// A match that changes nothing but the time of the last fingerprint success.
     func matched(at time: Instant) -> (StoredState) -> UserState {
-        { stored in Policy().recordFingerprintSuccess(stored.stateOrFailClosed, at: time) }
+        { stored in Policy().recordFingerprintSuccess(stored.stateOrFailClosed(Policy()), at: time) }
     }
 
     func onDisk(_ dir: String) async throws -> StoredState { await (try store(dir)).load("alice") }
@@ -104,7 +104,7 @@ import TouchGateWire
             try await states.update("alice", .afterReply, matched(at: 200))
             #expect(states.hasDeferredChange("alice"))
             try await states.update("alice", .beforeReply) { stored in
-                Policy().recordFailedMatch(stored.stateOrFailClosed, at: 300).state
+                Policy().recordFailedMatch(stored.stateOrFailClosed(Policy()), at: 300).state
             }
             #expect(!states.hasDeferredChange("alice"))
             #expect(
@@ -220,7 +220,7 @@ import TouchGateWire
             #expect(await restarted.load("alice").isCorrupt)
             #expect(await restarted.load("bob") == .state(remembered))
             try await restarted.update("bob", .beforeReply) { stored in
-                var s = stored.stateOrFailClosed
+                var s = stored.stateOrFailClosed(Policy())
                 s.consecutiveFailedMatches = 4
                 return s
             }
