@@ -33,6 +33,13 @@ extension Core {
         if case .state(let s) = stored,
             case .refused(.backoff(let left)) = policyEngine.canAttemptPassword(s, at: clock.now())
         {
+            // The clock went back since the back-off began: its end is pulled in to the step told
+            // (`left`), so the person is not refused for as long as the clock jumped.
+            if policyEngine.backoffCappedToItsStep(s, at: clock.now()) != s {
+                _ = try? await states.update(ctx.user, .afterReply) {
+                    policyEngine.backoffCappedToItsStep($0.stateOrFailClosed(policyEngine), at: clock.now())
+                }
+            }
             publishOutcome(ctx, method: "password", outcome: .passwordBackoff, reason: .backoff)
             return .refused(
                 Refusal(.passwordBackoff, reason: .backoff, text: .backoff(seconds: Int(left)), seconds: Int(left)))

@@ -71,6 +71,20 @@ import TouchGateWire
         }
     }
 
+    @Test func afterTheClockWentBackTheBackoffEndsWithinTheStepItTells() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            for i in 1...5 { _ = await core.verifyPassword(context(), "wrong-\(i)") }
+            bed.clock.advance(-86_400)  // a day back: the back-off's end now lies a day ahead
+            let told = Refusal(.passwordBackoff, reason: .backoff, text: .backoff(seconds: 60), seconds: 60)
+            #expect(await core.verifyPassword(context(), bed.passwords.correctPassword) == .refused(told))
+            bed.clock.advance(61)  // the minute it told has passed
+            #expect(await core.verifyPassword(context(), bed.passwords.correctPassword) == .correct)
+            #expect(bed.passwords.calls == 6)
+        }
+    }
+
     @Test func passwordsSentAtOnceAreCheckedOneAfterAnotherSoTheBackoffStopsTheBurst() async throws {
         try await withTestBed { bed in
             let core = try bed.makeCore()
