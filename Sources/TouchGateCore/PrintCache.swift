@@ -27,12 +27,13 @@ import TouchGateWire
         }
         dropIfChipChanged()
         if let hit = cache[user]?[device] { return hit }
-        let files = self.files
+        let files = self.files, before = changes
         guard let list = try? await pool.run({ files.list(user, device: device) }) else {
             return .unsafe("storage queue full")  // not cached: the next request reads again
         }
-        // A print sealed shut (the TPM did not answer) is asked for again next time.
-        if !list.prints.contains(where: \.closed) { cache[user, default: [:]][device] = list }
+        // A print sealed shut (the TPM did not answer) is asked for again next time; so is a list
+        // read while the prints changed (it may be from before the change).
+        if !list.prints.contains(where: \.closed), changes == before { cache[user, default: [:]][device] = list }
         for p in list.prints {
             if let why = p.problem { log("\(user)'s \(p.finger.rawValue) print is not used: \(why)") }
         }
@@ -66,9 +67,9 @@ import TouchGateWire
     func snapshotEntries(_ user: String) async -> [String]? {
         dropIfChipChanged()
         if let hit = entries[user] { return hit }
-        let files = self.files, known = cache[user] ?? [:]
+        let files = self.files, known = cache[user] ?? [:], before = changes
         guard let found = (try? await pool.run { files.snapshotEntries(user, known: known) }) ?? nil else { return nil }
-        entries[user] = found
+        if changes == before { entries[user] = found }  // else it may be from before the change
         return found
     }
 

@@ -3,6 +3,7 @@ import Glibc
 import Testing
 @testable import TouchGateCore
 import TouchGateTestSupport
+import TouchGateThreads
 import TouchGateWire
 
 @Suite("PrintFiles and PrintCache")
@@ -253,6 +254,46 @@ struct PrintStoreTests {
             #expect(await cached() == [.leftThumb, .rightIndex])
             #expect(try await cache.delete("alice", device: device, fingers: [.leftThumb]) == [.leftThumb])
             #expect(await cached() == [.rightIndex])
+        }
+    }
+
+    /// A list read from disk while the prints changed (a deletion finished meanwhile) is answered
+    /// but not kept: the next request reads again.
+    @Test @CoreActor func aListReadWhileThePrintsChangedIsNotKept() async throws {
+        try await withTemporaryDirectory { dir in
+            let pool = WorkerPool(name: "test", threads: 1, queueLimit: 16)
+            let cache = PrintCache(files: try files(dir), pool: pool)
+            try await cache.save(
+                reader.print(user: "alice", finger: 7), user: "alice", device: device, finger: .rightIndex)
+            // The pool's one thread held; the read, then a marker queued behind it.
+            let gate = TouchGateThreads.Semaphore(), readDone = TouchGateThreads.Semaphore()
+            let started = OneShot<Void>()
+            let holder = Running {
+                try? await pool.run {
+                    CoreLoop.shared.post { started.set(()) }; gate.wait()
+                }
+            }
+            #expect(await value(of: started) != nil)
+            let reading = Running { await cache.list("alice", device: self.device).prints.map(\.finger) }
+            var turns = 0
+            while pool.waiting < 1 && turns < 10_000 {
+                await Task.yield()
+                turns += 1
+            }
+            let marker = Running { try? await pool.run { readDone.signal() } }
+            while pool.waiting < 2 && turns < 20_000 {
+                await Task.yield()
+                turns += 1
+            }
+            try #require(pool.waiting == 2)
+            gate.signal()
+            readDone.wait()  // the list was read from disk; its answer waits for this loop turn
+            _ = unlink("\(dir)/prints/alice/stub/stub-0/7")
+            cache.invalidate("alice")  // as the daemon's own deletion ends
+            #expect(await reading.value() == [.rightIndex])
+            _ = await holder.value()
+            _ = await marker.value()
+            #expect(await cache.list("alice", device: device).prints.map(\.finger) == [])
         }
     }
 
