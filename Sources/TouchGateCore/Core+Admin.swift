@@ -9,7 +9,10 @@ extension Core {
     /// is served).
     public func list(user: String, caller: Caller, reader: String? = nil) async -> Reply {
         if let refusal = await authorize(caller, user, .selfOrRoot) { return refusal }
-        let found = await prints.list(user, device: await readerInfo(reader)?.deviceKey)
+        let info = await readerInfo(reader)
+        // A reader named that is not served is refused, never read as "every reader".
+        if reader != nil && info == nil { return refusal(for: .noReader, timeout: 0) }
+        let found = await prints.list(user, device: info?.deviceKey)
         if case .unsafe(let why) = found {
             // Prints that cannot be read are not "no prints": the caller is told, never misled.
             log.error("prints of \(user) cannot be listed: \(why)")
@@ -109,6 +112,7 @@ extension Core {
     public func status(user: String, caller: Caller, reader: String? = nil) async -> Reply {
         if let refusal = await authorize(caller, user, .selfOrRoot) { return refusal }
         let info = await readerInfo(reader)
+        if reader != nil && info == nil { return refusal(for: .noReader, timeout: 0) }
         let list = await prints.list(user, device: info?.deviceKey)
         var doc = StatusDocument(user: user, fingers: list.prints.map(\.finger.rawValue))
         doc.damagedFingers = list.prints.filter(\.needsEnrolling).map(\.finger.rawValue)

@@ -102,6 +102,9 @@ import TouchGateWire
             #expect(await core.list(user: "alice", caller: .root, reader: "stub2").fingers == [.leftThumb])
             #expect(await core.list(user: "alice", caller: .root).fingers == [])
             #expect(await enroll(core, .rightIndex, reader: "nope")?.reason == .noReader)
+            // A name no reader answers to lists nothing: it is refused, not read as every reader.
+            #expect(await core.list(user: "alice", caller: .root, reader: "nope").reason == .noReader)
+            #expect(await core.status(user: "alice", caller: .root, reader: "nope").reason == .noReader)
         }
     }
 
