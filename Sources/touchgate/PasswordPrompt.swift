@@ -24,6 +24,8 @@ enum PasswordPrompt {
             bytes = try readLine(fd: STDIN_FILENO)
         }
         defer { for i in bytes.indices { bytes[i] = 0 } }
+        // Enter alone is no password: sent, the daemon would count it as a wrong one.
+        guard !bytes.isEmpty else { throw Failure(L("no password given", cli)) }
         guard bytes.count <= WireLimits.maxString else {
             throw Failure(L("the password is too long", cli))
         }

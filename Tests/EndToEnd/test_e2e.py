@@ -1,6 +1,7 @@
 """End to end: touchgated on libfprint's virtual reader, the touchgate CLI, and pam_touchgate.so
 inside real Linux-PAM (pam_wrapper + pamtester in a pty). A fresh temp dir and daemon per test."""
 
+import json
 import glob
 import os
 import re
@@ -53,6 +54,14 @@ def test_enroll_with_a_wrong_password_is_refused(world, daemon):
     assert len(result.stderr.splitlines()) == 1, result
     listed = world.cli("list", "--user", "alice")
     assert listed.returncode == 0 and "right-index-finger" not in listed.stdout, listed
+
+
+def test_an_empty_password_is_refused_by_the_cli_and_costs_no_try(world, alice):
+    for _ in range(5):  # five wrong passwords would back off
+        result = world.cli("enable", "--user", "alice", as_user="alice", password="")
+        assert (result.returncode, result.stderr) == (1, "touchgate: no password given\n"), result
+    status = json.loads(world.cli("status", "--user", "alice", "--json").stdout)
+    assert status["wrongPasswords"] == 0, status
 
 
 def test_another_user_may_not_list(world, alice):
