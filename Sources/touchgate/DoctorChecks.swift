@@ -289,6 +289,14 @@ enum DoctorChecks {
                     fix: L("authenticate once with the password", cli))
             ]
         }
+        // Prints that cannot be trusted are listed as none: say why, not "enroll".
+        if let why = document["printsProblem"]?.scalarText, !why.isEmpty {
+            return [
+                DoctorCheck(
+                    name, .problem, L("%s: the prints cannot be used: %s", cli, user, why),
+                    fix: L("make the print store root's and writable by root alone (the path is named above)", cli))
+            ]
+        }
         if fingers.isEmpty {
             return [
                 DoctorCheck(
@@ -308,13 +316,27 @@ enum DoctorChecks {
         ]
         if case .object(let can)? = document["canEvaluate"], case .int(let code)? = can["code"], code != 0 {
             let reason = can["reason"]?.scalarText.flatMap { $0.isEmpty ? nil : $0 }
-            checks.append(
-                DoctorCheck(
-                    name, .note,
-                    L(
-                        "fingerprint refused for now: %s", cli,
-                        sentence(for: Int32(clamping: code), reason: reason, seconds: nil)),
-                    fix: L("authenticate once with the password (e.g. sudo -v)", cli)))
+            let refused = L(
+                "fingerprint refused for now: %s", cli,
+                sentence(for: Int32(clamping: code), reason: reason, seconds: nil))
+            switch Outcome(rawValue: Int32(clamping: code)) {
+            case .passwordRequired?, .biometryLockout?, .passwordBackoff?:
+                // What a password success clears.
+                checks.append(
+                    DoctorCheck(name, .note, refused, fix: L("authenticate once with the password (e.g. sudo -v)", cli))
+                )
+            case .templateDamaged?:
+                var damaged: [String] = []
+                if case .array(let list)? = document["damagedFingers"] { damaged = list.compactMap(\.scalarText) }
+                let commands = damaged.map { "touchgate enroll --user \(user) --finger \($0)" }
+                checks.append(
+                    DoctorCheck(
+                        name, .problem, refused,
+                        fix: L("enroll them again: %s", cli, commands.joined(separator: "; "))))
+            default:
+                // The reader or the TPM: the checks above name it; a password changes nothing.
+                checks.append(DoctorCheck(name, .note, refused))
+            }
         }
         return checks
     }

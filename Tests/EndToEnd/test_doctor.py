@@ -2,9 +2,12 @@
 fixture root (--root) holding the PAM services and the config the package installs."""
 
 import json
+import os
 from pathlib import Path
 
 import pytest
+
+import wire
 
 # Debian 12's common-auth as pam-auth-update writes it with touchgate's two profiles enabled.
 COMMON_AUTH = """\
@@ -116,3 +119,28 @@ def test_doctor_notes_a_password_module_that_needs_the_network_the_unit_closes(w
         "service 'touchgate' uses pam_krb5.so, which reach their servers over the network; "
         "the daemon's unit opens none"], report
     assert "IPAddressAllow=" in notes[0]["fix"], notes
+
+
+def test_doctor_says_why_prints_that_cannot_be_trusted_are_not_used(world, root, alice):
+    os.chmod(world.prints / "alice", 0o777)  # a user directory others may write
+    world.daemon.stop()
+    world.start_daemon()
+    result, report = doctor(world, root)
+    assert result.returncode == 1
+    [user] = [c for c in report["checks"] if c["check"] == "user"]
+    assert user["status"] == "problem" and "the prints cannot be used" in user["summary"], user
+    assert "enroll" not in user["fix"], user
+
+
+def test_doctor_tells_to_enroll_again_when_every_print_is_damaged(world, root, alice):
+    [path] = list(world.prints.glob("alice/*/*/*"))
+    path.write_bytes(b"\x00\x01garbage")
+    world.daemon.stop()
+    world.start_daemon()
+    # A changed print is a changed set of prints: a password success first.
+    assert wire.request(world.socket, "password_success", user="alice", service="login")[0]["code"] == 0
+    result, report = doctor(world, root)
+    assert result.returncode == 1
+    damaged = [c for c in report["checks"] if c["check"] == "user" and c["status"] == "problem"]
+    assert [c["fix"] for c in damaged] == [
+        "enroll them again: touchgate enroll --user alice --finger right-index-finger"], report
