@@ -28,10 +28,32 @@ public struct AuthEvent: Codable, Sendable, Equatable {
         self.user = user
     }
 
+    /// The document a monitor receives; one wire string field at most (1024 bytes). The fields a
+    /// client chose (service, tty, rhost) are shortened, or left out, when they would not fit, so
+    /// no client can keep its own outcome from the monitors by sending long ones.
     var json: String {
+        let full = Self.encoded(self)
+        guard full.utf8.count > Self.documentLimit else { return full }
+        var short = self
+        short.service = service.map(Self.clipped)
+        short.tty = tty.map(Self.clipped)
+        short.rhost = rhost.map(Self.clipped)
+        let clipped = Self.encoded(short)
+        guard clipped.utf8.count > Self.documentLimit else { return clipped }
+        (short.service, short.tty, short.rhost) = (nil, nil, nil)
+        return Self.encoded(short)
+    }
+
+    static let documentLimit = 1024  // TG_MAX_STRING
+
+    private static func encoded(_ event: AuthEvent) -> String {
         let e = JSONEncoder()
         e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? String(decoding: e.encode(self), as: UTF8.self)) ?? "{}"
+        return (try? String(decoding: e.encode(event), as: UTF8.self)) ?? "{}"
+    }
+
+    private static func clipped(_ value: String) -> String {
+        value.count > 64 ? String(value.prefix(64)) + "…" : value
     }
 
     /// `key=value` words for the syslog line. Values come partly from the client (service, tty,

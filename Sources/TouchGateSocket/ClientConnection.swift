@@ -184,7 +184,7 @@ import TouchGateWire
         var fields = [Field(.progress, progress.kind.rawValue)]
         if let text = progress.text {
             fields.append(Field(.style, progress.style.rawValue))
-            fields.append(Field(.message, text.render(language)))
+            fields.append(Field(.message, Self.fitted(text.render(language))))
         }
         if let stage = progress.stage, let stages = progress.stages {
             fields.append(Field(.stage, Int32(stage)))
@@ -200,13 +200,30 @@ import TouchGateWire
         if let seconds = r.seconds { fields.append(Field(.seconds, Int32(clamping: seconds))) }
         let flags = (r.askPassword ? WireLimits.flagAskPassword : 0) | (r.byPassword ? WireLimits.flagByPassword : 0)
         if flags != 0 { fields.append(Field(.flags, flags)) }
-        if let text = r.text { fields.append(Field(.message, text.render(language))) }
+        let message = r.text.map { Self.fitted($0.render(language)) }
+        if let message { fields.append(Field(.message, message)) }
+        let essentials = fields
         fields += r.fingers.map { Field(.finger, $0.rawValue) }
         fields += r.devices.map { Field(.device, $0) }
         if let d = r.domainState { fields.append(Field(.domainState, d)) }
         if let j = r.json { fields.append(Field(.json, j)) }
         if let secret = r.authtok { fields.append(Field(.password, secret.value)) }
-        send(Frame(.result, requestID: id, fields))
+        // A reply too big for one frame (a long document) still answers, with its outcome alone.
+        if !send(Frame(.result, requestID: id, fields)) { send(Frame(.result, requestID: id, essentials)) }
+    }
+
+    /// A sentence cut to what one string field carries (at a character's end, marked with "…"):
+    /// one that names what a client sent (a long invalid name) must not cost the reply.
+    static func fitted(_ text: String, limit: Int = WireLimits.maxString) -> String {
+        guard text.utf8.count > limit else { return text }
+        var out = "", bytes = 0
+        for character in text {
+            let size = String(character).utf8.count
+            if bytes + size > limit - 3 { break }
+            out.append(character)
+            bytes += size
+        }
+        return out + "…"
     }
 
     private func sendKeepaliveIfQuiet() -> Bool {
@@ -217,15 +234,21 @@ import TouchGateWire
         return !closed
     }
 
-    private func send(_ frame: Frame) {
-        guard !closed else { return }
-        guard let bytes = try? frame.encoded() else { return log.error("cannot encode a \(frame.kind) frame") }
+    /// False when the frame breaks a limit of the wire and was not sent (said in the log).
+    @discardableResult
+    private func send(_ frame: Frame) -> Bool {
+        guard !closed else { return true }
+        guard let bytes = try? frame.encoded() else {
+            log.error("cannot encode a \(frame.kind) frame")
+            return false
+        }
         output.append(contentsOf: bytes)
         lastSent = monotonicMilliseconds()
         flush()
         if !closed, output.count > (listener?.limits.outputLimit ?? 1 << 18) {
             close(reason: "client not reading its output")
         }
+        return true
     }
 
     private func flush() {

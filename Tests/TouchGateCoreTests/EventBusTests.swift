@@ -25,6 +25,26 @@ import TouchGateWire
         }
     }
 
+    /// A client cannot keep its own outcome from the monitors with long fields: the document
+    /// always fits one wire string, its own fields shortened or, if need be, left out.
+    @Test func anEventWithLongClientFieldsStillFitsOneFrame() throws {
+        var long = outcome(for: "alice")
+        long.service = String(repeating: "s", count: 1000)
+        long.rhost = "host"
+        let clipped = long.json
+        #expect(clipped.utf8.count <= WireLimits.maxString)
+        #expect(clipped.contains("\"service\":\"\(String(repeating: "s", count: 64))…\""))
+        #expect(clipped.contains("\"rhost\":\"host\"") && clipped.contains("\"outcome\":\"success\""))
+
+        long.service = String(repeating: "\u{01}", count: 1000)  // escaped six times over
+        long.tty = String(repeating: "\u{02}", count: 1000)
+        long.rhost = String(repeating: "\u{03}", count: 1000)
+        let bare = long.json
+        #expect(bare.utf8.count <= WireLimits.maxString)
+        #expect(!bare.contains("service") && !bare.contains("tty") && !bare.contains("rhost"))
+        #expect(bare.contains("\"user\":\"alice\""))
+    }
+
     @Test func aUsersSubscriberGetsOnlyThatUsersEvents() throws {
         let bus = EventBus(audit: quietLogger)
         let alice = Collector<String>()

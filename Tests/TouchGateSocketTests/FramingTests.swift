@@ -93,6 +93,18 @@ import TouchGateWire
         }
     }
 
+    /// The refusal names what was sent; a name too long to be echoed whole is cut, not the reply.
+    @Test func aReplyNamingALongInvalidUserStillAnswers() async throws {
+        try await withSocketBed { socket in
+            let client = try await socket.connect()
+            let name = String(repeating: "a", count: 1020) + "/"
+            let reply = try #require(try await client.request(canEvaluateFrame(4, user: name)))
+            #expect(reply.code == .userUnknown && reply.requestID == 4)
+            let message = try #require(reply.string(.message))
+            #expect(message.utf8.count <= WireLimits.maxString && message.hasSuffix("…"))
+        }
+    }
+
     @Test func requestsFollowOneAnotherOnOneConnection() async throws {
         try await withSocketBed { socket in
             try await socket.readyAlice()
