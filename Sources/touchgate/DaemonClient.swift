@@ -54,16 +54,27 @@ struct DaemonClient {
 
     /// A stream (monitor): every EVENT to `event`, until the daemon closes the connection, which
     /// is a failure: a monitor that stops silently would look like one with nothing to report.
+    /// Until the daemon has acknowledged the subscription, the short requests' deadlines apply
+    /// (it sends keepalives meanwhile); then events come when they happen, without a deadline.
     func stream(_ kind: Kind, _ fields: [Field], event: (Frame) -> Void) throws(Failure) {
         let exchange = try start(kind, fields)
+        let cap = monotonicMilliseconds() + Int64(Self.requestCapMilliseconds)
+        var acknowledged = false
         while true {
+            let left = Int(cap - monotonicMilliseconds())
+            if !acknowledged && left <= 0 {
+                throw Failure(L("touchgated did not answer within %s s", cli, Self.requestCapMilliseconds / 1000))
+            }
+            let deadline = acknowledged ? nil : min(left, WireLimits.silenceDeadlineMilliseconds)
             // The stream has no end of its own: the daemon closed it (it stopped or restarted).
-            guard let frame = try exchange.nextOrEnd(deadlineMilliseconds: nil, silence: false) else {
+            guard let frame = try exchange.nextOrEnd(deadlineMilliseconds: deadline, silence: !acknowledged) else {
                 throw Failure(L("touchgated ended the event stream (it stopped or restarted)", cli))
             }
             switch frame.kind {
             case .event: event(frame)
-            case .result: _ = try succeeded(frame)  // an acknowledgement; a refusal throws
+            case .result:
+                _ = try succeeded(frame)  // an acknowledgement; a refusal throws
+                acknowledged = true
             case .progress: break
             default: throw Failure(L("touchgated sent an unexpected message", cli))
             }

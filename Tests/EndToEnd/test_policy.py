@@ -368,3 +368,12 @@ def test_a_monitor_whose_daemon_stops_says_so_and_fails(world, alice):
     assert world.daemon.stop() == 0
     assert mon.wait() == 1, mon.out.dump()
     assert "touchgated ended the event stream" in mon.stderr, mon.stderr
+
+
+def test_a_monitor_gives_up_on_a_daemon_that_never_acknowledges_it(world, daemon):
+    os.kill(daemon.proc.pid, signal.SIGSTOP)  # connected and sent, never read
+    try:
+        result = world.cli("monitor", timeout=15)
+    finally:
+        os.kill(daemon.proc.pid, signal.SIGCONT)
+    assert result.returncode == 1 and "stopped answering" in result.stderr, result
