@@ -68,6 +68,11 @@ import TouchGateWire
                 connection?.deliverEvent(json) ?? false
             }
             guard let subscription else { return reply }
+            // The client may have left while its account was looked up: nothing would end it.
+            guard !connection.closed else {
+                core.stopMonitoring(subscription)
+                return nil
+            }
             connection.reply(frame.requestID, reply)
             connection.becomeMonitor(subscription)
             return nil

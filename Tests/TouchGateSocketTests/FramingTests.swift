@@ -3,6 +3,7 @@ import Testing
 @testable import TouchGateCore
 @testable import TouchGateSocket
 import TouchGateTestSupport
+import TouchGateThreads
 import TouchGateWire
 
 @Suite("Socket: frames")
@@ -102,6 +103,50 @@ import TouchGateWire
             #expect(reply.code == .userUnknown && reply.requestID == 4)
             let message = try #require(reply.string(.message))
             #expect(message.utf8.count <= WireLimits.maxString && message.hasSuffix("…"))
+        }
+    }
+
+    /// A monitor's client that left while its account was looked up leaves no subscription.
+    @Test func aMonitorWhoseClientLeftBeforeItWasAcknowledgedIsNotKept() async throws {
+        try await withSocketBed { socket in
+            let gate = TouchGateThreads.Semaphore()
+            var holders: [Running<Void?>] = []
+            for _ in 0..<2 {  // the account look-ups' two threads, held
+                let started = OneShot<Void>()
+                holders.append(
+                    Running {
+                        try? await socket.core.accountPool.run {
+                            CoreLoop.shared.post { started.set(()) }; gate.wait()
+                        }
+                    })
+                #expect(await value(of: started) != nil)
+            }
+            let alice = try await socket.connect(as: 1000)
+            try alice.send(Frame(.monitor, requestID: 1))
+            var turns = 0
+            while socket.core.accountPool.waiting == 0 && turns < 100_000 {
+                await Task.yield()
+                turns += 1
+            }
+            #expect(socket.core.accountPool.waiting == 1)
+            alice.close()
+            while socket.listener.connectionCount > 0 && turns < 200_000 {
+                await Task.yield()
+                turns += 1
+            }
+            #expect(socket.listener.connectionCount == 0)
+            // One thread let go: it answers the look-up, then the probe queued behind it, so the
+            // monitor's request has gone on before the probe's answer reaches this test.
+            let probe = Running { try? await socket.core.accountPool.run { 0 } }
+            while socket.core.accountPool.waiting < 2 && turns < 300_000 {
+                await Task.yield()
+                turns += 1
+            }
+            gate.signal()
+            #expect(await probe.value() == .some(0))
+            #expect(socket.core.events.subscriberCount == 0)
+            gate.signal()
+            for holder in holders { _ = await holder.value() }
         }
     }
 

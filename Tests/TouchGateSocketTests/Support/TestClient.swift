@@ -52,6 +52,9 @@ final class TestClient: Sendable {
 
     func send(_ frame: Frame) throws { try connection.send(frame) }
 
+    /// Hangs up, as a client that goes away.
+    func close() { connection.close() }
+
     /// Writes bytes as they are (a malformed or partial frame).
     func sendRaw(_ bytes: [UInt8]) {
         let sent = bytes.withUnsafeBytes { Glibc.send(connection.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
