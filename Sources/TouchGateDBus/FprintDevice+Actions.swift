@@ -146,7 +146,10 @@ extension FprintDevice {
 
         let action = DeviceAction(verify: true)
         self.action = action
-        let selected = finger?.rawValue ?? (enrolled.fingers.count == 1 ? enrolled.fingers[0].rawValue : "any")
+        // As fprintd: the finger asked for; else a reader that cannot identify verifies the first
+        // print (the core offers it the same one), and only one that can identify checks "any".
+        let first = enrolled.fingers[0].rawValue
+        let selected = finger?.rawValue ?? (enrolled.fingers.count == 1 || !info.supportsIdentify ? first : "any")
         let request = EvaluateRequest(
             user: claim.username, policy: .biometrics, origin: Origin(service: FprintNames.bus),
             maxTries: 1, noInput: true, fingers: finger.map { [$0] }, reader: info.selector)

@@ -313,3 +313,19 @@ def test_when_the_system_bus_goes_away_the_daemon_stops_in_order(alice_enrolled)
     bus.kill()
     assert world.daemon.proc.wait(5) == 0, world.daemon.log.dump()
     world.daemon.log.wait_for("stopped: socket listener")
+
+
+def test_a_reader_that_cannot_identify_names_the_one_finger_it_verifies(alice_enrolled):
+    """As fprintd: with several fingers, `any` on a verify-only reader checks the first print and
+    VerifyFingerSelected names it, so a client can say which finger to place."""
+    world = alice_enrolled
+    enroll_alice(world, "alice-left-thumb", finger="left-thumb")
+    root = world.root
+    root.call("Claim", "alice")
+    mark = root.signal_count()
+    root.call("VerifyStart", "any")
+    assert root.signals[root.wait_signal("VerifyFingerSelected", start=mark)]["args"] == ["left-thumb"]
+    world.reader.scan("alice-left-thumb")
+    root.wait_signal("VerifyStatus", lambda a: a == ["verify-match", True], start=mark)
+    root.call("VerifyStop")
+    root.call("Release")
