@@ -132,10 +132,14 @@ extension LibfprintReader {
                     for p in prints { g_ptr_array_add(array, UnsafeMutableRawPointer(p)) }
                     // A reference of our own (transfer full), handed back even when the operation
                     // then fails (a deadline or a cancel after the match was reported).
-                    var match: OpaquePointer?
+                    var match: OpaquePointer?, scanned: OpaquePointer?
                     defer { cfp_object_unref(match.map(UnsafeMutableRawPointer.init)) }
-                    guard tgfp_device_identify_sync(dev, array, cancellable, onMatch, told, &match, nil, &error) != 0
+                    defer { cfp_object_unref(scanned.map(UnsafeMutableRawPointer.init)) }
+                    guard
+                        tgfp_device_identify_sync(dev, array, cancellable, onMatch, told, &match, &scanned, &error)
+                            != 0
                     else { return nil }
+                    if identifyAlways, match == nil, let scanned { deleteUnowned(scanned, from: dev) }
                     return report.takeUnretainedValue().result(match)
                 } else {
                     var matched: gboolean = 0

@@ -3,6 +3,20 @@ import CGIO
 import CTouchGateLibs
 
 extension LibfprintReader {
+    /// An enrollment's duplicate check found the finger on the chip in a print no user here owns
+    /// (the gallery held every owned one): as fprintd's enroll_identify_cb, it is deleted from the
+    /// chip, which would otherwise refuse that finger's enrollment for ever.
+    func deleteUnowned(_ scanned: OpaquePointer, from dev: UnsafeMutablePointer<FpDevice>) {
+        guard tgfp_device_has_storage(dev) != 0, tgfp_print_get_device_stored(scanned) != 0 else { return }
+        var error: UnsafeMutablePointer<GError>?
+        if tgfp_device_delete_print_sync(dev, scanned, nil, &error) != 0 {
+            log("deleted from the reader a print of this finger that no user here owns")
+        } else {
+            log("cannot delete from the reader a print of this finger that no user here owns: \(Self.message(error))")
+            g_error_free(error)
+        }
+    }
+
     /// A stored template as libfprint's print (the caller unrefs it), or nil with `error` set.
     /// libfprint 1.94 asserts on fewer than 4 bytes, which would abort the daemon on a truncated
     /// file: such bytes are refused here as no print, which costs that finger alone.

@@ -61,6 +61,7 @@ bool tg_fprint_load(const char **error);
     X(const gchar *, fp_print_get_device_id, (FpPrint *p), (p))                                     \
     X(FpFinger, fp_print_get_finger, (FpPrint *p), (p))                                             \
     X(const gchar *, fp_print_get_username, (FpPrint *p), (p))                                      \
+    X(gboolean, fp_print_get_device_stored, (FpPrint *p), (p))                                      \
     X(GQuark, fp_device_error_quark, (void), ())                                                    \
     X(GQuark, fp_device_retry_quark, (void), ())
 
