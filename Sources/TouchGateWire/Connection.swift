@@ -77,14 +77,27 @@ public final class Connection: @unchecked Sendable {
         let fd = socket(
             AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { throw .io(errno: errno) }
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        let deadline = monotonicMilliseconds() + Int64(deadlineMilliseconds)
+        var rc: Int32 = 0, e: Int32 = 0
+        while true {
+            rc = withUnsafePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
             }
+            e = errno
+            // A Unix socket's listen backlog is full and nothing was started (as the C module
+            // does: a few short retries, never past the deadline).
+            guard rc != 0, e == EAGAIN else { break }
+            let left = deadline - monotonicMilliseconds()
+            guard left > 0 else {
+                _ = Glibc.close(fd)
+                throw .timedOut
+            }
+            _ = poll(nil, 0, Int32(min(left, 10)))
         }
         if rc != 0 {
-            let e = errno
-            if e == EINPROGRESS || e == EAGAIN {
+            if e == EINPROGRESS || e == EINTR {
                 var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
                 let n = poll(&p, 1, Int32(deadlineMilliseconds))
                 var soError: Int32 = 0
