@@ -74,7 +74,7 @@ extension Core {
 
     static let passwordNeeded = Refusal(.notPermitted, reason: .passwordNeeded, text: .passwordNeeded)
     /// The account look-ups' queue is full: refused at once, not mistaken for an unknown account.
-    static let accountsBusy = Refusal(.busy, reason: nil, text: .busy)
+    static let accountsBusy = Refusal(.busy, reason: .busy, text: .busy)
 
     /// The caller's account name (nil for root callers that need none, or an unknown uid).
     func name(of caller: Caller) async -> String? {

@@ -37,9 +37,9 @@ import TouchGateWire
 
     /// A RESULT before any request was read (refused at accept): sent if it fits, never waited for.
     nonisolated static func refuse(_ fd: Int32, _ outcome: Outcome, text: Text) {
-        let frame = Frame(
-            .result, requestID: WireLimits.unsolicitedRequestID,
-            [Field(.code, outcome.rawValue), Field(.message, text.render(.english))])
+        var fields = [Field(.code, outcome.rawValue), Field(.message, text.render(.english))]
+        if outcome == .busy { fields.append(Field(.reason, Reason.busy.rawValue)) }  // docs/spec.md §2
+        let frame = Frame(.result, requestID: WireLimits.unsolicitedRequestID, fields)
         guard let bytes = try? frame.encoded() else { return }
         _ = bytes.withUnsafeBytes {
             Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))

@@ -166,7 +166,7 @@ import TouchGateWire
             let core = try bed.makeCore()
             try await bed.readyUser(core)
             let release = try #require(await fill(core.accountPool, queueLimit: 256))
-            let busy = Refusal(.busy, reason: nil, text: .busy)
+            let busy = Refusal(.busy, reason: .busy, text: .busy)
             #expect(await core.status(user: "alice", caller: .root) == busy)
             #expect(await core.status(user: "alice", caller: .alice) == busy)
             await release()

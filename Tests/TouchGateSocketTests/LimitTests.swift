@@ -24,6 +24,7 @@ import TouchGateWire
         let refusal = try #require(await client.untilResult()?.result, "uid \(uid ?? 0)")
         #expect(refusal.requestID == WireLimits.unsolicitedRequestID)
         #expect(refusal.code == .busy)
+        #expect(refusal.string(.reason) == Reason.busy.rawValue)
         #expect(refusal.string(.message) == Text.busy.render(.english))
         #expect(await client.closedByDaemon())
     }
