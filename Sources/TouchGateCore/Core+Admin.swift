@@ -6,13 +6,20 @@ import TouchGateWire
 
 extension Core {
     /// The user's fingers on the reader named (nil: the default one; on every reader when none
-    /// is served).
-    public func list(user: String, caller: Caller, reader: String? = nil) async -> Reply {
+    /// is served), or on `device`, a reader the front-end knows even while it is closed (fprintd's
+    /// device objects list their prints during a suspend, as fprintd does).
+    public func list(user: String, caller: Caller, reader: String? = nil, device known: DeviceKey? = nil) async
+        -> Reply
+    {
         if let refusal = await authorize(caller, user, .selfOrRoot) { return refusal }
-        let info = await readerInfo(reader)
-        // A reader named that is not served is refused, never read as "every reader".
-        if reader != nil && info == nil { return refusal(for: .noReader, timeout: 0) }
-        let found = await prints.list(user, device: info?.deviceKey)
+        var device = known
+        if known == nil {
+            let info = await readerInfo(reader)
+            // A reader named that is not served is refused, never read as "every reader".
+            if reader != nil && info == nil { return refusal(for: .noReader, timeout: 0) }
+            device = info?.deviceKey
+        }
+        let found = await prints.list(user, device: device)
         if case .unsafe(let why) = found {
             // Prints that cannot be read are not "no prints": the caller is told, never misled.
             log.error("prints of \(user) cannot be listed: \(why)")
@@ -112,8 +119,10 @@ extension Core {
     public func status(user: String, caller: Caller, reader: String? = nil) async -> Reply {
         if let refusal = await authorize(caller, user, .selfOrRoot) { return refusal }
         let info = await readerInfo(reader)
-        if reader != nil && info == nil { return refusal(for: .noReader, timeout: 0) }
-        let list = await prints.list(user, device: info?.deviceKey)
+        // A reader named that is not served (unplugged, a typo) has no prints here, and its
+        // canEvaluate says so; it is never read as "every reader".
+        let list: PrintList =
+            reader != nil && info == nil ? .prints([]) : await prints.list(user, device: info?.deviceKey)
         var doc = StatusDocument(user: user, fingers: list.prints.map(\.finger.rawValue))
         doc.damagedFingers = list.prints.filter(\.needsEnrolling).map(\.finger.rawValue)
         doc.sealedFingers = list.prints.filter(\.closed).map(\.finger.rawValue)

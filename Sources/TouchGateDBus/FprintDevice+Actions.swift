@@ -134,7 +134,7 @@ extension FprintDevice {
     {
         let name = call.string(0) ?? ""
         let finger = Finger(rawValue: name)  // "any", "" or an unknown name: any finger, as fprintd
-        let enrolled = await core.list(user: claim.username, caller: caller, reader: info.selector)
+        let enrolled = await core.list(user: claim.username, caller: caller, device: info.deviceKey)
         guard enrolled.isSuccess else { return .failure(Self.error(for: enrolled)) }
         if enrolled.fingers.isEmpty { return .failure(.noEnrolledPrints("No fingerprints enrolled")) }
         if let finger, !enrolled.fingers.contains(finger) {

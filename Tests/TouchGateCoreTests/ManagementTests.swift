@@ -155,8 +155,10 @@ struct Status: Decodable {
     var canEvaluate: CanEvaluate
 }
 
-@CoreActor func statusDocument(_ core: Core, _ user: String, caller: Caller = .root) async throws -> Status? {
-    let reply = await core.status(user: user, caller: caller)
+@CoreActor func statusDocument(_ core: Core, _ user: String, caller: Caller = .root, reader: String? = nil)
+    async throws -> Status?
+{
+    let reply = await core.status(user: user, caller: caller, reader: reader)
     guard reply.isSuccess, let json = reply.json else { return nil }
     return try decodeJSON(Status.self, Array(json.utf8))
 }

@@ -104,7 +104,8 @@ import TouchGateWire
             #expect(await enroll(core, .rightIndex, reader: "nope")?.reason == .noReader)
             // A name no reader answers to lists nothing: it is refused, not read as every reader.
             #expect(await core.list(user: "alice", caller: .root, reader: "nope").reason == .noReader)
-            #expect(await core.status(user: "alice", caller: .root, reader: "nope").reason == .noReader)
+            let status = try #require(try await statusDocument(core, "alice", reader: "nope"))
+            #expect(status.fingers.isEmpty)
         }
     }
 
