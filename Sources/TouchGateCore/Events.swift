@@ -4,6 +4,7 @@ import FoundationEssentials
 import Glibc
 import Logging
 import TouchGatePolicy
+import TouchGateWire
 
 /// One thing that happened. Never a template byte or a password.
 public struct AuthEvent: Codable, Sendable, Equatable {
@@ -44,7 +45,7 @@ public struct AuthEvent: Codable, Sendable, Equatable {
         return Self.encoded(short)
     }
 
-    static let documentLimit = 1024  // TG_MAX_STRING
+    static let documentLimit = WireLimits.maxString
 
     private static func encoded(_ event: AuthEvent) -> String {
         let e = JSONEncoder()
