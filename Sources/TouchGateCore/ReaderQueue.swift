@@ -87,16 +87,25 @@ extension Core {
     }
 
     /// Waits for the operation, or for an interrupt; when interrupted the operation is cancelled
-    /// and its result awaited too. The reader may still be ending an operation whose result was
-    /// told (an image reader waits for the finger to be lifted); its next one waits for that.
+    /// and its result awaited too, for at most `cancelGraceMilliseconds`: a driver that does not
+    /// end a cancelled operation must not hold the person's password or the stop (its next
+    /// operation waits on the reader for it). The reader may still be ending an operation whose
+    /// result was told (an image reader waits for the finger to be lifted); its next one waits too.
     func outcome<Value>(of op: ReaderOperation<Value>, or prompt: ActivePrompt) async -> FirstOf<
         Result<Value, ReaderFailure>, Interrupt
     > {
         let first = await firstOf(op.done, prompt.interrupt)
         if case .second = first {
             op.cancellation.cancel()
-            _ = await op.done.wait()
+            let late = OneShot<Void>()
+            let timer = LoopTimer(after: Self.cancelGraceMilliseconds) { late.set(()) }
+            defer { timer.cancel() }
+            if case .second = await firstOf(op.done, late) {
+                log.notice("the reader did not end a cancelled operation within \(Self.cancelGraceMilliseconds) ms")
+            }
         }
         return first
     }
+
+    static let cancelGraceMilliseconds = 1000
 }

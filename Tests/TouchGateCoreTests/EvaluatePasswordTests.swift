@@ -39,6 +39,21 @@ import TouchGateWire
         }
     }
 
+    /// A driver that does not end a cancelled scan (it waits for a finger whatever happens) does
+    /// not hold the password typed at the prompt: it is answered within the cancel's grace.
+    @Test func aPasswordTypedWhileTheReaderIgnoresItsCancelIsAnsweredWithoutIt() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            bed.reader.script(.matchOnRelease)
+            let (running, client, input) = core.startEvaluate(policy: .biometricsOrPassword)
+            #expect(await client.waitFor(.prompt))
+            input.deliver(.password(bed.passwords.correctPassword))
+            #expect(await running.value() == .passwordVerified)
+            bed.reader.releaseScan()  // the finger the driver waited for: its scan ends, unheard
+        }
+    }
+
     @Test func aWrongPasswordTypedAtThePromptIsAFailureThatCounts() async throws {
         try await withTestBed { bed in
             let core = try bed.makeCore()
