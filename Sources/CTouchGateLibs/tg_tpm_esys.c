@@ -64,6 +64,17 @@ bool tg_tpm_device_missing(const char *tcti, char *error, size_t error_cap)
     return true;
 }
 
+/* Whether the TCTI names a TPM device node that is there (a "device:" TCTI whose node
+ * tg_tpm_device_missing found, or the default search with a node present): one that then cannot
+ * be opened (permissions, the unit's DeviceAllow=, a failing driver) is a TPM that fails, asked
+ * again later, never "no TPM". */
+static bool names_a_present_device(const char *tcti)
+{
+    if (tcti == NULL)
+        return access("/dev/tpmrm0", F_OK) == 0 || access("/dev/tpm0", F_OK) == 0;
+    return strncmp(tcti, "device:", strlen("device:")) == 0;
+}
+
 bool tg_tpm_open(struct tg_tpm *t, const char *tcti, char *error, size_t error_cap)
 {
     *t = (struct tg_tpm){ .primary = ESYS_TR_NONE,
@@ -86,7 +97,9 @@ bool tg_tpm_open(struct tg_tpm *t, const char *tcti, char *error, size_t error_c
     TSS2_RC rc = tgTss2_TctiLdr_Initialize(tcti, &t->tcti);
     if (rc != TSS2_RC_SUCCESS) {
         t->tcti = NULL;
-        t->absent = true; /* nothing to connect to: a TPM that is there but fails gets further */
+        /* Nothing to connect to (a socket TCTI nobody listens at) is no TPM; a device node that
+         * is there but will not open is a failing one. */
+        t->absent = !names_a_present_device(tcti);
         return tg_tpm_fail(t, what, rc);
     }
     rc = tgEsys_Initialize(&t->esys, t->tcti, NULL);

@@ -148,6 +148,14 @@ struct TPMTests {
         #expect(#expect(throws: TPMError.self) { try TPM(tcti: tcti, pcrs: []).probe() }?.absent == true)
     }
 
+    @Test("a device node that is there but cannot be opened: a failing TPM, never \"no TPM\"")
+    func deviceNodeThatWillNotOpen() throws {
+        let tcti = "device:/"  // there, and no TPM's device can be opened from a directory
+        let error = #expect(throws: TPMError.self) { try TPM(tcti: tcti, pcrs: []).probe() }
+        #expect(error?.description.hasPrefix("no TPM answers at \(tcti)") == true, "\(String(describing: error))")
+        #expect(error?.absent == false)  // `seal = auto` asks again later; prints are not written in the clear
+    }
+
     @Test("a TPM that takes the connection and never answers: a sentence at the deadline, no hang")
     func silentTPM() throws {
         // Listening sockets nobody accepts on: the kernel completes the TCTI's connections, and
