@@ -188,6 +188,24 @@ static void test_unjudged_answer_is_no_verified_password(void)
     CHECK(!o.rep.has_authtok, "unjudged: PAM_AUTHTOK set");
 }
 
+/* The finger's tries used up, answered as the password was on its way: the password was not
+ * judged, so it is kept for the password module. */
+static void test_password_crossing_a_max_tries_answer_is_kept(void)
+{
+    struct daemon d = { .act = ANSWER_INPUT,
+                        .answer = TG_ERR_AUTHENTICATION_FAILED,
+                        .answer_reason = TG_REASON_MAX_TRIES,
+                        .unjudged = true };
+    struct outcome o;
+    struct script s = { "tg-tty-bop", TEXT_HINT_BOP, "pw\r", NULL };
+
+    run_tty(&s, &d, &o);
+    expect_restored(&o, "max tries");
+    CHECK(o.rep.rc == PAM_MAXTRIES, "max tries: %d", o.rep.rc);
+    CHECK(o.rep.has_authtok && strcmp(o.rep.authtok, "pw") == 0, "max tries: PAM_AUTHTOK '%s'",
+          o.rep.has_authtok ? o.rep.authtok : "(none)");
+}
+
 /* A password sent at the prompt that the daemon never judged (it died, went silent, or answered
  * without looking at it) is kept as PAM_AUTHTOK for the password module, as at the password step. */
 static void test_unjudged_password_is_kept(void)
@@ -305,6 +323,7 @@ int main(int argc, char **argv)
         test_unmarked_prompt_keeps_the_password();
         test_unjudged_answer_is_no_verified_password();
         test_unjudged_password_is_kept();
+        test_password_crossing_a_max_tries_answer_is_kept();
         test_match_while_idle();
         test_match_while_typing();
         test_daemon_gone();
