@@ -147,6 +147,8 @@ static enum exchanged exchange(struct tg_call *c, const char *password, uint8_t 
     tg_watch_start(&watch, tg_now_ms(), CHECK_CAP_MS);
     for (;;) {
         *io = tg_read_frame(fd, buf, TG_FRAME_BUFFER, &len, tg_watch_deadline(&watch));
+        if (*io == TG_IO_MALFORMED)
+            end = BAD_ANSWER; /* a length out of range: a malformed reply, not a silent daemon */
         if (*io != TG_IO_OK)
             break;
         tg_watch_frame(&watch, tg_now_ms());

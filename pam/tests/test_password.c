@@ -204,6 +204,12 @@ static void test_daemon_fails_after_the_refusal(void)
     CHECK(r.shown.n == 3 && strcmp(r.shown.text[2], TEXT_BUSY) == 0, "busy: '%s'", r.shown.text[2]);
     CHECK(r.has_authtok, "busy: PAM_AUTHTOK not handed on");
 
+    /* A length prefix out of range is a malformed reply, as at the prompt: PAM_SYSTEM_ERR. */
+    two_steps(&sv, ASK_LOCKOUT, HUGE_LENGTH, &setup, &r);
+    CHECK(r.rc == PAM_SYSTEM_ERR, "huge length: %d", r.rc);
+    CHECK(r.has_authtok && strcmp(r.authtok, PASSWORD) == 0, "huge length: PAM_AUTHTOK '%s'",
+          r.authtok);
+
     two_steps(&sv, ASK_LOCKOUT, WRONG_ID, &setup, &r);
     CHECK(r.rc == PAM_SYSTEM_ERR, "wrong id: %d (another request's TG_OK is no success)", r.rc);
     CHECK(r.shown.n == 3 && strcmp(r.shown.text[2], TEXT_SERVICE_ERROR) == 0, "wrong id: '%s'",
