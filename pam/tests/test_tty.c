@@ -171,39 +171,31 @@ static void test_unmarked_prompt_keeps_the_password(void)
     CHECK(d.next_kind == TG_KIND_CANCEL, "unmarked prompt: daemon saw %d, not CANCEL", d.next_kind);
 }
 
-/* A password answer without BY_PASSWORD is not taken as a verified password: the failure stays
- * a failure and the line is not handed on. */
+/* A password answer without BY_PASSWORD is not taken as a verified password: a wrong-password
+ * answer stays a failure and the line is not handed on; the finger's tries used up, answered as the
+ * password was on its way, did not judge it, so it is kept for the password module. */
 static void test_unjudged_answer_is_no_verified_password(void)
 {
-    struct daemon d = { .act = ANSWER_INPUT,
-                        .answer = TG_ERR_AUTHENTICATION_FAILED,
-                        .answer_reason = TG_REASON_WRONG_PASSWORD,
-                        .unjudged = true };
-    struct outcome o;
-    struct script s = { "tg-tty-bop", TEXT_HINT_BOP, "bad\r", NULL };
+    static const struct {
+        const char *reason;
+        bool kept;
+    } ways[] = { { TG_REASON_WRONG_PASSWORD, false }, { TG_REASON_MAX_TRIES, true } };
+    for (size_t i = 0; i < COUNT(ways); i++) {
+        struct daemon d = { .act = ANSWER_INPUT,
+                            .answer = TG_ERR_AUTHENTICATION_FAILED,
+                            .answer_reason = ways[i].reason,
+                            .unjudged = true };
+        struct outcome o;
+        struct script s = { "tg-tty-bop", TEXT_HINT_BOP, "pw\r", NULL };
 
-    run_tty(&s, &d, &o);
-    expect_restored(&o, "unjudged");
-    CHECK(o.rep.rc == PAM_MAXTRIES, "unjudged: %d", o.rep.rc);
-    CHECK(!o.rep.has_authtok, "unjudged: PAM_AUTHTOK set");
-}
-
-/* The finger's tries used up, answered as the password was on its way: the password was not
- * judged, so it is kept for the password module. */
-static void test_password_crossing_a_max_tries_answer_is_kept(void)
-{
-    struct daemon d = { .act = ANSWER_INPUT,
-                        .answer = TG_ERR_AUTHENTICATION_FAILED,
-                        .answer_reason = TG_REASON_MAX_TRIES,
-                        .unjudged = true };
-    struct outcome o;
-    struct script s = { "tg-tty-bop", TEXT_HINT_BOP, "pw\r", NULL };
-
-    run_tty(&s, &d, &o);
-    expect_restored(&o, "max tries");
-    CHECK(o.rep.rc == PAM_MAXTRIES, "max tries: %d", o.rep.rc);
-    CHECK(o.rep.has_authtok && strcmp(o.rep.authtok, "pw") == 0, "max tries: PAM_AUTHTOK '%s'",
-          o.rep.has_authtok ? o.rep.authtok : "(none)");
+        run_tty(&s, &d, &o);
+        expect_restored(&o, ways[i].reason);
+        CHECK(o.rep.rc == PAM_MAXTRIES, "%s: %d", ways[i].reason, o.rep.rc);
+        CHECK(o.rep.has_authtok == ways[i].kept &&
+                  (!ways[i].kept || strcmp(o.rep.authtok, "pw") == 0),
+              "%s: PAM_AUTHTOK %s '%s'", ways[i].reason, o.rep.has_authtok ? "set" : "unset",
+              o.rep.has_authtok ? o.rep.authtok : "");
+    }
 }
 
 /* A password sent at the prompt that the daemon never judged (it died, went silent, or answered
@@ -323,7 +315,6 @@ int main(int argc, char **argv)
         test_unmarked_prompt_keeps_the_password();
         test_unjudged_answer_is_no_verified_password();
         test_unjudged_password_is_kept();
-        test_password_crossing_a_max_tries_answer_is_kept();
         test_match_while_idle();
         test_match_while_typing();
         test_daemon_gone();
