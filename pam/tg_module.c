@@ -1,6 +1,7 @@
 /* What the parts of one pam_sm_authenticate call share: conversation lines, request ids. */
 #include "tg_module.h"
 
+#include <string.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,6 +41,15 @@ bool tg_answers(const struct tg_frame *frame, uint32_t id)
         return tg_unsolicited_refusal(frame->kind, has_code, code);
     }
     return frame->request_id == id;
+}
+
+bool tg_password_rejected(const struct tg_frame *frame, int32_t code, int32_t flags)
+{
+    char reason[64] = "";
+    tg_frame_string(frame, TG_TAG_REASON, reason, sizeof(reason));
+    return code == TG_ERR_PASSWORD_BACKOFF ||
+           (code == TG_ERR_AUTHENTICATION_FAILED &&
+            ((flags & TG_FLAG_BY_PASSWORD) != 0 || strcmp(reason, TG_REASON_WRONG_PASSWORD) == 0));
 }
 
 bool tg_finish_request(pam_handle_t *pamh, struct tg_writer *w, size_t *len)

@@ -274,14 +274,9 @@ static int on_result(struct prompt *p, const struct tg_frame *frame)
             tg_say(p->c, PAM_ERROR_MSG, text); /* every other refusal says why */
     }
     int rc = tg_outcome_to_pam(code, flags);
-    /* A password sent here is judged by a success (verified) or a rejection (wrong, or not even
-     * looked at in back-off), as at the password step; any other answer leaves it unjudged, the
-     * tries a finger used up as well (that answer may cross the password on its way). */
-    char reason[64] = "";
-    tg_frame_string(frame, TG_TAG_REASON, reason, sizeof(reason));
-    bool rejected = code == TG_ERR_PASSWORD_BACKOFF ||
-                    (code == TG_ERR_AUTHENTICATION_FAILED &&
-                     (by_password || strcmp(reason, TG_REASON_WRONG_PASSWORD) == 0));
+    /* A password sent here is judged by a success (verified) or a rejection, as at the password
+     * step; any other answer leaves it unjudged. */
+    bool rejected = tg_password_rejected(frame, code, flags);
     if (rc == PAM_SUCCESS && by_password && p->password_sent)
         tg_hand_over(p->c,
                      p->line.buf); /* verified: later modules (pam_gnome_keyring) may use it */
