@@ -72,19 +72,12 @@ import TouchGateWire
             }
             bed.reader.script(.match(0))
             let (running, client, _) = core.startEvaluate()
-            var turns = 0  // core-loop turns until the prompt's template read waits for a thread
-            while core.storagePool.waiting == 0 && turns < 10_000 {
-                await Task.yield()
-                turns += 1
-            }
+            _ = await loopUntil { core.storagePool.waiting > 0 }  // the prompt's template read waits
             #expect(core.storagePool.waiting == 1)
             // The lock is decided in memory at once; its write waits for a storage thread too.
             let before = core.states.version("alice")
             let locking = Running { await core.lock(user: "alice", origin: Origin(), caller: .root) }
-            while core.states.version("alice") == before && turns < 20_000 {
-                await Task.yield()
-                turns += 1
-            }
+            _ = await loopUntil { core.states.version("alice") != before }
             #expect(core.states.version("alice") != before)
             for _ in 0..<2 { gate.signal() }
             #expect(await locking.value()?.isSuccess == true)

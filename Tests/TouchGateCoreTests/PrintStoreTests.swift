@@ -275,16 +275,9 @@ struct PrintStoreTests {
             }
             #expect(await value(of: started) != nil)
             let reading = Running { await cache.list("alice", device: self.device).prints.map(\.finger) }
-            var turns = 0
-            while pool.waiting < 1 && turns < 10_000 {
-                await Task.yield()
-                turns += 1
-            }
+            _ = await loopUntil { pool.waiting >= 1 }
             let marker = Running { try? await pool.run { readDone.signal() } }
-            while pool.waiting < 2 && turns < 20_000 {
-                await Task.yield()
-                turns += 1
-            }
+            _ = await loopUntil { pool.waiting >= 2 }
             try #require(pool.waiting == 2)
             gate.signal()
             readDone.wait()  // the list was read from disk; its answer waits for this loop turn

@@ -120,11 +120,7 @@ func events(_ lines: [String], _ kind: String) -> [String] {
         guard await value(of: started) != nil else { return nil }
     }
     for _ in 0..<queueLimit { jobs.append(Running { try? await pool.run { 0 } }) }
-    var turns = 0  // core-loop turns until every job above is queued (each task hops onto the loop)
-    while pool.waiting < queueLimit && turns < 100_000 {
-        await Task.yield()
-        turns += 1
-    }
+    _ = await loopUntil { pool.waiting >= queueLimit }  // each task hops onto the loop first
     let refused = await within { () -> Bool in
         do throws(PoolBusy) { _ = try await pool.run { 0 }; return false } catch { return true }
     }

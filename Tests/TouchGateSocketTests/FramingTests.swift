@@ -123,25 +123,15 @@ import TouchGateWire
             }
             let alice = try await socket.connect(as: 1000)
             try alice.send(Frame(.monitor, requestID: 1))
-            var turns = 0
-            while socket.core.accountPool.waiting == 0 && turns < 100_000 {
-                await Task.yield()
-                turns += 1
-            }
+            _ = await loopUntil { socket.core.accountPool.waiting > 0 }
             #expect(socket.core.accountPool.waiting == 1)
             alice.close()
-            while socket.listener.connectionCount > 0 && turns < 200_000 {
-                await Task.yield()
-                turns += 1
-            }
+            _ = await loopUntil { socket.listener.connectionCount == 0 }
             #expect(socket.listener.connectionCount == 0)
             // One thread let go: it answers the look-up, then the probe queued behind it, so the
             // monitor's request has gone on before the probe's answer reaches this test.
             let probe = Running { try? await socket.core.accountPool.run { 0 } }
-            while socket.core.accountPool.waiting < 2 && turns < 300_000 {
-                await Task.yield()
-                turns += 1
-            }
+            _ = await loopUntil { socket.core.accountPool.waiting >= 2 }
             gate.signal()
             #expect(await probe.value() == .some(0))
             #expect(socket.core.events.subscriberCount == 0)

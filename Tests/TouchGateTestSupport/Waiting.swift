@@ -88,3 +88,10 @@ public let defaultDeadlineMilliseconds = 10_000
         return await value(of: waiter.done, within: milliseconds) != nil
     }
 }
+
+/// Lets the core loop run until `condition` holds, for what has no event of its own (a job
+/// queued in a worker pool, a connection gone); false when it still does not after `turns` turns.
+@CoreActor public func loopUntil(_ turns: Int = 100_000, _ condition: () -> Bool) async -> Bool {
+    for _ in 0..<turns where !condition() { await Task.yield() }
+    return condition()
+}
