@@ -91,10 +91,14 @@ public final class LibfprintReaders: FingerprintReaders, Sendable {
             if open.withLock({ $0.isEmpty }) { log("no fingerprint reader found") }
             return false
         }
-        var listed: [UnsafeMutablePointer<FpDevice>] = []
-        for i in 0..<devices.pointee.len {
-            let dev = cfp_ptr_array_index(devices, i).assumingMemoryBound(to: FpDevice.self)
-            listed.append(dev)
+        // Copied and held first: an open runs the loop, where libfprint takes an unplugged reader
+        // out of its own list (unreferencing it) while this one still goes through it.
+        let listed = (0..<devices.pointee.len).map { i in
+            cfp_ptr_array_index(devices, i).assumingMemoryBound(to: FpDevice.self)
+        }
+        for dev in listed { _ = cfp_object_ref(dev) }
+        defer { for dev in listed { cfp_object_unref(dev) } }
+        for dev in listed {
             if cfp_device_removed(dev) != 0 || givenUp.contains(dev) { continue }
             if open.withLock({ $0.contains { $0.device == dev } }) { continue }
             if let reader = LibfprintReader.open(dev, readers: self) {
