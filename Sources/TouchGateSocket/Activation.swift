@@ -55,9 +55,19 @@ public enum ListeningSocket {
 
     /// Binds `path` (replacing a stale socket, never another kind of file, nor one a daemon still
     /// listens on), mode 0666: anyone may connect; what they may do is decided per request from
-    /// SO_PEERCRED.
+    /// SO_PEERCRED. A missing directory is made, 0755 (without systemd's socket unit nothing
+    /// else makes /run/touchgate); only the last one: its parent must exist.
     public static func bind(_ path: String) throws(SocketSetupError) -> Int32 {
         guard var addr = makeUnixAddress(path) else { throw .unsafe("socket path too long: \(path)") }
+        if let slash = path.lastIndex(of: "/"), slash != path.startIndex {
+            let directory = String(path[..<slash])
+            if mkdir(directory, 0o755) == 0 {
+                // The umask (0077 in the unit) must not keep clients out of the directory.
+                guard chmod(directory, 0o755) == 0 else { throw .io("chmod \(directory)", errno) }
+            } else if errno != EEXIST {
+                throw .io("mkdir \(directory)", errno)
+            }
+        }
         var st = stat()
         if lstat(path, &st) == 0 {
             guard (st.st_mode & S_IFMT) == S_IFSOCK else { throw .unsafe("\(path) exists and is not a socket") }

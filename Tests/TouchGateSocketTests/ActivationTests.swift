@@ -19,6 +19,20 @@ struct ActivationTests {
         }
     }
 
+    @Test func aMissingDirectoryIsMadeForClientsToReachTheSocket() async throws {
+        try await withTemporaryDirectory { dir in
+            let old = umask(0o077)
+            defer { umask(old) }
+            let fd = try ListeningSocket.bind("\(dir)/touchgate/touchgated.sock")
+            defer { close(fd) }
+            var st = stat()
+            #expect(stat("\(dir)/touchgate", &st) == 0 && st.st_mode & 0o7777 == 0o755)
+            #expect(ListeningSocket.identity(of: "\(dir)/touchgate/touchgated.sock") != nil)
+            // Only the last directory: a path under one that is missing is refused.
+            #expect(throws: SocketSetupError.self) { _ = try ListeningSocket.bind("\(dir)/a/b/touchgated.sock") }
+        }
+    }
+
     @Test func atExitOnlyTheSocketFileThisDaemonBoundIsRemoved() async throws {
         try await withTemporaryDirectory { dir in
             let path = "\(dir)/touchgated.sock"
