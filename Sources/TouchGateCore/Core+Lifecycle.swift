@@ -16,8 +16,9 @@ extension Core {
     }
 
     /// After the replies: every state change on disk, the reader closed — each within
-    /// `shutdownStepMilliseconds`, so a stuck disk or driver never keeps the daemon from exiting
-    /// (systemd, and the package's prerm, kill it 5 s after SIGTERM). The daemon's service group
+    /// `shutdownStepMilliseconds`, so a stuck disk or driver never keeps the daemon from exiting:
+    /// every step of the stop together ends within about 7 s, under the package prerm's 10 s
+    /// before SIGKILL. The daemon's service group
     /// does the two steps as the core's and the reader's shutdown; this is both, in that order.
     public func finishShutdown() async {
         await flushForShutdown()
@@ -96,6 +97,8 @@ extension Core {
     /// (the sleep watcher takes its inhibitor again once this returns); a reader opened later is
     /// served from then on, and the log says when.
     public func resume() async {
+        // The stop began while the suspend still closed them: they stay closed until the exit.
+        if stopping { return log.info("stopping: the readers stay closed after sleep") }
         let reopened = await Self.result(
             within: Self.sleepDelayMilliseconds,
             { [readers] done in readers.reopen { ok in CoreLoop.shared.post { done(ok) } } },

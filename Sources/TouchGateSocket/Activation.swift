@@ -120,25 +120,27 @@ public enum ListeningSocket {
         _ = unlink(path)
     }
 
-    /// Tells systemd we are ready (Type=notify), when it asked.
-    public static func notifyReady() {
-        guard var path = environment("NOTIFY_SOCKET") else { return }
+    /// Tells systemd we are ready (Type=notify), when it asked. Nil when told (or not asked),
+    /// else why not: systemd would otherwise time the start out with no word from the daemon.
+    public static func notifyReady() -> String? {
+        guard var path = environment("NOTIFY_SOCKET") else { return nil }
         if path.hasPrefix("@") { path = "\0" + path.dropFirst() }
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return }
+        guard fd >= 0 else { return "socket: \(String(cString: strerror(errno)))" }
         defer { close(fd) }
         var addr = sockaddr_un()
         addr.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else { return }
+        guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else { return "NOTIFY_SOCKET is too long" }
         withUnsafeMutableBytes(of: &addr.sun_path) { raw in for (i, b) in bytes.enumerated() { raw[i] = b } }
         let len = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count)
         let message = "READY=1"
-        _ = withUnsafePointer(to: &addr) {
+        let sent = withUnsafePointer(to: &addr) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
                 message.withCString { sendto(fd, $0, strlen($0), Int32(MSG_NOSIGNAL), sa, len) }
             }
         }
+        return sent < 0 ? "\(String(cString: strerror(errno)))" : nil
     }
 
     static func environment(_ name: String) -> String? {

@@ -84,7 +84,12 @@ func serve(_ options: DaemonOptions) -> Int32 {
     }
     let sealing = PrintSealing(
         mode: settings.seal, sealer: TPMSealer(tcti: settings.tpm, pcrs: settings.sealPCRs), state: state)
-    if options.exportPrints { return exportPrints(PrintFiles(root: prints, reader: readers, sealing: sealing)) }
+    if options.exportPrints {
+        // No sigwait here: Ctrl-C or SIGTERM ends the export at once (each print file is
+        // replaced whole, so one cut short leaves every file either sealed or in the clear).
+        pthread_sigmask(SIG_UNBLOCK, &signals, nil)
+        return exportPrints(PrintFiles(root: prints, reader: readers, sealing: sealing))
+    }
     let stale = StartUp.removeStaleTemporaries(state: state, printStore: prints)
     if stale > 0 { log.notice("removed \(stale) temporary files left by interrupted writes") }
 

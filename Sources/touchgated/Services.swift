@@ -65,7 +65,9 @@ import TouchGateSocket
     init(socketPath: String?, log: Logger) { self.socketPath = socketPath; self.log = log }
 
     func start() async -> ServiceStart {
-        ListeningSocket.notifyReady()
+        if let failure = ListeningSocket.notifyReady() {
+            log.error("cannot tell systemd the daemon is ready: \(failure)")
+        }
         log.info("listening on \(socketPath ?? "the socket passed by systemd")")
         return .running
     }

@@ -71,3 +71,35 @@ class SwTPM:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+class SilentTPM:
+    """`with SilentTPM() as tpm:` a TPM that takes tpm2-tss's connection and never answers (one
+    that hangs); `tpm.wait_for_connection()` returns once a client is in its conversation."""
+
+    def __init__(self):
+        self.port = _free_port_pair()
+        self.listeners = []
+        for port in (self.port, self.port + 1):
+            s = socket.socket()
+            s.bind(("127.0.0.1", port))
+            s.listen(4)
+            self.listeners.append(s)
+        self.accepted = []
+
+    @property
+    def tcti(self):
+        return "swtpm:host=127.0.0.1,port=%d" % self.port
+
+    def wait_for_connection(self, timeout=DEFAULT_WAIT):
+        ready, _, _ = select.select([self.listeners[0]], [], [], timeout)
+        if not ready:
+            raise WaitTimeout("nothing connected to the silent TPM within %.1f s" % timeout)
+        self.accepted.append(self.listeners[0].accept()[0])
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for s in self.accepted + self.listeners:
+            s.close()

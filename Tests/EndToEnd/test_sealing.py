@@ -3,14 +3,16 @@ restart on each kind of reader; the same disk under another TPM opens no print a
 still works; prints in the clear sealed at start without an enrollment change; the export back to
 fprintd's format."""
 
+import signal
 import stat
+import subprocess
 
 import pytest
 
 import harness
 from conftest import ALICE_PRINT
 from harness import PASSWORDS, PROMPT
-from swtpm import SwTPM
+from swtpm import SilentTPM, SwTPM
 from test_hardening import can_evaluate, status
 from test_policy import stack_service
 
@@ -164,3 +166,26 @@ def test_the_export_writes_the_prints_back_in_fprintds_format(world):
     # Sealing off, as before going back to fprintd: the print is used as it is.
     world.start_daemon(config=configure(world, None, seal="no"))
     assert verify(world).result == "PAM_SUCCESS"
+
+
+def test_ctrl_c_ends_an_export_that_waits_on_a_tpm_that_does_not_answer(world):
+    with SwTPM(world.dir) as tpm:
+        world.start_daemon(config=configure(world, tpm))
+        enroll_alice(world)
+        world.daemon.stop()
+    # The TPM hangs: each call would wait its 10 s; the person at the terminal need not.
+    with SilentTPM() as silent:
+        export = subprocess.Popen(
+            [str(harness.TOUCHGATED), "--export-prints", "--state-dir", str(world.state),
+             "--print-store", str(world.prints), "--config", str(configure(world, silent))],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            silent.wait_for_connection()
+            export.send_signal(signal.SIGINT)
+            export.wait(harness.DEFAULT_WAIT)
+        finally:
+            export.kill()
+            out, err = export.communicate()
+        assert export.returncode == -signal.SIGINT, (export.returncode, out, err)
+    [path] = print_files(world)
+    assert path.read_bytes().startswith(MAGIC)

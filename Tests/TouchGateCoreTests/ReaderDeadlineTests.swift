@@ -98,4 +98,18 @@ enum ReaderStep: String, CaseIterable, Sendable {
             #expect(bed.logged.all.contains { $0 == "readers reopened after sleep, late" })
         }
     }
+
+    /// A resume that comes after SIGTERM (logind's resume, then the stop, while the suspend was
+    /// still closing the readers) leaves them closed: the daemon exits with its readers closed.
+    @Test func aResumeAfterTheStopBeganDoesNotOpenTheReadersAgain() async throws {
+        try await withTestBed { bed in
+            let readers = LateReaders()
+            let core = try bed.makeCore(reader: readers)
+            core.beginShutdown()
+            await core.finishShutdown()
+            await core.resume()
+            #expect(readers.reopened.withLock { $0 } == nil)
+            #expect(bed.logged.all.contains { $0 == "stopping: the readers stay closed after sleep" })
+        }
+    }
 }

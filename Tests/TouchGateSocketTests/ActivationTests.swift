@@ -4,6 +4,7 @@ import Glibc
 import Testing
 @testable import TouchGateSocket
 import TouchGateTestSupport
+import TouchGateWire
 
 @Suite("Socket: the listening socket")
 struct ActivationTests {
@@ -46,6 +47,33 @@ struct ActivationTests {
             #expect(ListeningSocket.identity(of: path) != nil)
             ListeningSocket.remove(path, ifStill: ListeningSocket.identity(of: path))
             #expect(ListeningSocket.identity(of: path) == nil)
+        }
+    }
+
+    /// READY=1 reaches systemd's socket; a socket that is not there is said, not passed over.
+    @Test func readinessIsSentOrWhyNotIsSaid() async throws {
+        try await withTemporaryDirectory { dir in
+            let path = "\(dir)/notify.sock"
+            var addr = try #require(makeUnixAddress(path))
+            let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+            defer { close(fd) }
+            let bound = withUnsafePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+            #expect(bound == 0)
+            let saved = getenv("NOTIFY_SOCKET").map { String(cString: $0) }
+            defer { if let saved { setenv("NOTIFY_SOCKET", saved, 1) } else { unsetenv("NOTIFY_SOCKET") } }
+
+            setenv("NOTIFY_SOCKET", path, 1)
+            #expect(ListeningSocket.notifyReady() == nil)
+            var buffer = [UInt8](repeating: 0, count: 64)
+            let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+            #expect(n > 0 && String(decoding: buffer[..<n], as: UTF8.self) == "READY=1")
+
+            setenv("NOTIFY_SOCKET", "\(dir)/missing.sock", 1)
+            #expect(ListeningSocket.notifyReady() == "No such file or directory")
         }
     }
 
