@@ -1,4 +1,5 @@
 // Passwords: the daemon's own check (back-off first, then PAM on its pool) and what a success clears.
+import Synchronization
 import TouchGatePolicy
 import TouchGateWire
 
@@ -87,22 +88,33 @@ extension Core {
         }
     }
 
-    /// PAM on the password pool; a stack that hangs is given up after the deadline (its thread
-    /// finishes whenever it does), and a full queue answers at once.
+    /// PAM on the password pool; a stack that hangs is given up after the deadline, and a full
+    /// queue answers at once. A check given up on before a thread took it is withdrawn (PAM never
+    /// sees it); one already in PAM finishes whenever it does, its answer unused, and until it has
+    /// left the pool that user's next check is refused rather than run beside it (one at a time).
     private func checkWithDeadline(user: String, password: String) async -> PasswordCheck {
+        if passwordChecksOverdue.contains(user) {
+            return .unavailable("the check of \(user)'s password given up on earlier has not ended")
+        }
         let answer = OneShot<PasswordCheck>()
         let timer = LoopTimer(after: passwordDeadline) {
             answer.set(.unavailable("no answer within \(self.passwordDeadline) ms"))
         }
         defer { timer.cancel() }
         let passwords = self.passwords, pool = passwordPool
+        let job = PasswordJob()
         CoreLoop.shared.task {
             let check =
-                (try? await pool.run { passwords.check(user: user, password: password) })
-                ?? .unavailable("password checks queue full")
+                (try? await pool.run {
+                    job.take() ? passwords.check(user: user, password: password) : .unavailable("withdrawn")
+                }) ?? .unavailable("password checks queue full")
+            job.end()
+            self.passwordChecksOverdue.remove(user)
             answer.set(check)
         }
-        return await answer.wait()
+        let check = await answer.wait()
+        if job.giveUp() { passwordChecksOverdue.insert(user) }
+        return check
     }
 
     /// A password success clears lockout, every passwordRequired reason and the back-off, and
@@ -199,5 +211,23 @@ extension Core {
         if let password, !password.isEmpty { renewKeyringAfterReply(user, password) }
         publishOutcome(ctx, method: "password", outcome: .success, reason: .pamStack)
         return .success()
+    }
+}
+
+/// A password check on the pool: taken by a thread, or withdrawn first; ended, or given up on.
+private final class PasswordJob: Sendable {
+    private let state = Mutex<(withdrawn: Bool, ended: Bool)>((false, false))
+
+    /// On the pool's thread: true when the check is to run (it was not withdrawn before).
+    func take() -> Bool { state.withLock { !$0.withdrawn } }
+
+    func end() { state.withLock { $0.ended = true } }
+
+    /// After the answer: a check not taken yet is withdrawn; true when it is still running.
+    func giveUp() -> Bool {
+        state.withLock { s in
+            s.withdrawn = true
+            return !s.ended
+        }
     }
 }

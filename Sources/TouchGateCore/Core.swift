@@ -77,6 +77,8 @@ public struct CoreSetup: Sendable {
     /// Each user's password checks, one at a time, so the back-off is judged on every earlier
     /// answer (Core+Passwords.swift).
     let passwordTurns = UserTurns()
+    /// Users whose password check was given up on at its deadline and is still in PAM.
+    var passwordChecksOverdue: Set<String> = []
     /// Each user's keyring file changes, one at a time (Core+Keyring.swift).
     let keyringTurns = UserTurns()
     /// Log lines a client causes at will (refused connections and requests, malformed ones),
