@@ -146,7 +146,8 @@ public enum ConfigFile {
         func failure(_ e: Int32) -> ConfigReadError {
             ConfigReadError(path: path, reason: String(cString: strerror(e)))
         }
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)
+        // O_NONBLOCK: a FIFO at the path is refused below instead of waiting for a writer.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
         if fd < 0 {
             let e = errno
             if e == ENOENT { return nil }

@@ -74,6 +74,8 @@ enum ConfigValues {
     }
 
     /// A PAM service name: it becomes a file name under /etc/pam.d, so no '/', no '.' or '..'.
+    /// In lower case, as Linux-PAM's pam_start makes it: `Touchgate` reads /etc/pam.d/touchgate,
+    /// and a client's PAM_SERVICE is never upper case.
     static func serviceName(_ text: String) throws(ValueProblem) -> String {
         let allowed = text.utf8.allSatisfy { b in
             (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
@@ -85,7 +87,7 @@ enum ConfigValues {
                     "must be a PAM service name (1 to 64 letters, digits, '_', '.' or '-'; not '.' or '..'), got '\(text)'"
             )
         }
-        return text
+        return text.lowercased()
     }
 
     /// `none`, or comma-separated PAM service names (`login,gdm-password`).

@@ -135,7 +135,7 @@ public struct PAMDirectory: Sendable {
     public func text(of name: String) -> String? {
         guard !name.isEmpty, !name.contains("\0") else { return nil }
         let path = name.hasPrefix("/") ? Self.join(root, String(name.dropFirst())) : Self.join(directory, name)
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)  // a FIFO never blocks
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var st = stat()

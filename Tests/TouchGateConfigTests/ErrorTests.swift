@@ -1,5 +1,6 @@
 // touchgate.conf values that are refused: each kind of mistake names its line and says why.
 
+import Glibc
 import Testing
 import TouchGateConfig
 
@@ -140,6 +141,16 @@ import TouchGateConfig
         let path = try temporaryFile(Array("max_tries = 3\nmax_tries = 4\n".utf8))
         defer { removeFile(path) }
         #expect(throws: ConfigError(line: 2, message: "max_tries is given twice (first on line 1)")) {
+            try ConfigFile.load(path: path)
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1))) func aFIFOIsRefusedWithoutWaitingForAWriter() throws {
+        let path = try temporaryFile([])
+        removeFile(path)
+        #expect(mkfifo(path, 0o600) == 0)
+        defer { removeFile(path) }
+        #expect(throws: ConfigReadError(path: path, reason: "not a regular file")) {
             try ConfigFile.load(path: path)
         }
     }

@@ -86,6 +86,13 @@ import TouchGatePolicy
         #expect(c.policy.timeout == 10)
     }
 
+    /// Linux-PAM reads a service's file by its name in lower case, and clients' names are so.
+    @Test func serviceNamesAreTakenInLowerCaseAsPAMDoes() throws {
+        let c = try ConfigFile.parse("password_service = TouchGate\nkeyring_services = Login,GDM-Password\n")
+        #expect(c.passwordService == "touchgate")
+        #expect(c.keyringServices == ["login", "gdm-password"])
+    }
+
     @Test func whitespaceAroundKeyAndValueIsTrimmed() throws {
         let c = try ConfigFile.parse("\t password_service \t=\t sudo  \t")
         #expect(c.passwordService == "sudo")

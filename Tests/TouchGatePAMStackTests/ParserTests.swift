@@ -1,4 +1,5 @@
 // Reading pam.d files as Linux-PAM does: controls, continuations, comments, includes, `other`.
+import Glibc
 import Testing
 @testable import TouchGatePAMStack
 
@@ -80,6 +81,13 @@ import Testing
         #expect(root.pam.stack(service: "a", type: "auth").errors.contains { $0.reason.contains("too deep") })
         let c = root.pam.stack(service: "c", type: "auth")
         #expect(c.errors.map(\.description) == ["c:1: cannot read included file 'nowhere'"])
+    }
+
+    @Test(.timeLimit(.minutes(1))) func anIncludedFIFOIsUnreadableInsteadOfWaitedOn() throws {
+        let root = try FixtureRoot(["c": "auth include pipe\n"])
+        #expect(mkfifo(root.path + "/etc/pam.d/pipe", 0o600) == 0)
+        let c = root.pam.stack(service: "c", type: "auth")
+        #expect(c.errors.map(\.description) == ["c:1: cannot read included file 'pipe'"])
     }
 
     @Test func servicesAreTheRegularFilesButNotBackups() throws {
