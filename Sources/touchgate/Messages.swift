@@ -20,7 +20,7 @@ func sentence(for code: Int32, reason: String?, seconds: Int32?) -> String {
     case .userFallback: return L("the password was chosen instead", cli)
     case .systemCancel: return L("cancelled by the system", cli)
     case .passwordNotSet: return L("the account has no usable password", cli)
-    case .biometryNotAvailable: return L("no fingerprint reader is available", cli)
+    case .biometryNotAvailable: return unavailable(reason.flatMap(Reason.init(rawValue:)))
     case .biometryNotEnrolled:
         return L("no fingerprints enrolled, or fingerprint authentication is not enabled", cli)
     case .biometryLockout:
@@ -43,6 +43,20 @@ func sentence(for code: Int32, reason: String?, seconds: Int32?) -> String {
     case .templateDamaged: return L("the enrolled fingerprints are damaged: enroll them again", cli)
     case .busy: return L("touchgated is busy (too many requests at once): try again", cli)
     case .duplicate: return L("this finger is already enrolled", cli)
+    }
+}
+
+/// Why biometryNotAvailable: the reader, the session or the prints, as its reason says.
+private func unavailable(_ reason: Reason?) -> String {
+    switch reason {
+    case .removed?: return L("the fingerprint reader was removed", cli)
+    case .tooHot?: return L("the fingerprint reader is too hot", cli)
+    case .busy?: return L("the fingerprint reader is busy", cli)
+    case .readerError?, .readerProtocol?: return L("the fingerprint reader reported an error", cli)
+    case .remote?: return L("fingerprints are not offered in remote sessions", cli)
+    case .printsUnsafe?: return L("the stored prints are not safe to use", cli)
+    case .printsSealed?: return L("the prints are sealed to this computer's TPM, which cannot open them now", cli)
+    default: return L("no fingerprint reader is available", cli)
     }
 }
 

@@ -83,6 +83,10 @@ def test_the_same_disk_under_another_tpm_opens_no_print_and_the_password_still_w
         with SwTPM(world.dir) as other:
             daemon = world.start_daemon(config=configure(world, other))
             assert can_evaluate(world) == (-6, "printsSealed")
+            # doctor names the TPM as the cause, not the reader it finds working.
+            doctor = world.cli("doctor", "--user", "alice", "--root", str(world.dir))
+            assert "fingerprint refused for now: the prints are sealed to this computer's TPM" in doctor.stdout, \
+                doctor
             doc = status(world)
             assert doc["sealing"] == "unavailable" and "refused" in doc["sealingDetail"], doc
             assert doc["sealedFingers"] == ["right-index-finger"] and doc["damagedFingers"] == [], doc
