@@ -15,7 +15,7 @@ struct Enable: ParsableCommand {
         let user = try user.resolved()
         let client = DaemonClient(socketPath: root.socketPath)
         if !Caller.isRoot { try client.checkReachable() }
-        _ = try client.call(.enable, [Field(.user, user)] + (try PasswordPrompt.fieldIfNeeded()))
+        _ = try client.call(.enable, [Field(.user, user)] + (try PasswordPrompt.fieldIfNeeded(for: user)))
         say(L("Fingerprint authentication enabled for %s.", cli, user))
     }
 }

@@ -22,6 +22,9 @@ enum Caller {
 
     static var isRoot: Bool { getuid() == 0 }
 
+    /// Whether `user` is the account of the real uid (as the daemon judges it, by uid).
+    static func isSelf(_ user: String) -> Bool { getpwnam(user).map { $0.pointee.pw_uid == getuid() } ?? false }
+
     /// The name of the real uid (who typed the command, also under a setuid wrapper).
     static func invokingUserName() throws(Failure) -> String {
         let uid = getuid()

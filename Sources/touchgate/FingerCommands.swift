@@ -33,7 +33,7 @@ struct Enroll: ParsableCommand {
         if !Caller.isRoot { try client.checkReachable() }
         let fields =
             [Field(.user, user), Field(.finger, finger)] + reader.fields + localeField()
-            + (try PasswordPrompt.fieldIfNeeded())
+            + (try PasswordPrompt.fieldIfNeeded(for: user))
         _ = try client.prompt(.enroll, fields) { frame in
             if let line = progressLine(frame, enrolling: finger) { say(line) }
         }
@@ -111,7 +111,7 @@ struct Delete: ParsableCommand {
         if !Caller.isRoot { try client.checkReachable() }
         let which = finger.map { Field(.finger, $0) } ?? Field(.all, 1)
         let result = try client.call(
-            .delete, [Field(.user, user), which] + reader.fields + (try PasswordPrompt.fieldIfNeeded()))
+            .delete, [Field(.user, user), which] + reader.fields + (try PasswordPrompt.fieldIfNeeded(for: user)))
         if let finger {
             say(L("Deleted %s for %s.", cli, finger, user))
         } else {

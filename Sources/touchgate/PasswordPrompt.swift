@@ -6,9 +6,11 @@ import Glibc
 #endif
 
 enum PasswordPrompt {
-    /// The PASSWORD field for enroll, delete and enable: the daemon checks it when the caller is not root.
-    static func fieldIfNeeded() throws(Failure) -> [Field] {
-        guard !Caller.isRoot else { return [] }
+    /// The PASSWORD field for enroll, delete and enable: the daemon checks it when the caller is not
+    /// root and acts on their own account. For another user's it refuses (notPermitted) before any
+    /// password, so none is asked for, nor sent.
+    static func fieldIfNeeded(for user: String) throws(Failure) -> [Field] {
+        guard !Caller.isRoot, Caller.isSelf(user) else { return [] }
         return [Field(.password, try read())]
     }
 

@@ -100,6 +100,14 @@ def test_the_cli_speaks_the_callers_language(world, alice):
         assert other.stderr.strip() == "touchgate: Not permitted", (lang, other)
 
 
+@pytest.mark.parametrize("command", [["enable"], ["enroll", "--finger", "left-thumb"], ["delete", "--all"]])
+def test_another_users_account_is_refused_without_asking_a_password(world, alice, command):
+    """The daemon refuses another user's account before any password; the CLI asks for none,
+    so nobody is invited to type someone else's password (none is on standard input here)."""
+    refused = world.cli(*command, "--user", "bob", as_user="alice")
+    assert refused.returncode == 1 and refused.stderr.strip() == "touchgate: Not permitted", refused
+
+
 @pytest.mark.parametrize("as_systemd", [False, True])
 def test_invalid_config_stops_the_daemon_naming_the_line(world, as_systemd):
     (world.dir / "etc").mkdir()
