@@ -37,7 +37,8 @@ struct Touchgate: ParsableCommand {
             var command = try parseAsRoot()
             try command.run()
         } catch let failure as Failure {
-            complain("touchgate: \(failure.reason)")
+            // One line, even when the daemon's message has several (a refusal, then a damaged print).
+            complain("touchgate: \(failure.reason.split(separator: "\n").joined(separator: "; "))")
             Glibc.exit(failure.status)
         } catch {
             exit(withError: error)

@@ -238,6 +238,18 @@ def test_a_damaged_template_is_named_and_the_other_finger_still_works(world, ali
     assert status(world)["damagedFingers"] == ["right-index-finger"]
 
 
+def test_the_cli_says_a_refusal_and_the_damaged_finger_on_one_line(world, alice):
+    rc, _ = harness.enroll(world, "alice", "alice-left-thumb", finger="left-thumb", as_user="alice")
+    assert rc == 0
+    print_file(world, "alice", 7).write_bytes(b"FP3 garbage")  # right-index-finger
+    world.daemon.stop()
+    world.start_daemon()
+    refused = world.cli("verify", "--user", "alice", as_user="alice")
+    lines = refused.stderr.splitlines()
+    assert refused.returncode == 1 and len(lines) == 1 and lines[0].startswith("touchgate: "), refused
+    assert "; The enrolled right-index-finger is damaged" in lines[0], refused
+
+
 def test_when_every_template_is_damaged_no_prompt_is_shown_and_the_person_is_told(world, alice):
     damage(world, 7, b"\x00\x01garbage")
     assert can_evaluate(world) == (-2007, "templateDamaged")
