@@ -99,9 +99,11 @@ enum FprintStatus {
             return "enroll-disconnected"
         case .duplicate: return "enroll-duplicate"
         case .internalError where r.reason == .storageFull: return "enroll-data-full"
-        // Stopped by the client, or ended by the daemon (suspend, shutdown): fprintd's word for a
-        // cancelled enrollment.
-        case .appCancel, .internalError, .notPermitted, .systemCancel: return "enroll-failed"
+        // Stopped by the client: fprintd's word for a cancelled enrollment; a print not stored too.
+        case .appCancel, .internalError, .notPermitted: return "enroll-failed"
+        // Ended by the daemon (suspend, shutdown), or refused while asleep: fprintd says unknown
+        // error for an enrollment suspend ends or prevents.
+        case .systemCancel: return "enroll-unknown-error"
         default: return "enroll-unknown-error"
         }
     }

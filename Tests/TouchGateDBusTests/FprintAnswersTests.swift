@@ -102,7 +102,7 @@ struct FprintAnswersTests {
         #expect(FprintStatus.enrollResult(Reply(.internalError, reason: .storageFull)) == "enroll-data-full")
         #expect(FprintStatus.enrollResult(Reply(.internalError, reason: .storage)) == "enroll-failed")
         #expect(FprintStatus.enrollResult(Reply(.biometryNotAvailable, reason: .removed)) == "enroll-disconnected")
-        #expect(FprintStatus.enrollResult(Reply(.systemCancel, reason: .suspend)) == "enroll-failed")
+        #expect(FprintStatus.enrollResult(Reply(.systemCancel, reason: .suspend)) == "enroll-unknown-error")
         #expect(FprintStatus.enrollResult(Reply(.timeout, reason: .timeout)) == "enroll-unknown-error")
         // Stopped by the client: fprintd's word for a cancelled enrollment.
         #expect(FprintStatus.enrollResult(Reply(.appCancel, reason: .cancelled)) == "enroll-failed")
