@@ -32,7 +32,7 @@ import TouchGateWire
         self.info = info
         self.path = path
         self.registration = registration
-        heard = Heard(stages: Int32(info.enrollScans), present: false, needed: false)
+        heard = Heard(stages: Int32(info.enrollScans), swipe: info.isSwipe, present: false, needed: false)
     }
 
     /// Emits a signal of this device.
@@ -70,15 +70,16 @@ import TouchGateWire
     /// The properties that change, as clients last heard them (at export, then by PropertiesChanged).
     private struct Heard: Equatable {
         var stages: Int32
+        var swipe: Bool
         var present: Bool
         var needed: Bool
     }
     private var heard: Heard
     private var current: Heard {
-        Heard(stages: Int32(info.enrollScans), present: fingerOn, needed: fingerNeeded)
+        Heard(stages: Int32(info.enrollScans), swipe: info.isSwipe, present: fingerOn, needed: fingerNeeded)
     }
 
-    /// The driver changed its stage count or the finger's status: clients waiting for it hear it.
+    /// The driver changed its stage count, scan type or the finger's status: clients hear it.
     func update(_ new: ReaderInfo) {
         info = new
         emitChanged()
@@ -101,6 +102,7 @@ import TouchGateWire
         guard now != heard else { return }
         var changed: [(String, Variant)] = []
         if now.stages != heard.stages { changed.append(("num-enroll-stages", V.int32(now.stages))) }
+        if now.swipe != heard.swipe { changed.append(("scan-type", V.string(now.swipe ? "swipe" : "press"))) }
         if now.present != heard.present { changed.append(("finger-present", V.bool(now.present))) }
         if now.needed != heard.needed { changed.append(("finger-needed", V.bool(now.needed))) }
         heard = now

@@ -55,8 +55,8 @@ public final class LibfprintReader: FingerprintReader, Sendable {
         current.withLock { $0 = info }
         readChipPrints()
         log("reader: \(info.name) (\(info.driver)), \(info.enrollStages) enroll stages")
-        // The driver may change its stage count and the finger's status while open (libfprint
-        // notifies both properties); libfprint says when the reader is unplugged: its "removed"
+        // The driver may change its stage count, its scan type and the finger's status while open
+        // (libfprint notifies each property); libfprint says when the reader is unplugged: its "removed"
         // property at once, its "removed" signal once the action running, if any, has ended.
         let notify: @convention(c) (gpointer?, gpointer?, gpointer?) -> Void = { object, _, data in
             let reader = Unmanaged<LibfprintReader>.fromOpaque(data!).takeUnretainedValue()
@@ -73,6 +73,7 @@ public final class LibfprintReader: FingerprintReader, Sendable {
         let me = Unmanaged.passUnretained(self).toOpaque()
         let handlers: [(String, GCallback)] = [
             ("notify::nr-enroll-stages", unsafeBitCast(notify, to: GCallback.self)),
+            ("notify::scan-type", unsafeBitCast(notify, to: GCallback.self)),
             ("notify::finger-status", unsafeBitCast(notify, to: GCallback.self)),
             ("removed", unsafeBitCast(removed, to: GCallback.self)),
             ("notify::removed", unsafeBitCast(removedNotice, to: GCallback.self)),
@@ -110,20 +111,24 @@ public final class LibfprintReader: FingerprintReader, Sendable {
     private func deviceChanged(_ object: gpointer?) {
         guard let dev = device, UnsafeMutableRawPointer(dev) == object else { return }
         let stages = Int(tgfp_device_get_nr_enroll_stages(dev))
+        let swipe = tgfp_device_get_scan_type(dev) == FP_SCAN_TYPE_SWIPE
         let present = tgfp_device_get_finger_status(dev).rawValue & FP_FINGER_STATUS_PRESENT.rawValue != 0
         guard
-            let (info, stagesChanged) = current.withLock({ s -> (ReaderInfo, Bool)? in
+            let (info, before) = current.withLock({ s -> (ReaderInfo, ReaderInfo)? in
                 guard var info = s else { return nil }
                 let before = info
                 info.enrollStages = stages
+                info.isSwipe = swipe
                 info.fingerPresent = present
                 guard info != before else { return nil }
                 s = info
-                return (info, before.enrollStages != stages)
+                return (info, before)
             })
         else { return }
+        let stagesChanged = before.enrollStages != stages, scanTypeChanged = before.isSwipe != swipe
         if stagesChanged { log("reader \(info.name): now \(stages) enroll stages") }
+        if scanTypeChanged { log("reader \(info.name): now a \(swipe ? "swipe" : "press") reader") }
         // After `current` is written: a watcher that starts now reads it, or is announced to.
-        if stagesChanged || readers.fingerWatched { readers.announce() }
+        if stagesChanged || scanTypeChanged || readers.fingerWatched { readers.announce() }
     }
 }

@@ -89,14 +89,15 @@ class VirtualReader:
             raise WaitTimeout("virtual reader socket %s: %s" % (self.path, e))
         return s
 
-    def send(self, command, timeout=DEFAULT_WAIT):
+    def send(self, command, timeout=DEFAULT_WAIT, newline=True):
         """A text command (virtual_device, virtual_device_storage): returns, once the driver took it,
-        what it answered (LIST: the ids of the prints in its storage, one a line)."""
+        what it answered (LIST: the ids of the prints in its storage, one a line). `newline=False`
+        for a command whose argument the driver takes to the end of what it read (SET_SCAN_TYPE)."""
         assert self.kind != "virtual_image", "the image reader takes frames, not %r" % command
         deadline = now() + timeout
         answer = b""
         with self._connect(deadline, timeout) as s:
-            s.sendall(command.encode() + b"\n")
+            s.sendall(command.encode() + (b"\n" if newline else b""))
             self.sent.append((now(), command))
             while True:  # the driver closes the connection once it has taken the command
                 s.settimeout(max(0.01, deadline - now()))

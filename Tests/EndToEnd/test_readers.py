@@ -260,6 +260,27 @@ def test_num_enroll_stages_follows_the_driver_with_properties_changed_and_enroll
         enrolled.transcript()
 
 
+@pytest.mark.parametrize("reader_kind", ["virtual_device", "virtual_device_storage"])  # the image reader has no such command
+def test_scan_type_follows_the_driver_on_the_bus_and_at_the_prompt(reader_kind, bus_world, bus_daemon):
+    """As fprintd's test_scan_type_changes: PropertiesChanged with the new scan-type; the PAM prompt's
+    words follow it too."""
+    world, root = bus_world, bus_world.root
+    for scan_type in ("press", "swipe"):
+        mark = root.signal_count()
+        world.reader.send("SET_SCAN_TYPE " + scan_type, newline=False)
+        root.wait_signal("PropertiesChanged", lambda a: a[0] == DEVICE_IFACE and a[1].get("scan-type") == scan_type,
+                         start=mark)
+        assert root.property("scan-type") == scan_type
+    # The daemon's own prompt says it in its words: press, then swipe.
+    enroll_alice(world)
+    for scan_type, words in (("press", "Place your finger on"), ("swipe", "Swipe your finger across")):
+        world.reader.send("SET_SCAN_TYPE " + scan_type, newline=False)
+        session = world.pam("alice")
+        session.wait_for(words)
+        world.reader.scan(ALICE_PRINT)
+        assert session.wait().result == "PAM_SUCCESS", session.transcript()
+
+
 # --- removal mid-enrollment ---------------------------------------------------------------------
 
 
