@@ -231,17 +231,18 @@ extension Core {
             }
         }
         let device = selector == nil ? nil : on.first?.info.deviceKey
-        let removed: [Finger]
-        do { removed = try await prints.delete(user, device: device, fingers: targets) } catch {
+        let deletion: PrintDeletion
+        do { deletion = try await prints.delete(user, device: device, fingers: targets) } catch {
             log.error("cannot delete templates: \(error)")
             return Self.storageFailure
         }
+        let removed = deletion.removed
         var keptOnReader = unreadable && !removed.isEmpty
-        for (reader, held) in onChip {
+        // After a file that could not be removed, the chip keeps every copy: which of those read
+        // belongs to the finger still enrolled is not known here, and a copy left over is only
+        // an unowned print, where one deleted would silently end a finger still enrolled.
+        for (reader, held) in onChip where deletion.failure == nil {
             if !(await deletedFromReader(reader, held)) { keptOnReader = true }
-        }
-        if !all, let named = fingers.first, removed.isEmpty {
-            return Refusal(.notFound, reason: nil, text: .fingerNotEnrolled(named))
         }
         if !removed.isEmpty {
             let ctx = EventContext(user: user, origin: origin, policy: nil, byUID: caller.uid)
@@ -258,6 +259,14 @@ extension Core {
                     reason: "deleted:\(removed.map(\.rawValue).joined(separator: ","))"))
         }
         log.notice("deleted \(removed.map(\.rawValue))", metadata: ["user": "\(user)"])
+        // What could be removed is gone and recorded; the rest is refused as not deleted.
+        if let failure = deletion.failure {
+            log.error("cannot delete templates: \(failure)")
+            return Self.storageFailure
+        }
+        if !all, let named = fingers.first, removed.isEmpty {
+            return Refusal(.notFound, reason: nil, text: .fingerNotEnrolled(named))
+        }
         var reply = Reply.success(.deleted(removed.count))
         if keptOnReader {
             // The files are gone, so are the prints here; the chip's refusal is told, as fprintd's

@@ -103,8 +103,9 @@ import TouchGateWire
         }
     }
 
-    /// Deletes on `device`, or on every reader's directory when nil; returns the fingers removed.
-    func delete(_ user: String, device: DeviceKey?, fingers: [Finger]) async throws(StorageError) -> [Finger] {
+    /// Deletes on `device`, or on every reader's directory when nil: the fingers removed, and the
+    /// first file that could not be.
+    func delete(_ user: String, device: DeviceKey?, fingers: [Finger]) async throws(StorageError) -> PrintDeletion {
         defer { invalidate(user) }
         return try await run { files throws(StorageError) in try files.delete(user, device: device, fingers: fingers) }
     }

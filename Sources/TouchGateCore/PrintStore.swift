@@ -5,6 +5,12 @@ import TouchGateReader
 import TouchGateWire
 
 /// Which reader a print belongs to: libfprint's driver name and device id.
+/// What a deletion removed, and why it stopped short of the rest if it did.
+public struct PrintDeletion: Sendable, Equatable {
+    public var removed: [Finger]
+    public var failure: StorageError?
+}
+
 public struct DeviceKey: Sendable, Equatable, Hashable {
     public var driver: String
     public var deviceID: String
@@ -141,23 +147,30 @@ public struct PrintFiles: Sendable {
         try dir.writeAtomically(Self.fileName(finger), try stored(bytes, user: user, device: device, finger: finger))
     }
 
-    /// Deletes the given fingers on `device`, or on every reader's directory when nil; returns
-    /// those that were enrolled. Empty directories go too, as fprintd removes them.
-    public func delete(_ user: String, device: DeviceKey?, fingers: [Finger]) throws(StorageError) -> [Finger] {
+    /// Deletes the given fingers on `device`, or on every reader's directory when nil: those that
+    /// were enrolled and are gone, and the first failure if a file could not be removed. One that
+    /// cannot be removed does not keep the others (as fprintd goes on past it). Empty directories
+    /// go too, as fprintd removes them.
+    public func delete(_ user: String, device: DeviceKey?, fingers: [Finger]) throws(StorageError) -> PrintDeletion {
         var removed = Set<Finger>()
+        var failure: StorageError?
         for key in try devices(user) where device == nil || key == device {
-            guard let userDir = try root.subdirectory(user), let driverDir = try userDir.subdirectory(key.driver),
-                let dir = try driverDir.subdirectory(key.deviceID)
-            else { continue }
-            var here = false
-            for f in fingers {
-                if try dir.remove(Self.fileName(f)) { removed.insert(f); here = true }
-            }
-            if here { try dir.sync() }
-            if driverDir.removeEmptySubdirectory(key.deviceID) { userDir.removeEmptySubdirectory(key.driver) }
+            do throws(StorageError) {
+                guard let userDir = try root.subdirectory(user), let driverDir = try userDir.subdirectory(key.driver),
+                    let dir = try driverDir.subdirectory(key.deviceID)
+                else { continue }
+                var here = false
+                for f in fingers {
+                    do throws(StorageError) {
+                        if try dir.remove(Self.fileName(f)) { removed.insert(f); here = true }
+                    } catch { failure = failure ?? error }
+                }
+                if here { try dir.sync() }
+                if driverDir.removeEmptySubdirectory(key.deviceID) { userDir.removeEmptySubdirectory(key.driver) }
+            } catch { failure = failure ?? error }
         }
         root.removeEmptySubdirectory(user)
-        return fingers.filter(removed.contains)
+        return PrintDeletion(removed: fingers.filter(removed.contains), failure: failure)
     }
 
     /// Every usable print on `device`, of every user: what an enrollment's first scan is identified

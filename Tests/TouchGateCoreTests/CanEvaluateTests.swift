@@ -100,7 +100,7 @@ import TouchGateWire
                     == Refusal(
                         .passwordRequired, reason: .enrollmentChanged,
                         text: .passwordRequired(.enrollmentChanged)))
-            _ = try await core.prints.delete("alice", device: nil, fingers: [.leftThumb])
+            _ = try await core.prints.delete("alice", device: nil, fingers: [.leftThumb]).removed
             #expect(await core.preflight() == nil)
         }
     }

@@ -144,7 +144,7 @@ struct DomainStateTests {
             let withSecondFinger = try #require(current())
             #expect(withSecondFinger != original)
 
-            _ = try store.delete("alice", device: device, fingers: [.leftThumb])
+            _ = try store.delete("alice", device: device, fingers: [.leftThumb]).removed
             #expect(current() == original)
 
             try save(.rightIndex, "9")
@@ -152,7 +152,7 @@ struct DomainStateTests {
             #expect(replaced != original)
             #expect(replaced != withSecondFinger)
 
-            _ = try store.delete("alice", device: device, fingers: [.rightIndex])
+            _ = try store.delete("alice", device: device, fingers: [.rightIndex]).removed
             #expect(current() == nil)
         }
     }

@@ -202,6 +202,24 @@ import TouchGateWire
         }
     }
 
+    /// A file that cannot be removed: the other fingers go and are recorded; the deletion is refused
+    /// (PrintsNotDeleted over D-Bus), and the chip keeps its copies, the enrolled finger's among them.
+    @Test func aFileThatCannotBeRemovedLeavesTheOthersDeletedAndRecordedAndTheChipAlone() async throws {
+        try await withChipReader { bed, core in
+            try await bed.enroll(core, finger: .leftThumb)
+            let events = await core.collectEvents()
+            // Where right-index's file is, a directory with something in it: unlink fails.
+            let blocked = bed.printPath("alice", .rightIndex)
+            #expect(unlink(blocked) == 0 && mkdir(blocked, 0o700) == 0 && mkdir("\(blocked)/x", 0o700) == 0)
+
+            #expect(await delete(core, [], all: true) == Core.storageFailure)
+            #expect(!exists(bed.printPath("alice", .leftThumb)))
+            #expect(events.all.count == 1)
+            #expect(events.all.first?.contains(#""reason":"deleted:left-thumb""#) == true)
+            #expect(bed.reader.chipDeletions.isEmpty)
+        }
+    }
+
     @Test func deletingAFingerThatIsNotEnrolledIsNotFoundAndChangesNothing() async throws {
         try await withTestBed { bed in
             let core = try bed.makeCore()

@@ -91,8 +91,24 @@ struct PrintStoreTests {
             _ = try save(store, .rightIndex)
             _ = try save(store, .leftIndex)
 
-            #expect(try store.delete("alice", device: device, fingers: [.rightIndex]) == [.rightIndex])
+            #expect(try store.delete("alice", device: device, fingers: [.rightIndex]).removed == [.rightIndex])
             #expect(fingers(store) == [.leftIndex])
+            #expect(directoryEntries("\(dir)/prints/alice/stub/stub-0") == ["2"])
+        }
+    }
+
+    /// As fprintd goes on past a print it cannot delete: the others go, and the failure is told.
+    @Test func aFileThatCannotBeRemovedKeepsNoOtherFingerFromGoing() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try files(dir)
+            _ = try save(store, .rightIndex)
+            // Where left-index's file would be, a directory with something in it: unlink fails.
+            let blocked = "\(dir)/prints/alice/stub/stub-0/2"
+            #expect(mkdir(blocked, 0o700) == 0 && mkdir("\(blocked)/x", 0o700) == 0)
+
+            let deletion = try store.delete("alice", device: nil, fingers: Finger.allCases)
+            #expect(deletion.removed == [.rightIndex])
+            #expect(deletion.failure != nil)
             #expect(directoryEntries("\(dir)/prints/alice/stub/stub-0") == ["2"])
         }
     }
@@ -101,9 +117,9 @@ struct PrintStoreTests {
         try await withTemporaryDirectory { dir in
             let store = try files(dir)
             _ = try save(store, .rightIndex)
-            #expect(try store.delete("alice", device: device, fingers: [.leftThumb]) == [])
+            #expect(try store.delete("alice", device: device, fingers: [.leftThumb]).removed == [])
             #expect(fingers(store) == [.rightIndex])
-            #expect(try store.delete("nobody-enrolled", device: nil, fingers: Finger.allCases) == [])
+            #expect(try store.delete("nobody-enrolled", device: nil, fingers: Finger.allCases).removed == [])
         }
     }
 
@@ -113,7 +129,7 @@ struct PrintStoreTests {
             for finger in [Finger.rightRing, .leftMiddle, .rightThumb] { _ = try save(store, finger) }
 
             #expect(
-                try store.delete("alice", device: nil, fingers: Finger.allCases) == [
+                try store.delete("alice", device: nil, fingers: Finger.allCases).removed == [
                     .leftMiddle, .rightThumb, .rightRing,
                 ])
             #expect(fingers(store) == [])
@@ -234,7 +250,8 @@ struct PrintStoreTests {
 
             #expect(Set(try store.devices("alice")) == [device, other])
             #expect(store.listAllDevices("alice").prints.map(\.finger) == [.leftThumb, .rightIndex])
-            #expect(try store.delete("alice", device: nil, fingers: Finger.allCases) == [.leftThumb, .rightIndex])
+            #expect(
+                try store.delete("alice", device: nil, fingers: Finger.allCases).removed == [.leftThumb, .rightIndex])
             #expect(!exists("\(dir)/prints/alice"))
         }
     }
@@ -252,7 +269,7 @@ struct PrintStoreTests {
             try await cache.save(
                 reader.print(user: "alice", finger: 1), user: "alice", device: device, finger: .leftThumb)
             #expect(await cached() == [.leftThumb, .rightIndex])
-            #expect(try await cache.delete("alice", device: device, fingers: [.leftThumb]) == [.leftThumb])
+            #expect(try await cache.delete("alice", device: device, fingers: [.leftThumb]).removed == [.leftThumb])
             #expect(await cached() == [.rightIndex])
         }
     }
