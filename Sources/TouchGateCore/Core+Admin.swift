@@ -7,10 +7,12 @@ import TouchGateWire
 extension Core {
     /// The user's fingers on the reader named (nil: the default one; on every reader when none
     /// is served), or on `device`, a reader the front-end knows even while it is closed (fprintd's
-    /// device objects list their prints during a suspend, as fprintd does).
-    public func list(user: String, caller: Caller, reader: String? = nil, device known: DeviceKey? = nil) async
-        -> Reply
-    {
+    /// device objects list their prints during a suspend, as fprintd does). `usableOnly`: without
+    /// the damaged prints, which fprintd's ListEnrolledFingers leaves out (it lists the prints it
+    /// can load), so a desktop offers to enroll them again; sealed ones stay listed.
+    public func list(
+        user: String, caller: Caller, reader: String? = nil, device known: DeviceKey? = nil, usableOnly: Bool = false
+    ) async -> Reply {
         if let refusal = await authorize(caller, user, .selfOrRoot) { return refusal }
         var device = known
         if known == nil {
@@ -26,7 +28,7 @@ extension Core {
             return Refusal(.internalError, reason: .printsUnsafe, text: .printsUnsafe)
         }
         var reply = Reply.success()
-        reply.fingers = found.prints.map(\.finger)
+        reply.fingers = found.prints.filter { !(usableOnly && $0.needsEnrolling) }.map(\.finger)
         return reply
     }
 
