@@ -228,7 +228,13 @@ import TouchGateWire
 
     private func release(_ call: Invocation) async -> Result<[Variant], BusError> {
         if let e = checkClaimed(call) { return .failure(e) }
+        let unplugged = gone
         await endClaim()
+        // As fprintd answers it (Debian's 1.94.2, and upstream's test_removal_during_enroll): the
+        // claim ends and the object goes, but the Release of a reader unplugged meanwhile fails.
+        if unplugged {
+            return .failure(.internalError("Release failed with error: This device has been removed from the system."))
+        }
         return .success([])
     }
 

@@ -205,7 +205,10 @@ def test_every_reader_error_gives_fprintds_verify_and_enroll_status(bus_world, b
             want = [ENROLL_STATUS[code], True]
             root.wait_signal("EnrollStatus", lambda a: a == want, start=mark)
             root.call("EnrollStop")
-        root.call("Release")
+        if code == REMOVED:  # the reader is gone from the list: its Release fails, as fprintd's
+            assert root.error("Release").name == "net.reactivated.Fprint.Error.Internal"
+        else:
+            root.call("Release")
     assert harness.listed(world, "alice") == ["right-index-finger"]  # nothing half-enrolled
 
 
@@ -293,8 +296,14 @@ def test_a_reader_unplugged_mid_enrollment_is_reported_disconnected_and_nothing_
     root.wait_finger_needed(True, start=mark)
     world.reader.unplug()
     root.wait_signal("EnrollStatus", lambda a: a == ["enroll-disconnected", True], start=mark)
+    # The object stays until released; its Release fails as fprintd's does, and then it is gone.
+    manager = dict(path="/net/reactivated/Fprint/Manager", iface="net.reactivated.Fprint.Manager")
+    assert root.call("GetDevices", **manager) == [["/net/reactivated/Fprint/Device/0"]]
     root.call("EnrollStop")
-    root.call("Release")
+    e = root.error("Release")
+    assert (e.name, e.message) == ("net.reactivated.Fprint.Error.Internal",
+                                   "Release failed with error: This device has been removed from the system."), e
+    assert root.call("GetDevices", **manager) == [[]]
     assert "left-thumb" not in harness.listed(world, "alice")
     # Later prompts are told at once that there is no reader.
     pam = world.pam("alice").wait()
