@@ -11,6 +11,10 @@ extension Core {
         cancelPrompts(Self.shutdownRefusal)
     }
 
+    /// While stopping, what a request that arrives on a connection already open is answered: it
+    /// would run past the drain and the state's last flush (a password counted after it, lost).
+    public var refusalWhileStopping: Reply? { stopping ? Self.shutdownRefusal : nil }
+
     func cancelPrompts(_ refusal: Refusal) {
         for prompt in activePrompts.values { prompt.interrupt.set(.systemCancel(refusal)) }
     }

@@ -129,6 +129,7 @@ import TouchGateWire
 
     private func start(_ frame: Frame) {
         guard let core else { return close(reason: nil) }
+        if let refusal = core.refusalWhileStopping { return reply(frame.requestID, refusal) }
         let input = PromptInput()
         request = (frame.requestID, input, nil)
         keepalive = LoopTimer(milliseconds: WireLimits.keepaliveMilliseconds / 2) { [weak self] in

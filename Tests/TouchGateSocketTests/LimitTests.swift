@@ -29,6 +29,16 @@ import TouchGateWire
         #expect(await client.closedByDaemon())
     }
 
+    /// Shutdown: a request on a connection already open is refused at once, not run past the drain.
+    @Test func aRequestAfterTheStopBeganIsRefusedAsShutdown() async throws {
+        try await withSocketBed { socket in
+            let client = try await admitted(socket)
+            socket.core.beginShutdown()
+            let reply = try #require(try await client.request(devicesFrame(2)))
+            #expect(reply.code == .systemCancel && reply.string(.reason) == Reason.shutdown.rawValue)
+        }
+    }
+
     @Test func pastThePerPersonCapTheDaemonRefusesWithAnUnsolicitedBusy() async throws {
         try await withSocketBed(limits: limits(perUser: 2)) { socket in
             let first = try await admitted(socket, as: 1000), second = try await admitted(socket, as: 1000)
