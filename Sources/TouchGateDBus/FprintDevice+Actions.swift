@@ -27,20 +27,38 @@ import TouchGateWire
     let verify: Bool
     /// Set once the prompt has begun: the reader listens, or the request waits in its queue.
     let begun = OneShot<Void>()
+    /// The operation's signals until its start is answered: fprintd answers VerifyStart and
+    /// EnrollStart (and names the finger) before any of them, even one that ends it at once.
+    private var held: [@CoreActor () -> Void]? = []
     init(device: FprintDevice, verify: Bool) { self.device = device; self.verify = verify }
+
+    /// Runs `signal` now if the start was answered, else right after it is.
+    func afterAnswer(_ signal: @escaping @CoreActor () -> Void) {
+        if held == nil { signal() } else { held?.append(signal) }
+    }
+
+    /// The start is answered (and VerifyFingerSelected sent): what was held goes out, in order.
+    func answered() {
+        let pending = held ?? []
+        held = nil
+        for signal in pending { signal() }
+    }
 
     func show(_ progress: ProgressEvent) {
         if progress.kind == .prompt || progress.kind == .queued, !begun.isSet { begun.set(()) }
         switch (progress.kind, progress.text) {
         case (.prompt, _):
-            device.setFingerNeeded(true)
+            afterAnswer { [device] in device.setFingerNeeded(true) }
         case (.retry, .retry(let hint)?):
             let status = verify ? FprintStatus.verifyRetry(hint) : FprintStatus.enrollRetry(hint)
-            device.emit(verify ? "VerifyStatus" : "EnrollStatus", [V.string(status), V.bool(false)])
+            afterAnswer { [device, verify] in
+                device.emit(verify ? "VerifyStatus" : "EnrollStatus", [V.string(status), V.bool(false)])
+            }
         case (.enrollStage, _):
             // fprintd reports every stage but the last as passed; the last is the completion.
             if let k = progress.stage, let n = progress.stages, k < n {
-                device.emit("EnrollStatus", [V.string("enroll-stage-passed"), V.bool(false)])
+                afterAnswer { [device] in device.emit("EnrollStatus", [V.string("enroll-stage-passed"), V.bool(false)])
+                }
             }
         default:
             break  // queued, damaged-print notes: fprintd's clients have no place for them
@@ -138,10 +156,11 @@ extension FprintDevice {
         let finger = Finger(rawValue: name)  // "any", "" or an unknown name: any finger, as fprintd
         let enrolled = await core.list(user: claim.username, caller: caller, device: info.deviceKey)
         guard enrolled.isSuccess else { return .failure(Self.error(for: enrolled)) }
-        if enrolled.fingers.isEmpty { return .failure(.noEnrolledPrints("No fingerprints enrolled")) }
+        // As fprintd: a finger named is looked for first, then whether there is any print.
         if let finger, !enrolled.fingers.contains(finger) {
             return .failure(.noEnrolledPrints("No such print \(finger.fpFinger)"))
         }
+        if enrolled.fingers.isEmpty { return .failure(.noEnrolledPrints("No fingerprints enrolled")) }
         if self.action != nil || self.claim?.sender != call.sender {
             return .failure(.alreadyInUse("Another operation is already in progress"))
         }
@@ -165,10 +184,17 @@ extension FprintDevice {
                 guard signals.begun.isSet else { refused.set(reply); break }  // refused before any prompt
                 // fprintd waits for a finger until it is stopped: a timeout just listens again.
                 if reply.outcome == .timeout && !action.input.isDelivered { continue }
-                setFingerNeeded(false)
-                let status = FprintStatus.verifyResult(reply, stopped: action.input.isDelivered)
-                emit("VerifyStatus", [V.string(status), V.bool(true)])
-                break
+                let stopped = action.input.isDelivered
+                let status = FprintStatus.verifyResult(reply, stopped: stopped)
+                // As fprintd orders them: a result is told while the reader still listens, then
+                // it stops; a stopped verify stops listening first.
+                signals.afterAnswer { [self] in
+                    if stopped { setFingerNeeded(false) }
+                    emit("VerifyStatus", [V.string(status), V.bool(true)])
+                    setFingerNeeded(false)
+                    action.ended.set(())
+                }
+                return
             }
             action.ended.set(())
         }
@@ -177,8 +203,11 @@ extension FprintDevice {
             if self.action === action { self.action = nil }
             return .failure(Self.error(for: refusal))
         }
-        // After the answer, as fprintd orders them: the finger it listens for.
-        CoreLoop.shared.task { [self] in emit("VerifyFingerSelected", [V.string(selected)]) }
+        // After the answer, as fprintd orders them: the finger it listens for, then the rest.
+        CoreLoop.shared.task { [self] in
+            emit("VerifyFingerSelected", [V.string(selected)])
+            signals.answered()
+        }
         return .success([])
     }
 
@@ -206,18 +235,23 @@ extension FprintDevice {
         let action = DeviceAction(verify: false)
         self.action = action
         let signals = DeviceSignals(device: self, verify: false)
+        let finished = OneShot<Void>()
         CoreLoop.shared.task { [self] in
             let reply = await core.enroll(
                 user: claim.username, finger: finger, password: nil,
                 origin: Origin(service: FprintNames.bus), caller: caller,
                 client: signals, input: action.input, reader: info.selector)
-            setFingerNeeded(false)
-            emit("EnrollStatus", [V.string(FprintStatus.enrollResult(reply)), V.bool(true)])
-            action.ended.set(())
+            signals.afterAnswer { [self] in
+                setFingerNeeded(false)
+                emit("EnrollStatus", [V.string(FprintStatus.enrollResult(reply)), V.bool(true)])
+                action.ended.set(())
+            }
+            finished.set(())
         }
         // Answered once the enrollment listens (or waits behind another client) or has ended, as
         // fprintd answers EnrollStart only after the print it replaces is deleted.
-        _ = await firstOf(signals.begun, action.ended)
+        _ = await firstOf(signals.begun, finished)
+        CoreLoop.shared.task { signals.answered() }  // after the answer
         return .success([])
     }
 

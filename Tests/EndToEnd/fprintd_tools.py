@@ -37,6 +37,7 @@ class BusClient:
         self.ids = itertools.count(1)
         self.replies = {}
         self.signals = []  # dicts as bus_client.py printed them
+        self.reply_places = {}  # call id: how many signals this connection had received before its reply
         self.unique_name = None
         self._cv = threading.Condition()
         self._closed = False
@@ -62,6 +63,7 @@ class BusClient:
                     self.signals.append(msg)
                 else:
                     self.replies[msg["id"]] = msg
+                    self.reply_places[msg["id"]] = len(self.signals)
                 self._cv.notify_all()
         with self._cv:
             self._closed = True
@@ -99,6 +101,14 @@ class BusClient:
 
     def call(self, method, *args, timeout=DEFAULT_WAIT, **kw):
         return self.result(self.start(method, *args, **kw), timeout)
+
+    def call_placed(self, method, *args, **kw):
+        """Calls, and returns the reply's place among this connection's signals: the index the next
+        signal after the reply gets (the bus delivers both in the daemon's order)."""
+        rid = self.start(method, *args, **kw)
+        self.result(rid)
+        with self._cv:
+            return self.reply_places.pop(rid)
 
     def error(self, method, *args, **kw):
         """The BusError a call ends with (the test fails if it succeeds)."""

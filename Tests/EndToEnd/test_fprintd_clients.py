@@ -234,3 +234,39 @@ def test_a_reader_unplugged_mid_verify_is_reported_disconnected(bus_world, bus_d
         "ReleaseDevice failed: GDBus.Error:net.reactivated.Fprint.Error.Internal: "
         "Release failed with error: This device has been removed from the system."], verify.transcript()
     assert status(world)["failedMatches"] == 0
+
+
+def test_signals_come_in_fprintds_order_around_the_start_and_the_result(bus_world, bus_daemon):
+    """As Debian's fprintd 1.94.2 orders them on the same bus and reader: the start is answered
+    first, then VerifyFingerSelected, then finger-needed; a result is told before finger-needed
+    drops, while a stopped verify stops listening first."""
+    world, root = bus_world, bus_world.root
+    enroll_alice(world)
+
+    def needed(value):
+        return lambda a: a[0] == "net.reactivated.Fprint.Device" and a[1].get("finger-needed") is value
+
+    root.call("Claim", "alice")
+    mark = root.signal_count()
+    answered = root.call_placed("VerifyStart", "any")
+    selected = root.wait_signal("VerifyFingerSelected", start=mark)
+    listening = root.wait_signal("PropertiesChanged", needed(True), start=mark)
+    assert mark <= answered <= selected < listening, root.signals[mark:]
+    world.reader.scan(ALICE_PRINT)
+    told = root.wait_signal("VerifyStatus", lambda a: a == ["verify-match", True], start=listening)
+    assert told < root.wait_signal("PropertiesChanged", needed(False), start=listening)
+    root.call("VerifyStop")
+
+    mark = root.signal_count()
+    root.call("VerifyStart", "any")
+    root.wait_signal("PropertiesChanged", needed(True), start=mark)
+    stopped = root.signal_count()
+    root.call("VerifyStop")
+    assert root.wait_signal("PropertiesChanged", needed(False), start=stopped) < \
+        root.wait_signal("VerifyStatus", lambda a: a == ["verify-no-match", True], start=stopped)
+
+    mark = root.signal_count()
+    answered = root.call_placed("EnrollStart", "left-thumb")
+    assert answered <= root.wait_signal("PropertiesChanged", needed(True), start=mark), root.signals[mark:]
+    root.call("EnrollStop")
+    root.call("Release")
