@@ -55,9 +55,15 @@ import TouchGateWire
                 device.emit(verify ? "VerifyStatus" : "EnrollStatus", [V.string(status), V.bool(false)])
             }
         case (.enrollStage, _):
-            // fprintd reports every stage but the last as passed; the last is the completion.
+            // fprintd reports every stage but the last as passed; the last is the completion. On
+            // a reader that can identify, the first is fprintd's duplicate check, a libfprint
+            // action of its own: fprintd stops listening for it, then listens for the enrollment.
             if let k = progress.stage, let n = progress.stages, k < n {
-                afterAnswer { [device] in device.emit("EnrollStatus", [V.string("enroll-stage-passed"), V.bool(false)])
+                let check = k == 1 && device.info.supportsIdentify
+                afterAnswer { [device] in
+                    if check { device.setFingerNeeded(false) }
+                    device.emit("EnrollStatus", [V.string("enroll-stage-passed"), V.bool(false)])
+                    if check { device.setFingerNeeded(true) }
                 }
             }
         default:
