@@ -129,6 +129,10 @@ public final class LibfprintReader: FingerprintReader, Sendable {
         if stagesChanged { log("reader \(info.name): now \(stages) enroll stages") }
         if scanTypeChanged { log("reader \(info.name): now a \(swipe ? "swipe" : "press") reader") }
         // After `current` is written: a watcher that starts now reads it, or is announced to.
-        if stagesChanged || scanTypeChanged || readers.fingerWatched { readers.announce() }
+        if stagesChanged || scanTypeChanged {
+            readers.announce()
+        } else if readers.fingerWatched {
+            readers.announceSoon()
+        }
     }
 }

@@ -138,6 +138,25 @@ public final class LibfprintReaders: FingerprintReaders, Sendable {
         for handler in changeHandlers.withLock({ $0 }) { handler(infos) }
     }
 
+    /// An announcement waits for the end of what the reader thread is dispatching.
+    nonisolated(unsafe) private var announcing = false
+
+    /// On the reader thread: announces once the loop has nothing more urgent to dispatch, with the
+    /// state then. A finger status a driver sets and clears within one dispatch (a virtual reader's
+    /// scan) is then no change, as fprintd's D-Bus object, which sends its properties the same way.
+    func announceSoon() {
+        guard !announcing else { return }
+        announcing = true
+        g_idle_add_full(
+            G_PRIORITY_DEFAULT_IDLE,
+            { data in
+                let readers = Unmanaged<LibfprintReaders>.fromOpaque(data!).takeRetainedValue()
+                readers.announcing = false
+                readers.announce()
+                return 0
+            }, Unmanaged.passRetained(self).toOpaque(), nil)
+    }
+
     public var describesPrints: Bool { LibfprintReader.loadLibfprint() == nil }
 
     public var chipListing: Int { chipListings.withLock { $0 } }

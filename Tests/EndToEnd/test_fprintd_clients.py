@@ -255,6 +255,10 @@ def test_signals_come_in_fprintds_order_around_the_start_and_the_result(bus_worl
     world.reader.scan(ALICE_PRINT)
     told = root.wait_signal("VerifyStatus", lambda a: a == ["verify-match", True], start=listening)
     assert told < root.wait_signal("PropertiesChanged", needed(False), start=listening)
+    if world.reader.kind != "virtual_image":
+        # The scan command sets and clears the finger's status in one go: no change, as for fprintd.
+        assert not [s for s in root.signals[listening:told]
+                    if s["signal"] == "PropertiesChanged" and "finger-present" in s["args"][1]], root.signals[listening:]
     root.call("VerifyStop")
 
     mark = root.signal_count()
