@@ -22,8 +22,8 @@ extension Core {
     /// After the replies: every state change on disk, the reader closed — each within
     /// `shutdownStepMilliseconds`, so a stuck disk or driver never keeps the daemon from exiting:
     /// every step of the stop together ends within about 7 s, under the package prerm's 10 s
-    /// before SIGKILL. The daemon's service group
-    /// does the two steps as the core's and the reader's shutdown; this is both, in that order.
+    /// before SIGKILL. The daemon's service group does the two steps as the core's and the
+    /// reader's shutdown; this is both, in that order.
     public func finishShutdown() async {
         await flushForShutdown()
         await ReaderService(readers, log: log).shutdown()

@@ -4,13 +4,13 @@ import Crypto
 import TouchGateReader
 import TouchGateWire
 
-/// Which reader a print belongs to: libfprint's driver name and device id.
 /// What a deletion removed, and why it stopped short of the rest if it did.
 public struct PrintDeletion: Sendable, Equatable {
     public var removed: [Finger]
     public var failure: StorageError?
 }
 
+/// Which reader a print belongs to: libfprint's driver name and device id.
 public struct DeviceKey: Sendable, Equatable, Hashable {
     public var driver: String
     public var deviceID: String

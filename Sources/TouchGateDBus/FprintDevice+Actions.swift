@@ -125,9 +125,8 @@ enum FprintStatus {
         case .internalError where r.reason == .storageFull: return "enroll-data-full"
         // Stopped by the client: fprintd's word for a cancelled enrollment; a print not stored too.
         case .appCancel, .internalError, .notPermitted: return "enroll-failed"
-        // Ended by the daemon (suspend, shutdown), or refused while asleep: fprintd says unknown
-        // error for an enrollment suspend ends or prevents.
-        case .systemCancel: return "enroll-unknown-error"
+        // The rest, with an enrollment the daemon ended (suspend, shutdown) or refused while
+        // asleep (systemCancel): fprintd says unknown error for one suspend ends or prevents.
         default: return "enroll-unknown-error"
         }
     }

@@ -56,8 +56,9 @@ public final class LibfprintReader: FingerprintReader, Sendable {
         readChipPrints()
         log("reader: \(info.name) (\(info.driver)), \(info.enrollStages) enroll stages")
         // The driver may change its stage count, its scan type and the finger's status while open
-        // (libfprint notifies each property); libfprint says when the reader is unplugged: its "removed"
-        // property at once, its "removed" signal once the action running, if any, has ended.
+        // (libfprint notifies each property); libfprint says when the reader is unplugged: its
+        // "removed" property at once, its "removed" signal once the action running, if any, has
+        // ended.
         let notify: @convention(c) (gpointer?, gpointer?, gpointer?) -> Void = { object, _, data in
             let reader = Unmanaged<LibfprintReader>.fromOpaque(data!).takeUnretainedValue()
             reader.deviceChanged(object)
