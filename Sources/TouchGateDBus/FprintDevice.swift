@@ -76,7 +76,9 @@ import TouchGateWire
     }
     private var heard: Heard
     private var current: Heard {
-        Heard(stages: Int32(info.enrollScans), swipe: info.isSwipe, present: fingerOn, needed: fingerNeeded)
+        Heard(
+            stages: Int32(info.enrollScans), swipe: info.isSwipe, present: fingerOn,
+            needed: fingerNeeded && info.fingerWanted)
     }
 
     /// The driver changed its stage count, scan type or the finger's status: clients hear it.

@@ -12,6 +12,9 @@ public struct ReaderInfo: Sendable, Equatable {
     /// Whether the driver feels a finger on it (libfprint's finger-status); announced only while
     /// someone watches it (`FingerprintReaders.watchFinger`).
     public var fingerPresent = false
+    /// Whether the driver waits for a finger now (libfprint's finger-status NEEDED, which an image
+    /// device clears between captures); true where nothing says otherwise. Announced as above.
+    public var fingerWanted = true
     /// A match-on-chip reader that keeps its own copy of each print it enrolled (libfprint's
     /// storage feature): a deletion deletes that copy too.
     public var hasStorage = false

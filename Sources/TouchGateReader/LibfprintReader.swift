@@ -52,6 +52,7 @@ public final class LibfprintReader: FingerprintReader, Sendable {
             supportsIdentify: tgfp_device_has_feature(dev, FP_DEVICE_FEATURE_IDENTIFY) != 0,
             isSwipe: tgfp_device_get_scan_type(dev) == FP_SCAN_TYPE_SWIPE)
         info.hasStorage = tgfp_device_has_storage(dev) != 0
+        info.fingerWanted = tgfp_device_get_finger_status(dev).rawValue & FP_FINGER_STATUS_NEEDED.rawValue != 0
         current.withLock { $0 = info }
         readChipPrints()
         log("reader: \(info.name) (\(info.driver)), \(info.enrollStages) enroll stages")
@@ -113,7 +114,12 @@ public final class LibfprintReader: FingerprintReader, Sendable {
         guard let dev = device, UnsafeMutableRawPointer(dev) == object else { return }
         let stages = Int(tgfp_device_get_nr_enroll_stages(dev))
         let swipe = tgfp_device_get_scan_type(dev) == FP_SCAN_TYPE_SWIPE
-        let present = tgfp_device_get_finger_status(dev).rawValue & FP_FINGER_STATUS_PRESENT.rawValue != 0
+        let status = tgfp_device_get_finger_status(dev).rawValue
+        let present = status & FP_FINGER_STATUS_PRESENT.rawValue != 0
+        // Once the result is told, the drop that ends the operation waits for the next change:
+        // the result goes first, as fprintd tells it at the report (an image reader drops it
+        // between captures, before any report, and that drop is seen at once).
+        let wanted = status & FP_FINGER_STATUS_NEEDED.rawValue != 0 || (running?.reported ?? false)
         guard
             let (info, before) = current.withLock({ s -> (ReaderInfo, ReaderInfo)? in
                 guard var info = s else { return nil }
@@ -121,6 +127,7 @@ public final class LibfprintReader: FingerprintReader, Sendable {
                 info.enrollStages = stages
                 info.isSwipe = swipe
                 info.fingerPresent = present
+                info.fingerWanted = wanted
                 guard info != before else { return nil }
                 s = info
                 return (info, before)

@@ -152,7 +152,8 @@ public final class LibfprintReaders: FingerprintReaders, Sendable {
             { data in
                 let readers = Unmanaged<LibfprintReaders>.fromOpaque(data!).takeRetainedValue()
                 readers.announcing = false
-                readers.announce()
+                // Closed meanwhile (sleep, shutdown): no reader is served, none was unplugged.
+                if !readers.closedAll { readers.announce() }
                 return 0
             }, Unmanaged.passRetained(self).toOpaque(), nil)
     }
