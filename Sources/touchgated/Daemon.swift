@@ -110,6 +110,12 @@ func serve(_ options: DaemonOptions) -> Int32 {
         boundPath = socketPath
         boundIdentity = ListeningSocket.identity(of: socketPath)
     }
+    /// A start that fails from here on takes back the socket file it bound: no stale file is left
+    /// for the next start or a client to find.
+    let failStart = { (reason: String) -> Int32 in
+        if let boundPath { ListeningSocket.remove(boundPath, ifStill: boundIdentity) }
+        return startFailure(reason)
+    }
     var wiring = CoreSetup(
         policy: settings.policy, allowRemote: settings.allowRemote, bootID: bootID,
         stateDirectory: state, printStore: prints, readers: readers,
@@ -135,7 +141,7 @@ func serve(_ options: DaemonOptions) -> Int32 {
     let daemon: DaemonServices
     switch services {
     case .success(let d): daemon = d
-    case .failure(let error): return startFailure("state directory \(stateDirectory): \(error)")
+    case .failure(let error): return failStart("state directory \(stateDirectory): \(error)")
     }
     // Main waits for the services up to readiness; those on the bus start later, while it serves.
     let started = Semaphore()
@@ -148,7 +154,7 @@ func serve(_ options: DaemonOptions) -> Int32 {
         }
     }
     started.wait()
-    if let failure = outcome.failure { return startFailure(failure) }
+    if let failure = outcome.failure { return failStart(failure) }
 
     var received: Int32 = 0
     sigwait(&signals, &received)

@@ -182,6 +182,17 @@ def test_a_state_directory_others_can_write_stops_the_daemon(world):
     assert "state directory" in result.stderr and "owned by uid %d" % ALICE_UID in result.stderr, result.stderr
 
 
+def test_a_start_that_fails_after_binding_its_socket_removes_the_socket_file(world):
+    world.state.mkdir(mode=0o700)
+    elsewhere = world.dir / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    (world.state / "users").symlink_to(elsewhere)
+    result = harness.run_daemon_once(world, "/nonexistent")
+    assert result.returncode == 1
+    assert "state directory" in result.stderr and "users" in result.stderr, result.stderr
+    assert not world.socket.exists()
+
+
 def test_temporary_files_left_by_interrupted_writes_are_removed_at_start(world, alice):
     users = world.state / "users" / "alice"
     prints = print_file(world, "alice", 7).parent
