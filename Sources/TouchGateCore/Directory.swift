@@ -137,6 +137,14 @@ public final class Directory: Sendable {
         guard renameat(fd, name, fd, newName) == 0 else { throw .io("rename \(path)/\(name)", errno) }
     }
 
+    /// Whether an entry of that name exists, of any kind (a symlink is not followed). An entry
+    /// that cannot be looked up counts as present, so a check built on this fails closed.
+    public func contains(_ name: String) -> Bool {
+        guard (try? Self.checkName(name)) != nil else { return true }
+        var st = stat()
+        return fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT
+    }
+
     /// The names in the directory, "." and ".." excepted.
     public func entries() -> [String] {
         let copy = dup(fd)

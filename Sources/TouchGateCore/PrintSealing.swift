@@ -44,6 +44,10 @@ public enum DataKeyState: Sendable, Equatable {
 public final class PrintSealing: Sendable {
     /// `<state>/sealed-key`: the data key as the TPM sealed it.
     public static let blobName = "sealed-key"
+    /// `<state>/prints-exported`: left by `touchgated --export-prints`. While it is there a daemon
+    /// that would seal does not start, so none started by a client after the export (a D-Bus
+    /// activation during the package's removal) seals the prints again (touchgated(8), FILES).
+    public static let exportedName = "prints-exported"
 
     let mode: SealMode
     let sealer: (any KeySealer)?

@@ -85,10 +85,25 @@ func serve(_ options: DaemonOptions) -> Int32 {
     let sealing = PrintSealing(
         mode: settings.seal, sealer: TPMSealer(tcti: settings.tpm, pcrs: settings.sealPCRs), state: state)
     if options.exportPrints {
+        // The mark first: a daemon started from now on refuses, instead of sealing what is written back.
+        do {
+            try state.writeAtomically(
+                PrintSealing.exportedName, Array("written by touchgated --export-prints\n".utf8))
+        } catch { return startFailure("prints not exported: \(error)") }
         // No sigwait here: Ctrl-C or SIGTERM ends the export at once (each print file is
         // replaced whole, so one cut short leaves every file either sealed or in the clear).
         pthread_sigmask(SIG_UNBLOCK, &signals, nil)
         return exportPrints(PrintFiles(root: prints, reader: readers, sealing: sealing))
+    }
+    if state.contains(PrintSealing.exportedName) {
+        let mark = "\(state.path)/\(PrintSealing.exportedName)"
+        guard settings.seal == .no else {
+            return startFailure(
+                "the prints were written back in the clear (touchgated --export-prints), and this start would "
+                    + "seal them again: remove \(mark) to use touchgate with sealing, or set seal = no")
+        }
+        do { try state.remove(PrintSealing.exportedName) } catch { return startFailure("\(error)") }
+        log.notice("prints stay in the clear (seal = no): removed \(mark), left by touchgated --export-prints")
     }
     let stale = StartUp.removeStaleTemporaries(state: state, printStore: prints)
     if stale > 0 { log.notice("removed \(stale) temporary files left by interrupted writes") }

@@ -37,7 +37,7 @@ struct Touchgated: ParsableCommand {
 
     @Flag(
         help:
-            "Write every sealed print back in the clear, in fprintd's format, and exit (with the daemon stopped, before going back to fprintd)."
+            "Write every sealed print back in the clear, in fprintd's format, and exit (with the daemon stopped, before going back to fprintd). Until the mark it leaves in the state directory is removed, the daemon starts only with seal = no."
     )
     var exportPrints = false
 

@@ -166,10 +166,19 @@ def test_the_export_writes_the_prints_back_in_fprintds_format(world):
         assert "1 sealed print written back in the clear in %s" % world.prints in done.stdout
         clear = path.read_bytes()
         assert not clear.startswith(MAGIC) and ALICE_PRINT.encode() in clear
+        # A daemon started after the export (a D-Bus client, while the package is removed) would
+        # seal the print again; it refuses to start instead, and says how to go on.
+        mark = world.state / "prints-exported"
+        refused = harness.run_daemon_once(world, conf)
+        assert refused.returncode == 1, refused
+        assert "remove %s to use touchgate with sealing, or set seal = no" % mark in refused.stderr, refused
+        assert path.read_bytes() == clear
 
     # Sealing off, as before going back to fprintd: the print is used as it is.
-    world.start_daemon(config=configure(world, None, seal="no"))
+    daemon = world.start_daemon(config=configure(world, None, seal="no"))
     assert verify(world).result == "PAM_SUCCESS"
+    daemon.log.wait_for("prints stay in the clear (seal = no): removed %s" % mark)
+    assert not mark.exists()
 
 
 def test_ctrl_c_ends_an_export_that_waits_on_a_tpm_that_does_not_answer(world):

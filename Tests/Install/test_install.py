@@ -295,6 +295,9 @@ def test_14_remove_keeps_the_state_and_a_broken_config_does_not_fail_the_install
     assert machine.read("/etc/pam.d/common-auth") == state["original_common_auth"]
     prints = [p for p in machine.path("/var/lib/touchgate").rglob("*") if p.is_file()]
     assert prints, "removal deleted the state"
+    # The export's mark: a touchgated started during the removal would not have sealed them again.
+    exported = machine.path("/var/lib/touchgate/prints-exported")
+    assert exported.is_file() and (exported.stat().st_mode & 0o777) == 0o600
     conf = machine.path("/etc/touchgate/touchgate.conf")
     shipped = conf.read_bytes()
     broken = shipped + b"max_tries = lots\n"
@@ -302,6 +305,7 @@ def test_14_remove_keeps_the_state_and_a_broken_config_does_not_fail_the_install
     line = broken.decode().count("\n")
     machine.run("apt-get", "install", "-y", "-q", *machine.debs, limit=300)
     assert conf.read_bytes() == broken  # the administrator's file is kept, broken or not
+    assert not exported.exists(), "installed again, touchgated would still refuse to start"
     machine.path("/run/touchgate").mkdir(mode=0o755, exist_ok=True)
     started = machine.run(m.DAEMON, check=False, limit=30)
     assert started.returncode == 1
