@@ -52,6 +52,8 @@ public final class PrintSealing: Sendable {
     let mode: SealMode
     let sealer: (any KeySealer)?
     let state: Directory
+    /// Only opens the key sealed before, whatever the mode, and never makes one (the export).
+    let openOnly: Bool
     private let cached = Mutex<Cached?>(nil)
 
     private enum Resolved {
@@ -70,9 +72,13 @@ public final class PrintSealing: Sendable {
     /// queued behind it on the storage threads are not held up again and again.
     let retryAfterMilliseconds: Int64
 
-    public init(mode: SealMode, sealer: (any KeySealer)?, state: Directory, retryAfterMilliseconds: Int64 = 30_000) {
+    public init(
+        mode: SealMode, sealer: (any KeySealer)?, state: Directory, retryAfterMilliseconds: Int64 = 30_000,
+        openOnly: Bool = false
+    ) {
         self.mode = mode; self.sealer = sealer; self.state = state
         self.retryAfterMilliseconds = retryAfterMilliseconds
+        self.openOnly = openOnly
     }
 
     /// The key for reading and writing prints now. Once had it is kept; `off` is remembered too
@@ -111,11 +117,14 @@ public final class PrintSealing: Sendable {
     }
 
     private func resolve() -> Result<Resolved, SealingError> {
-        if mode == .no { return .success(.off("sealing is off (seal = no)")) }
+        // The export opens what was sealed even after `seal = no` was set: sealing off is what
+        // comes after it, and the prints it writes back are what fprintd reads.
+        if mode == .no && !openOnly { return .success(.off("sealing is off (seal = no)")) }
         let blob: [UInt8]?
         do { blob = try state.read(Self.blobName, limit: 64 * 1024) } catch {
             return .failure(SealingError("\(state.path)/\(Self.blobName): \(error)"))
         }
+        if openOnly && blob == nil { return .success(.off("no data key was ever sealed here")) }
         guard let sealer else {
             // `tpm`, or a key sealed before: without tpm2-tss nothing sealed can open.
             if mode == .auto && blob == nil { return .success(.off("no TPM is present (tpm2-tss is not installed)")) }

@@ -2,10 +2,13 @@
 // one when the data key is had, converting a store at start, and writing it back in the clear.
 import TouchGateWire
 
-/// A print file as read: in the clear (stored so, or opened), or sealed and not opened now.
+/// A print file as read: in the clear (stored so, or opened); sealed and not opened now (the key
+/// cannot be had); or sealed and not opening with the key in hand (altered, moved, or sealed under
+/// another key), which no later attempt changes.
 enum StoredPrint: Equatable {
     case plain([UInt8])
     case closed(digest: String, why: String)
+    case unopenable(digest: String, why: String)
 }
 
 extension PrintFiles {
@@ -30,7 +33,7 @@ extension PrintFiles {
             do {
                 return .plain(try SealedPrint.open(raw, place: Self.place(user, device, finger), key: key))
             } catch {
-                return .closed(digest: digest, why: "it is sealed, and \(error)")
+                return .unopenable(digest: digest, why: "it is sealed, and \(error)")
             }
         }
     }
@@ -73,7 +76,7 @@ extension PrintFiles {
             guard let raw = try dir.read(name), SealedPrint.isSealed(raw) else { return false }
             switch try load(dir, name, user: user, device: device, finger: finger) {
             case .plain(let plain)?: try dir.writeAtomically(name, plain)
-            case .closed(_, let why)?: throw .unsafe(why)
+            case .closed(_, let why)?, .unopenable(_, let why)?: throw .unsafe(why)
             case nil: return false
             }
             return true
@@ -83,16 +86,25 @@ extension PrintFiles {
     }
 
     /// Calls `body` on every print file of every user; returns how many it rewrote (it returned
-    /// true), and logs each it could not.
+    /// true), and logs each it could not, and each directory it could not open.
     private func eachPrint(
         log: (String) -> Void,
         _ body: (Directory, String, String, DeviceKey, Finger) throws(StorageError) -> Bool
     ) -> Int {
         var count = 0
         for user in root.entries() where !Directory.isTemporary(user) && isValidAccountName(user) {
-            guard let keys = try? devices(user) else { continue }
+            let keys: [DeviceKey]
+            do { keys = try devices(user) } catch {
+                log("\(root.path)/\(user): left as it is: \(error)")
+                continue
+            }
             for device in keys {
-                guard let dir = (try? deviceDirectory(user, device, create: false)) ?? nil else { continue }
+                let found: Directory?
+                do { found = try deviceDirectory(user, device, create: false) } catch {
+                    log("\(root.path)/\(user)/\(device.driver)/\(device.deviceID): left as it is: \(error)")
+                    continue
+                }
+                guard let dir = found else { continue }
                 for name in dir.entries() {
                     guard let finger = Self.finger(fileName: name) else { continue }
                     do {

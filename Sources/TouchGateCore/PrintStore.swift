@@ -103,6 +103,9 @@ public struct PrintFiles: Sendable {
                     // so the domain state holds, but unusable until it opens.
                     found.append(
                         EnrolledPrint(finger: finger, digest: digest, damaged: true, problem: why, closed: true))
+                case .unopenable(let digest, let why):
+                    // The key is had and the file does not open with it: damaged, to enroll again.
+                    found.append(EnrolledPrint(finger: finger, digest: digest, damaged: true, problem: why))
                 case .plain(let bytes):
                     let problem =
                         judged ? Self.problem(reader.describe(bytes), user: user, device: device, finger: finger) : nil
@@ -136,7 +139,8 @@ public struct PrintFiles: Sendable {
         switch try load(dir, Self.fileName(finger), user: user, device: device, finger: finger) {
         case nil: return nil
         case .plain(let bytes): return bytes
-        case .closed(_, let why): throw .unsafe("\(dir.path)/\(Self.fileName(finger)): \(why)")
+        case .closed(_, let why), .unopenable(_, let why):
+            throw .unsafe("\(dir.path)/\(Self.fileName(finger)): \(why)")
         }
     }
 

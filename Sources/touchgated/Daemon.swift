@@ -82,8 +82,10 @@ func serve(_ options: DaemonOptions) -> Int32 {
     do { prints = try Directory.openRoot(printDirectory) } catch {
         return startFailure("print store \(printDirectory): \(error)")
     }
+    // The export opens the key sealed before whatever `seal` says now, and never makes one.
     let sealing = PrintSealing(
-        mode: settings.seal, sealer: TPMSealer(tcti: settings.tpm, pcrs: settings.sealPCRs), state: state)
+        mode: settings.seal, sealer: TPMSealer(tcti: settings.tpm, pcrs: settings.sealPCRs), state: state,
+        openOnly: options.exportPrints)
     if options.exportPrints {
         // The mark first: a daemon started from now on refuses, instead of sealing what is written back.
         do {

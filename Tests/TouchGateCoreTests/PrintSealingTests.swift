@@ -39,13 +39,15 @@ struct PrintSealingTests {
     let reader = StubReader()
     let device = DeviceKey(driver: "stub", deviceID: "stub-0")
 
-    func files(_ dir: String, _ mode: SealMode = .tpm, _ sealer: (any KeySealer)?, retryAfter: Int64 = 0) throws
-        -> PrintFiles
-    {
+    func files(
+        _ dir: String, _ mode: SealMode = .tpm, _ sealer: (any KeySealer)?, retryAfter: Int64 = 0,
+        openOnly: Bool = false
+    ) throws -> PrintFiles {
         let state = try Directory.openRoot("\(dir)/state")
         return PrintFiles(
             root: try Directory.openRoot("\(dir)/prints"), reader: reader,
-            sealing: PrintSealing(mode: mode, sealer: sealer, state: state, retryAfterMilliseconds: retryAfter))
+            sealing: PrintSealing(
+                mode: mode, sealer: sealer, state: state, retryAfterMilliseconds: retryAfter, openOnly: openOnly))
     }
 
     /// alice's right index finger saved, sealed by a TPM that answers; that TPM.
@@ -112,6 +114,9 @@ struct PrintSealingTests {
             let moved = try #require(store.list("alice", device: device).prints.first { $0.finger == .leftIndex })
             #expect(moved.damaged)
             #expect(moved.problem?.contains("does not open with this machine's data key") == true)
+            // The key is had, so no later try opens it: a damaged print to enroll again, not a
+            // TPM away (the person is told which finger, not to wait for the TPM).
+            #expect(!moved.closed && moved.needsEnrolling)
         }
     }
 
@@ -212,6 +217,36 @@ struct PrintSealingTests {
             let elsewhere = try files(dir, .tpm, MachineSealer(machine: 9))
             #expect(throws: StorageError.self) { try elsewhere.exportClear { _ in } }
             #expect(contents(path(dir)) == sealed)
+        }
+    }
+
+    @Test func theExportOpensWhatWasSealedEvenWithSealingTurnedOffAndMakesNoKey() async throws {
+        try await withTemporaryDirectory { dir in
+            try aliceSealed(in: dir)
+            let export = try files(dir, .no, MachineSealer(machine: 7), openOnly: true)
+            #expect(try export.exportClear { _ in } == 1)
+            #expect(contents(path(dir)) == reader.print(user: "alice", finger: 7))
+
+            // Nothing was ever sealed in another directory: the export makes no key there.
+            let other = "\(dir)/other"
+            #expect(mkdir(other, 0o700) == 0)
+            let bytes = reader.print(user: "alice", finger: 7)
+            try plain(other).save(bytes, user: "alice", device: device, finger: .rightIndex)
+            let sealer = MachineSealer(machine: 7)
+            #expect(try files(other, .tpm, sealer, openOnly: true).exportClear { _ in } == 0)
+            #expect(!exists("\(other)/state/sealed-key") && sealer.calls.withLock { $0 } == 0)
+        }
+    }
+
+    @Test func aDirectoryTheExportCannotOpenIsCountedAsLeftSealed() async throws {
+        try await withTemporaryDirectory { dir in
+            try aliceSealed(in: dir)
+            let userDir = "\(dir)/prints/alice"
+            #expect(chmod(userDir, 0o777) == 0)  // writable by others: not trusted
+            var logged: [String] = []
+            let export = try files(dir, .tpm, MachineSealer(machine: 7), openOnly: true)
+            #expect(throws: StorageError.self) { try export.exportClear { logged.append($0) } }
+            #expect(logged.count == 1 && logged.first?.hasPrefix("\(userDir): left as it is") == true)
         }
     }
 
