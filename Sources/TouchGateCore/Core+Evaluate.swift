@@ -117,10 +117,11 @@ extension Core {
             case .second(let interrupt):
                 return ended(by: interrupt)
             case .first(.success(.match(let i))):
-                // A lock, a disable or a deletion made while the prompt listened counts: the
-                // match is judged again against the state and the prints as they are now.
+                // A lock, a disable or a deletion made while the prompt listened counts, and so
+                // does the time that passed (a rule of time may have begun): the match is judged
+                // again against the state, the prints and the clock as they are now.
                 let moved = seen != seenNow(r.user)
-                if moved, let refusal = await stillAllowed(r, template: templates[i]) {
+                if let refusal = await stillAllowed(r, template: templates[i], printsMayHaveMoved: moved) {
                     log.notice("a match no longer allowed: \(refusal.outcome.name)", metadata: ["user": "\(r.user)"])
                     return .reply(refusal, method: "fingerprint")
                 }
@@ -224,8 +225,9 @@ extension Core {
 
     /// nil when a match against `template` still stands: the user's state allows a fingerprint
     /// now, and the print is still enrolled, unchanged (both read from the caches: microseconds).
-    private func stillAllowed(_ r: EvaluateRequest, template: [UInt8]) async -> Refusal? {
+    private func stillAllowed(_ r: EvaluateRequest, template: [UInt8], printsMayHaveMoved: Bool) async -> Refusal? {
         if let refusal = await preflight(user: r.user, rhost: r.origin.rhost, reader: r.reader) { return refusal }
+        guard printsMayHaveMoved else { return nil }  // the template matched is one judged usable
         let digest = PrintFiles.digest(template)
         let device = await readerInfo(r.reader)?.deviceKey
         let now = await prints.list(r.user, device: device).prints

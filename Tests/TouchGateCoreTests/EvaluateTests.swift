@@ -52,6 +52,22 @@ import TouchGateWire
         }
     }
 
+    /// Time passes while the prompt listens (a late touch, retries): a finger given after a rule
+    /// of time began to ask the password (idle, interval) is refused, though nothing else changed.
+    @Test func aFingerGivenAfterARuleOfTimeBeganIsRefused() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            bed.reader.script(.matchOnRelease)
+            let (running, client, _) = core.startEvaluate()
+            #expect(await client.waitFor(.prompt))
+            bed.clock.advance(49 * 3600)
+            bed.reader.releaseScan()
+            let reply = try #require(await running.value())
+            #expect(reply.outcome == .passwordRequired, "\(reply)")
+        }
+    }
+
     /// The same lock made while the prompt was being prepared: after it judged alice, while it read
     /// her templates (held here by busy storage threads), before it listened.
     @Test func aLockMadeWhileThePromptReadItsTemplatesRefusesTheFingerGivenAfterIt() async throws {
