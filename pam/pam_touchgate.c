@@ -12,6 +12,7 @@
 static int authenticate(pam_handle_t *pamh, const struct tg_options *opt)
 {
     struct tg_call c = { .pamh = pamh, .opt = opt };
+    struct tg_line typed = { 0 };
     bool ask_password = false;
     int rc;
 
@@ -29,10 +30,13 @@ static int authenticate(pam_handle_t *pamh, const struct tg_options *opt)
     tg_lang_open(&c.lang, c.locale);
     if (!opt->noinput && !tg_tty_open(&c.tty))
         TG_DEBUG(opt, pamh, "no terminal in the foreground: messages only");
-    rc = tg_prompt_run(&c, &ask_password);
+    rc = tg_prompt_run(&c, &ask_password, &typed);
     if (ask_password)
-        rc = tg_password_step(&c);
+        rc = tg_password_step(&c, &typed);
+    else if (typed.len > 0)
+        tg_password_finish(&c, &typed); /* the refusal's code stands; the password goes on */
 done:
+    tg_line_wipe(&typed);
     tg_tty_close(&c.tty); /* the terminal exactly as it was found, whatever ended the call */
     tg_lang_close(&c.lang);
     TG_DEBUG(opt, pamh, "authenticate -> %s", pam_strerror(pamh, rc));

@@ -25,7 +25,7 @@ enum asked {
 
 /* The module's own terminal reader: "Password: ", echo and signals off (the same tg_tty code as
  * the fingerprint prompt), so Ctrl-C and Ctrl-D are keys with a meaning and the terminal is put
- * back exactly as found whatever ends it. */
+ * back exactly as found whatever ends it. A line begun at the fingerprint prompt goes on. */
 static enum asked ask_on_terminal(struct tg_call *c, struct tg_line *line)
 {
     enum asked asked = ASKED_CANCEL;
@@ -205,17 +205,37 @@ static int judge(struct tg_call *c, const struct tg_frame *frame, const char *pa
     return rc;
 }
 
-int tg_password_step(struct tg_call *c)
+/* Asks on the terminal, going on with what was typed at the prompt, else in the conversation
+ * (where nothing typed at the terminal belongs). */
+static enum asked ask(struct tg_call *c, struct tg_line *line)
 {
-    struct tg_line line = { 0 };
+    enum asked asked = c->tty.fd >= 0 ? ask_on_terminal(c, line) : ASKED_NOWHERE;
+    if (asked == ASKED_NOWHERE) {
+        tg_line_wipe(line);
+        asked = ask_in_conversation(c, line);
+    }
+    return asked;
+}
+
+void tg_password_finish(struct tg_call *c, struct tg_line *typed)
+{
+    if (ask(c, typed) == ASKED_LINE && typed->len > 0) {
+        tg_hand_over(c, typed->buf);
+        DEBUG(c, "password finished after the refusal: handed to the password module");
+    }
+    tg_line_wipe(typed);
+}
+
+int tg_password_step(struct tg_call *c, struct tg_line *typed)
+{
+    struct tg_line line = *typed;
     uint8_t buf[TG_FRAME_BUFFER];
     struct tg_frame frame;
     enum tg_io_status io = TG_IO_OK;
     int rc = PAM_SYSTEM_ERR;
 
-    enum asked asked = c->tty.fd >= 0 ? ask_on_terminal(c, &line) : ASKED_NOWHERE;
-    if (asked == ASKED_NOWHERE)
-        asked = ask_in_conversation(c, &line);
+    tg_line_wipe(typed);
+    enum asked asked = ask(c, &line);
     if (asked == ASKED_GONE) {
         rc = tg_outcome_to_pam(TG_ERR_APP_CANCEL, 0);
         goto done;

@@ -30,6 +30,7 @@ struct prompt {
     bool password_sent;  /* a PASSWORD went out: the RESULT judges it */
     bool takes_password; /* the daemon said a password typed at this prompt is sent to it */
     bool ask_password;   /* the RESULT asks for the password step */
+    bool typing;         /* a refusal came while a password was half-typed: it goes on */
     struct tg_line line; /* the typed password, wiped on every way out */
 };
 
@@ -288,7 +289,11 @@ static int on_result(struct prompt *p, const struct tg_frame *frame)
      * back-off); a success needs no second step, and under noinput the module asks nothing,
      * whatever a reply says (its own fact, docs/spec.md §6). */
     p->ask_password = code != TG_OK && (flags & TG_FLAG_ASK_PASSWORD) != 0 && !p->c->opt->noinput;
-    tg_line_wipe(&p->line); /* a half-typed line is dropped when the daemon answers first */
+    /* A half-typed line is dropped when a match ends the prompt; a refusal leaves it to be
+     * finished (tg_prompt_run), or its rest would be read next as a password of its own. */
+    p->typing = rc != PAM_SUCCESS && !p->password_sent && p->line.len > 0 && !p->line.overflow;
+    if (!p->typing)
+        tg_line_wipe(&p->line);
     DEBUG(p, "result code %d flags %#x -> %s%s", (int)code, (unsigned)flags,
           pam_strerror(p->c->pamh, rc), p->ask_password ? ", password next" : "");
     return rc;
@@ -382,13 +387,18 @@ static int await_result(struct prompt *p)
     return rc;
 }
 
-int tg_prompt_run(struct tg_call *c, bool *ask_password)
+int tg_prompt_run(struct tg_call *c, bool *ask_password, struct tg_line *typed)
 {
     struct prompt p = { .c = c, .sock = -1, .id = tg_new_request_id() };
     int rc = tg_evaluate_start(c, p.id, &p.sock);
     if (rc == PAM_SUCCESS)
         rc = await_result(&p);
     finish_keys(&p); /* the terminal exactly as it was found, whatever ended the prompt */
+    tg_line_wipe(typed);
+    if (p.typing) {
+        *typed = p.line;
+        DEBUG(&p, "refused while a password was being typed: it goes on");
+    }
     tg_line_wipe(&p.line);
     if (p.sock >= 0)
         close(p.sock); /* closing is the cancel: the daemon ends a prompt whose client left */

@@ -100,6 +100,42 @@ static enum tg_key_action type(struct tg_line *line, const char *keys)
     return last;
 }
 
+/* A refusal while a password is half-typed at the fingerprint prompt: the rest of it is not a
+ * password of its own. The password step goes on with the line, or, when the daemon asks no
+ * password, the whole line is handed to the password module that follows. */
+static void test_refused_while_typing(bool asks)
+{
+    const char *name = asks ? "refused while typing, password step" : "refused while typing";
+    struct daemon d = { .act = REFUSE_ON_GO,
+                        .refusal = asks ? TG_ERR_AUTHENTICATION_FAILED : TG_ERR_TIMEOUT,
+                        .refusal_flags = asks ? TG_FLAG_ASK_PASSWORD : 0,
+                        .answer = TG_OK,
+                        .answer_reason = TG_REASON_PASSWORD };
+    struct outcome o;
+    struct script s = { "tg-tty-bop", TEXT_HINT_BOP, "hun", TEXT_TYPING };
+
+    then_wait_for = TEXT_PASSWORD;
+    then_keys = "ter2\r";
+    run_tty(&s, &d, &o);
+    then_keys = NULL;
+    expect_restored(&o, name);
+    CHECK(strstr(o.after, TEXT_REFUSED) != NULL &&
+              strstr(o.after, TEXT_REFUSED) < strstr(o.after, TEXT_PASSWORD),
+          "%s: the refusal did not come before the prompt: '%s'", name, o.after);
+    CHECK(o.rep.has_authtok && strcmp(o.rep.authtok, "hunter2") == 0, "%s: PAM_AUTHTOK '%s'", name,
+          o.rep.authtok);
+    CHECK(strstr(o.after, "hun") == NULL && strstr(o.after, "ter2") == NULL, "%s: echoed: '%s'",
+          name, o.after);
+    if (asks) {
+        CHECK(o.rep.rc == PAM_SUCCESS, "%s: %d", name, o.rep.rc);
+        CHECK(d.verify_came && strcmp(d.password, "hunter2") == 0, "%s: daemon saw '%s'", name,
+              d.password);
+    } else {
+        CHECK(o.rep.rc == PAM_AUTHINFO_UNAVAIL, "%s: %d", name, o.rep.rc);
+        CHECK(!d.verify_came, "%s: a password was sent", name);
+    }
+}
+
 static void test_line_editor(void)
 {
     struct tg_line line = { 0 };
@@ -143,6 +179,8 @@ int main(int argc, char **argv)
         test_password_step_wrong();
         test_password_step_cancelled();
         test_password_step_in_chinese();
+        test_refused_while_typing(true);
+        test_refused_while_typing(false);
         tty_bed_teardown();
     }
     return check_summary("test_tty_password");

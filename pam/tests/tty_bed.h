@@ -31,6 +31,7 @@
 #define TEXT_QUEUED         "Waiting for the fingerprint reader (1 ahead in the queue)"
 #define TEXT_LOCKED         "Fingerprint locked after 5 failed attempts: enter your password"
 #define TEXT_PASSWORD       "Password: "
+#define TEXT_REFUSED        "Fingerprint not recognised"
 #define TEXT_PASSWORD_ZH    "密码："
 #define OUTPUT_MAX          8192
 
@@ -164,6 +165,9 @@ struct script {
     const char *go_after; /* output to wait for after the keys before "go"; "" = go at once */
 };
 
+/* Set before run_tty: after "go", output to wait for, then keys typed (none when NULL). */
+static const char *then_wait_for, *then_keys;
+
 static inline void run_tty(const struct script *s, struct daemon *d, struct outcome *o)
 {
     int report[2] = { -1, -1 };
@@ -201,6 +205,12 @@ static inline void run_tty(const struct script *s, struct daemon *d, struct outc
                   s->service, s->go_after);
         if (write(d->go[1], "g", 1) != 1)
             CHECK(false, "cannot signal the fake daemon");
+    }
+    if (then_keys != NULL) {
+        CHECK(await_output(master, o->after, &o->nafter, then_wait_for), "%s: '%s' never shown",
+              s->service, then_wait_for);
+        if (write(master, then_keys, strlen(then_keys)) < 0)
+            CHECK(false, "%s: cannot type", s->service);
     }
 
     /* The child's report, draining the terminal meanwhile so the child never blocks on it. */

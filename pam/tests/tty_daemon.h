@@ -12,6 +12,8 @@ enum daemon_act {
     GO_SILENT,     /* PROMPT, then nothing at all (no keepalives) until the client hangs up */
     ASK_PASSWORD,  /* no PROMPT: RESULT lockout with ASK_PASSWORD; then a VERIFY_PASSWORD, if one
                     * comes before the test's "go", gets `answer` */
+    REFUSE_ON_GO,  /* PROMPT, then RESULT `refusal` with `refusal_flags` when the test says go;
+                    * with ASK_PASSWORD among them, a VERIFY_PASSWORD then gets `answer` */
 };
 
 struct daemon {
@@ -22,6 +24,8 @@ struct daemon {
     const char *answer_message;
     bool takes_no_password; /* the prompt is not marked ACCEPTS_PASSWORD, whatever the policy */
     bool unjudged;          /* a password's answer lacks BY_PASSWORD (as from an older daemon) */
+    int32_t refusal;        /* REFUSE_ON_GO: the RESULT's code, */
+    int32_t refusal_flags;  /* and its FLAGS */
     enum { ANSWERS, HANGS_UP, FALLS_SILENT } after_password; /* what a PASSWORD gets */
     int listen_fd;
     int go[2]; /* pipe: the test's "go" */
@@ -153,6 +157,15 @@ static inline void *daemon_main(void *arg)
         if (wait_go(d))
             fake_result(fd, id, TG_OK, NULL, "Fingerprint recognised");
         break;
+    case REFUSE_ON_GO:
+        if (!wait_go(d))
+            break;
+        fake_result_flags(fd, id, d->refusal, NULL, TEXT_REFUSED, d->refusal_flags);
+        d->saw_close = fake_await_close(fd, 10000);
+        close(fd);
+        if ((d->refusal_flags & TG_FLAG_ASK_PASSWORD) != 0)
+            verify_password(d);
+        return NULL;
     case HANG_UP_ON_GO:
         wait_go(d);
         close(fd);
