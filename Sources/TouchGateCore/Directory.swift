@@ -131,6 +131,13 @@ public final class Directory: Sendable {
         (try? Self.checkName(name)) != nil && unlinkat(fd, name, AT_REMOVEDIR) == 0
     }
 
+    /// A second name for a file, in this directory (a hard link; a symlink is linked, not followed).
+    public func link(_ name: String, as newName: String) throws(StorageError) {
+        try Self.checkName(name)
+        try Self.checkName(newName)
+        guard linkat(fd, name, fd, newName, 0) == 0 else { throw .io("link \(path)/\(name)", errno) }
+    }
+
     public func rename(_ name: String, to newName: String) throws(StorageError) {
         try Self.checkName(name)
         try Self.checkName(newName)

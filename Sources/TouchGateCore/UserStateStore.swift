@@ -277,7 +277,14 @@ public enum Durability: Sendable {
             guard let dir = try users.subdirectory(user, create: true) else {
                 return .unsafe("no directory for \(user)")
             }
-            if moveAside { try? dir.rename(fileName, to: "\(fileName).corrupt-\(stamp)") }
+            if moveAside {
+                // Kept aside by a second name first: the corrupt file stays the state until the new
+                // one replaces it, so a failed write or a crash in between leaves it (refused, fail
+                // closed), never no file, which would read as a fresh state. What cannot be linked
+                // (a directory) is moved.
+                let aside = "\(fileName).corrupt-\(stamp)"
+                if (try? dir.link(fileName, as: aside)) == nil { try? dir.rename(fileName, to: aside) }
+            }
             try dir.writeAtomically(fileName, Array(data))
             return nil
         } catch {

@@ -26,6 +26,25 @@ struct DirectoryTests {
         }
     }
 
+    /// How a corrupt state is kept aside: under a second name, while the first still holds it
+    /// until a new file replaces it; a symlink is linked as it is, never followed.
+    @Test func aSecondNameKeepsTheFileWhenTheFirstIsReplaced() async throws {
+        try await withTemporaryDirectory { dir in
+            try plantFile("\(dir)/state.json", "corrupt")
+            let d = try Directory.openRoot(dir)
+            try d.link("state.json", as: "state.json.corrupt-1")
+            #expect(contents("\(dir)/state.json") == Array("corrupt".utf8))
+            try d.writeAtomically("state.json", Array("new".utf8))
+            #expect(contents("\(dir)/state.json.corrupt-1") == Array("corrupt".utf8))
+            #expect(contents("\(dir)/state.json") == Array("new".utf8))
+
+            #expect(symlink("/etc/passwd", "\(dir)/link") == 0)
+            try d.link("link", as: "link-2")
+            #expect(fileType("\(dir)/link-2") == S_IFLNK)
+            #expect(throws: StorageError.self) { try d.link("missing", as: "other") }
+        }
+    }
+
     @Test func writeAtomicallyNeverWritesThroughASymlinkPlantedAtItsTemporaryPath() async throws {
         try await withTemporaryDirectory { dir in
             let victim = "\(dir)/victim"
