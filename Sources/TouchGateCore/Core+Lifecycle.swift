@@ -8,6 +8,7 @@ extension Core {
     /// while `stopping`. Front-ends send the replies as their requests finish.
     public func beginShutdown() {
         stopping = true
+        sealingRetry = nil
         cancelPrompts(Self.shutdownRefusal)
     }
 

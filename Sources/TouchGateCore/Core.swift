@@ -81,6 +81,8 @@ public struct CoreSetup: Sendable {
     var passwordChecksOverdue: Set<String> = []
     /// Each user's keyring file changes, one at a time (Core+Keyring.swift).
     let keyringTurns = UserTurns()
+    /// The next sealing pass, while the TPM could not be used at the last one.
+    var sealingRetry: LoopTimer?
     /// Log lines a client causes at will (refused connections and requests, malformed ones),
     /// within one limit per uid for every front-end (LogThrottle).
     public let clientNotices = LogThrottle()
@@ -119,19 +121,25 @@ public struct CoreSetup: Sendable {
     }
 
     /// Seals the prints still in the clear, on the storage threads after start (the TPM is never
-    /// asked before the daemon is ready), and says where sealing stands.
+    /// asked before the daemon is ready), and says where sealing stands. While the TPM cannot be
+    /// used the pass is made again after the key's retry interval, so prints found in the clear
+    /// at start do not stay so for the daemon's life.
     private func sealStore(_ files: PrintFiles, _ sealing: PrintSealing) {
         let pool = storagePool, log = self.log
-        _ = CoreLoop.shared.task {
-            let report = try? await pool.run { () -> String in
+        _ = CoreLoop.shared.task { [weak self] in
+            let report = try? await pool.run { () -> (String, again: Bool) in
                 let count = files.sealExisting { log.warning("\($0)") }
                 switch sealing.keyState() {
-                case .ready: return "prints are sealed to the TPM (\(count) sealed now)"
-                case .off(let why): return "prints are kept in the clear: \(why)"
-                case .unavailable(let why): return "sealed prints cannot be opened and none is enrolled: \(why)"
+                case .ready: return ("prints are sealed to the TPM (\(count) sealed now)", false)
+                case .off(let why): return ("prints are kept in the clear: \(why)", false)
+                case .unavailable(let why):
+                    return ("sealed prints cannot be opened and none is enrolled: \(why); asked again later", true)
                 }
             }
-            log.notice("\(report ?? "the print store could not be checked for sealing: the storage threads are busy")")
+            log.notice("\(report?.0 ?? "the print store could not be checked for sealing: the storage threads are busy")")
+            guard let self, !self.stopping, report?.again ?? true else { return }
+            let wait = max(Int(clamping: sealing.retryAfterMilliseconds), 1000)
+            self.sealingRetry = LoopTimer(after: wait) { [weak self] in self?.sealStore(files, sealing) }
         }
     }
 

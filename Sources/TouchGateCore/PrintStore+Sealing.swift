@@ -1,5 +1,6 @@
 // The print files sealed and opened (PrintSealing.swift): reading either form, writing the sealed
 // one when the data key is had, converting a store at start, and writing it back in the clear.
+import Synchronization
 import TouchGateWire
 
 /// A print file as read: in the clear (stored so, or opened); sealed and not opened now (the key
@@ -58,9 +59,13 @@ extension PrintFiles {
     public func sealExisting(log: (String) -> Void) -> Int {
         guard let sealing, case .success(.some) = sealing.key() else { return 0 }
         return eachPrint(log: log) { dir, name, user, device, finger throws(StorageError) in
-            guard let raw = try dir.read(name), !SealedPrint.isSealed(raw) else { return false }
-            try dir.writeAtomically(name, try stored(raw, user: user, device: device, finger: finger))
-            return true
+            // Read and replaced under the lock of saves and deletions: a print deleted or saved
+            // meanwhile is neither brought back nor overwritten with the older one.
+            try writes.run { () throws(StorageError) in
+                guard let raw = try dir.read(name), !SealedPrint.isSealed(raw) else { return false }
+                try dir.writeAtomically(name, try stored(raw, user: user, device: device, finger: finger))
+                return true
+            }
         }
     }
 
@@ -127,5 +132,15 @@ extension DataKeyState {
         case .ready: return "the data key is unsealed"
         case .unavailable(let why): return why
         }
+    }
+}
+
+/// Serializes the changes of print files made side by side on the storage threads: a save, a
+/// deletion, and the sealing pass's rewrite of one file (read, seal, replace).
+final class PrintWrites: Sendable {
+    private let lock = Mutex(())
+
+    func run<T>(_ body: () throws(StorageError) -> T) throws(StorageError) -> T {
+        try lock.withLock { _ throws(StorageError) -> T in try body() }
     }
 }

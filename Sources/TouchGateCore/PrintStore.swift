@@ -63,6 +63,9 @@ public struct PrintFiles: Sendable {
     /// opened with it (PrintStore+Sealing.swift); nil reads and writes prints in the clear.
     public let sealing: PrintSealing?
 
+    /// Taken by every change of a print file (PrintWrites).
+    let writes = PrintWrites()
+
     public init(root: Directory, reader: any FingerprintReaders, sealing: PrintSealing? = nil) {
         self.root = root
         self.reader = reader
@@ -145,10 +148,13 @@ public struct PrintFiles: Sendable {
     }
 
     public func save(_ bytes: [UInt8], user: String, device: DeviceKey, finger: Finger) throws(StorageError) {
-        guard let dir = try deviceDirectory(user, device, create: true) else {
-            throw .unsafe("no directory for \(user)")
+        let written = try stored(bytes, user: user, device: device, finger: finger)  // may ask the TPM: unlocked
+        try writes.run { () throws(StorageError) in
+            guard let dir = try deviceDirectory(user, device, create: true) else {
+                throw .unsafe("no directory for \(user)")
+            }
+            try dir.writeAtomically(Self.fileName(finger), written)
         }
-        try dir.writeAtomically(Self.fileName(finger), try stored(bytes, user: user, device: device, finger: finger))
     }
 
     /// Deletes the given fingers on `device`, or on every reader's directory when nil: those that
@@ -156,6 +162,12 @@ public struct PrintFiles: Sendable {
     /// cannot be removed does not keep the others (as fprintd goes on past it). Empty directories
     /// go too, as fprintd removes them.
     public func delete(_ user: String, device: DeviceKey?, fingers: [Finger]) throws(StorageError) -> PrintDeletion {
+        try writes.run { () throws(StorageError) in try deleteFiles(user, device: device, fingers: fingers) }
+    }
+
+    private func deleteFiles(_ user: String, device: DeviceKey?, fingers: [Finger]) throws(StorageError)
+        -> PrintDeletion
+    {
         var removed = Set<Finger>()
         var failure: StorageError?
         for key in try devices(user) where device == nil || key == device {

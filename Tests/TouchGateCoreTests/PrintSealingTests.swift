@@ -2,6 +2,7 @@
 // a sealed print that does not open costs (that finger, never the domain state). The TPM itself is
 // tested against swtpm in TPMTests; here a stand-in sealer bound to a "machine" value.
 import Glibc
+import Logging
 import Synchronization
 import Testing
 import TouchGateConfig
@@ -250,6 +251,34 @@ struct PrintSealingTests {
         }
     }
 
+    /// The TPM did not answer when the daemon started: the prints it found in the clear are
+    /// sealed by a later pass once the TPM answers, not left so for the daemon's life.
+    @CoreActor @Test func printsFoundInTheClearAreSealedOnceTheTPMAnswers() async throws {
+        try await withTestBed { bed in
+            try bed.plantPrint("alice", .rightIndex, bed.reader.print(user: "alice", finger: 7))
+            let sealer = MachineSealer(machine: 7)
+            sealer.answering.withLock { $0 = false }
+            let failed = OneShot<Void>(), sealed = OneShot<Void>()
+            var setup = try bed.setup()
+            setup.log = Logger(label: "test") { _ in
+                LineHandler { line in
+                    if line.hasSuffix("asked again later") { CoreLoop.shared.post { failed.set(()) } }
+                    if line == "prints are sealed to the TPM (1 sealed now)" { CoreLoop.shared.post { sealed.set(()) } }
+                }
+            }
+            setup.sealing = PrintSealing(
+                mode: .auto, sealer: sealer, state: setup.stateDirectory, retryAfterMilliseconds: 0)
+            let core = try Core(setup)
+            #expect(await value(of: failed) != nil)
+            #expect(!SealedPrint.isSealed(try #require(contents(bed.printPath("alice", .rightIndex)))))
+
+            sealer.answering.withLock { $0 = true }
+            #expect(await value(of: sealed) != nil)
+            #expect(SealedPrint.isSealed(try #require(contents(bed.printPath("alice", .rightIndex)))))
+            await core.shutdown()
+        }
+    }
+
     @Test func sealingOffLeavesSealedPrintsClosedAndSaysWhy() async throws {
         try await withTemporaryDirectory { dir in
             try aliceSealed(in: dir)
@@ -264,4 +293,17 @@ struct PrintSealingTests {
 private func containsRun(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
     guard needle.count <= haystack.count else { return false }
     return (0...(haystack.count - needle.count)).contains { Array(haystack[$0..<($0 + needle.count)]) == needle }
+}
+
+/// Hands every logged line to `line`, from whichever thread logs it.
+private struct LineHandler: LogHandler {
+    let line: @Sendable (String) -> Void
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+    init(_ line: @escaping @Sendable (String) -> Void) { self.line = line }
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+    func log(event: LogEvent) { line(event.message.description) }
 }
