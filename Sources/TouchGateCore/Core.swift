@@ -136,7 +136,8 @@ public struct CoreSetup: Sendable {
                     return ("sealed prints cannot be opened and none is enrolled: \(why); asked again later", true)
                 }
             }
-            log.notice("\(report?.0 ?? "the print store could not be checked for sealing: the storage threads are busy")")
+            let busy = "the print store could not be checked for sealing: the storage threads are busy"
+            log.notice("\(report?.0 ?? busy)")
             guard let self, !self.stopping, report?.again ?? true else { return }
             let wait = max(Int(clamping: sealing.retryAfterMilliseconds), 1000)
             self.sealingRetry = LoopTimer(after: wait) { [weak self] in self?.sealStore(files, sealing) }
