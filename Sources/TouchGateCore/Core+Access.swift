@@ -61,7 +61,9 @@ extension Core {
             return Refusal(.notPermitted, reason: nil, text: .notPermitted)
         }
         if right == .rootOnly {
-            log.notice("refused: needs root", metadata: ["user": "\(user)", "uid": "\(caller.uid)"])
+            if let more = clientNotices.admit(caller.uid) {
+                log.notice("refused: needs root\(more)", metadata: ["user": "\(user)", "uid": "\(caller.uid)"])
+            }
             return Refusal(.notPermitted, reason: nil, text: .notPermitted)
         }
         return nil

@@ -51,6 +51,9 @@ import TouchGateWire
     private func ready(_ events: FDWatch.Events) -> Bool {
         guard !closed else { return false }
         if events.contains(.writable) { flush() }
+        // A failed flush closes the connection, and its descriptor's number may already be
+        // another thread's: nothing is read from it then.
+        guard !closed else { return false }
         if events.contains(.readable) || events.contains(.hangUp) || events.contains(.error) { readAvailable() }
         return !closed
     }

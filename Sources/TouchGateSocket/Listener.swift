@@ -99,7 +99,13 @@ public struct ConnectionLimits: Sendable {
     private func acceptBatch() -> Bool {
         for _ in 0..<64 {
             let client = tg_accept(fd)
-            if client >= 0 { admit(client); continue }
+            if client >= 0 {
+                // Descriptors are to be had again: a spare lost to a race at the last exhaustion
+                // (another thread took the slot it freed) is taken back.
+                if spare < 0 { spare = open("/dev/null", O_RDONLY | O_CLOEXEC) }
+                admit(client)
+                continue
+            }
             switch errno {
             case EAGAIN, EWOULDBLOCK: return true
             case EINTR, ECONNABORTED, EPROTO: continue

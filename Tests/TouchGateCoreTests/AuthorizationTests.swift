@@ -174,6 +174,19 @@ import TouchGateWire
         }
     }
 
+    /// A refusal a client can cause at will is logged within the limit of docs/SECURITY.md §1,
+    /// whether it is for another user's account or for a root-only action on the caller's own.
+    @Test func refusalsACallerRepeatsAtWillAreLoggedWithinTheLimit() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            for _ in 0..<20 {
+                #expect(await core.lock(user: "alice", origin: Origin(), caller: .alice).outcome == .notPermitted)
+                #expect(await core.lock(user: "bob", origin: Origin(), caller: .alice).outcome == .notPermitted)
+            }
+            #expect(bed.logged.all.filter { $0.hasPrefix("refused") }.count == 5, "\(bed.logged.all)")
+        }
+    }
+
     @Test(arguments: ["../alice", "alice/../bob", ".", "..", "", "-rf", "a\0b", String(repeating: "a", count: 65)])
     func aNameThatCouldEscapeTheStoresIsRefusedForEveryone(_ name: String) async throws {
         try await withTestBed { bed in

@@ -119,6 +119,19 @@ func firstTwoCells(_ rows: [[String]], _ what: String) -> [String: String] {
         }
     }
 
+    @Test func everyFlagHasItsRowInTheSpec() {
+        let rows = firstTwoCells(tableRows(spec, after: "Flags, and who owns which fact."), "docs/spec.md's flags")
+        var flags: [String: String] = [:]
+        for (name, value) in defines(header, prefix: "TG_FLAG_") {
+            let number = Int(value.dropFirst(2), radix: 16) ?? -1
+            flags[String(name.dropFirst("TG_FLAG_".count))] = "0x" + String(number, radix: 16)
+        }
+        #expect(Set(rows.keys) == Set(flags.keys), "docs/spec.md's flags differ from touchgate_wire.h's")
+        for (name, value) in flags {
+            #expect(rows[name] == value, "docs/spec.md gives flag \(name) '\(rows[name] ?? "")', not \(value)")
+        }
+    }
+
     @Test func everyMessageKindHasItsRowInTheSpec() {
         let rows = firstTwoCells(tableRows(spec, after: "Message kinds:"), "docs/spec.md's message kinds")
         var kinds: [String: String] = [:]

@@ -102,7 +102,7 @@
                                  * absent: the default reader; DELETE: every reader); repeatable in RESULT */
 #define TG_TAG_REASON        18  /* string: machine reason, TG_REASON_* */
 #define TG_TAG_SECONDS       19  /* int: seconds left (passwordBackoff) */
-#define TG_TAG_FLAGS         20  /* int: TG_FLAG_* (EVALUATE: NO_INPUT NO_TERMINAL; PROGRESS: ACCEPTS_PASSWORD;
+#define TG_TAG_FLAGS         20  /* int: TG_FLAG_* (EVALUATE: NO_INPUT NO_TERMINAL WANT_AUTHTOK; PROGRESS: ACCEPTS_PASSWORD;
                                  * RESULT: ASK_PASSWORD BY_PASSWORD) */
 #define TG_TAG_PASSWORD      21  /* string: never logged (in a RESULT of EVALUATE: the sealed login password,
                                  * released after a match to a root caller that set WANT_AUTHTOK) */
