@@ -127,17 +127,21 @@ extension Core {
         prompt: ActivePrompt
     ) async -> Result<[UInt8], Reply>?? {
         let gallery: [GalleryPrint]
+        // Only a store read in full says that a print the chip holds is no one's (a print sealed
+        // with the TPM away, or damaged, may be it): otherwise the chip keeps it.
+        var whole = false
         do {
             gallery = try await prints.gallery(device: served.info.deviceKey).filter {
                 !($0.user == user && $0.finger == finger)
             }
+            if served.info.hasStorage { whole = try await prints.everyTemplate(device: served.info.deviceKey) != nil }
         } catch {
             log.error("cannot read the enrolled prints: \(error)")
             return .some(.failure(Self.storageFailure))
         }
         let op = ReaderOperation<ScanResult>()
         served.reader.identify(
-            gallery: gallery.map(\.template), cancellation: op.cancellation,
+            gallery: gallery.map(\.template), wholeGallery: whole, cancellation: op.cancellation,
             retry: { hint in CoreLoop.shared.post { client.show(ProgressEvent(.retry, .retry(hint))) } },
             completion: op.completion())
         switch await outcome(of: op, or: prompt) {

@@ -142,9 +142,11 @@ public protocol FingerprintReader: AnyObject, Sendable {
 
     /// One scan identified against every print of `gallery` (which may be empty), on a reader that
     /// can identify: the first scan of an enrollment. Retry hints restart the wait; no timeout.
-    /// `.match(i)` is an index into `gallery`.
+    /// `.match(i)` is an index into `gallery`. With `wholeGallery` (it holds every print the store
+    /// has for this reader), a print of the scanned finger that the reader's own storage holds
+    /// and none of the gallery matched is no one's, and is deleted there; without, it is kept.
     func identify(
-        gallery: [[UInt8]], cancellation: Cancellation,
+        gallery: [[UInt8]], wholeGallery: Bool, cancellation: Cancellation,
         retry: @escaping @Sendable (RetryHint) -> Void,
         completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void)
 

@@ -27,19 +27,19 @@ extension LibfprintReader {
     ) {
         submit { [self] in
             runVerify(
-                templates: templates, timeoutSeconds: timeoutSeconds, identifyAlways: false,
+                templates: templates, timeoutSeconds: timeoutSeconds, identifyAlways: false, deleteUnowned: false,
                 cancellation: cancellation, retry: retry, completion: completion)
         }
     }
 
     public func identify(
-        gallery: [[UInt8]], cancellation: Cancellation,
+        gallery: [[UInt8]], wholeGallery: Bool, cancellation: Cancellation,
         retry: @escaping @Sendable (RetryHint) -> Void,
         completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void
     ) {
         submit { [self] in
             runVerify(
-                templates: gallery, timeoutSeconds: nil, identifyAlways: true,
+                templates: gallery, timeoutSeconds: nil, identifyAlways: true, deleteUnowned: wholeGallery,
                 cancellation: cancellation, retry: retry, completion: completion)
         }
     }
@@ -95,7 +95,8 @@ extension LibfprintReader {
     /// Calls `completion` once: at libfprint's match report when it comes (see MatchReport), else
     /// when the operation ends.
     private func runVerify(
-        templates: [[UInt8]], timeoutSeconds: Int?, identifyAlways: Bool, cancellation: Cancellation,
+        templates: [[UInt8]], timeoutSeconds: Int?, identifyAlways: Bool, deleteUnowned: Bool,
+        cancellation: Cancellation,
         retry: @escaping @Sendable (RetryHint) -> Void,
         completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void
     ) {
@@ -139,7 +140,13 @@ extension LibfprintReader {
                         tgfp_device_identify_sync(dev, array, cancellable, onMatch, told, &match, &scanned, &error)
                             != 0
                     else { return nil }
-                    if identifyAlways, match == nil, let scanned { deleteUnowned(scanned, from: dev) }
+                    if identifyAlways, match == nil, let scanned {
+                        if deleteUnowned {
+                            self.deleteUnowned(scanned, from: dev)
+                        } else if tgfp_print_get_device_stored(scanned) != 0 {
+                            log("a print of this finger on the reader is kept: the store cannot be read in full now")
+                        }
+                    }
                     return report.takeUnretainedValue().result(match)
                 } else {
                     var matched: gboolean = 0

@@ -109,6 +109,24 @@ def test_a_print_only_the_chip_holds_of_the_finger_enrolled_is_deleted_from_it(r
 
 
 @pytest.mark.parametrize("reader_kind", ["virtual_device_storage"])
+def test_a_print_on_the_chip_is_kept_while_the_store_cannot_be_read_in_full(reader_kind, bus_world, bus_daemon):
+    """A print the store cannot read now (damaged here; sealed with the TPM away alike) may be the
+    one the chip holds: nobody can say it is no one's, so the duplicate check deletes nothing."""
+    world = bus_world
+    damaged = world.prints.joinpath("alice", reader_kind, "0", "7")
+    damaged.parent.mkdir(parents=True)
+    damaged.write_bytes(b"not a print")
+    t = world.tool("fprintd-enroll", "-f", "left-thumb", "bob")
+    t.out.wait_for("Enrolling left-thumb finger.")
+    world.reader.send("INSERT orphan-print")
+    world.reader.scan("orphan-print")  # the identify scan: not in the gallery, maybe alice's
+    world.daemon.log.wait_for("a print of this finger on the reader is kept: the store cannot be read in full now")
+    t.kill()
+    assert "orphan-print" in world.reader.send("LIST").split()
+    assert not any("deleted from the reader" in text for text in world.daemon.log.texts())
+
+
+@pytest.mark.parametrize("reader_kind", ["virtual_device_storage"])
 def test_a_full_chip_gives_up_a_print_no_user_owns_and_the_enrollment_goes_on(reader_kind, world, alice):
     cli = harness.CliProcess(world, "enroll", "--user", "bob", as_user="bob", password=harness.PASSWORDS["bob"])
     i = cli.out.wait_for(re.compile(r"\S"))

@@ -118,7 +118,7 @@ public final class StubReader: FingerprintReader, FingerprintReaders, Sendable {
 
     /// Plays the next scripted scan, as a verification does (its templates are the gallery).
     public func identify(
-        gallery: [[UInt8]], cancellation: Cancellation,
+        gallery: [[UInt8]], wholeGallery: Bool, cancellation: Cancellation,
         retry: @escaping @Sendable (RetryHint) -> Void,
         completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void
     ) {
