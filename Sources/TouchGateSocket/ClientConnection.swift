@@ -18,6 +18,8 @@ import TouchGateWire
     private(set) var closed = false
     /// The request in progress: its id, what the person does at it, and its task.
     private var request: (id: UInt32, input: PromptInput?, task: Task<Void, Never>?)?
+    /// A PROGRESS of the running request carried ACCEPTS_PASSWORD: only then may a PASSWORD come.
+    private var passwordOffered = false
     private var keepalive: LoopTimer?
     private var lastSent = monotonicMilliseconds()
     private var subscription: UInt64?
@@ -95,7 +97,7 @@ import TouchGateWire
             if frame.kind == .cancel {
                 running.input?.deliver(.cancel)
                 if subscription != nil { close(reason: nil) }  // a monitor ends when cancelled
-            } else if frame.kind == .password, running.input?.acceptsPassword == true,
+            } else if frame.kind == .password, passwordOffered, running.input?.acceptsPassword == true,
                 let p = frame.string(.password)
             {
                 running.input?.deliver(.password(p))
@@ -135,6 +137,7 @@ import TouchGateWire
         if let refusal = core.refusalWhileStopping { return reply(frame.requestID, refusal) }
         let input = PromptInput()
         request = (frame.requestID, input, nil)
+        passwordOffered = false
         keepalive = LoopTimer(milliseconds: WireLimits.keepaliveMilliseconds / 2) { [weak self] in
             self?.sendKeepaliveIfQuiet() ?? false
         }
@@ -194,7 +197,10 @@ import TouchGateWire
             fields.append(Field(.stage, Int32(stage)))
             fields.append(Field(.stages, Int32(stages)))
         }
-        if progress.acceptsPassword { fields.append(Field(.flags, WireLimits.flagAcceptsPassword)) }
+        if progress.acceptsPassword {
+            fields.append(Field(.flags, WireLimits.flagAcceptsPassword))
+            passwordOffered = true
+        }
         send(Frame(.progress, requestID: id, fields))
     }
 

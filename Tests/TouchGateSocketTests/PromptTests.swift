@@ -3,6 +3,7 @@ import Testing
 @testable import TouchGateCore
 @testable import TouchGateSocket
 import TouchGateTestSupport
+import TouchGateThreads
 import TouchGateWire
 
 @Suite("Socket: prompts")
@@ -60,6 +61,46 @@ import TouchGateWire
             #expect(prompt.int(.flags) == nil)
             try client.send(Frame(.password, requestID: 6, [Field(.password, socket.bed.passwords.correctPassword)]))
             let result = try #require(await client.untilResult()?.result)
+            #expect(result.code == .badRequest)
+            #expect(socket.bed.passwords.calls == 0)
+        }
+    }
+
+    /// docs/spec.md §6: a PASSWORD may come only once a PROGRESS of the request carried
+    /// ACCEPTS_PASSWORD. One that comes while the prompt is still being prepared (its templates
+    /// read, held here by busy storage threads) is out of place, though the prompt will take one.
+    @Test func aPasswordBeforeThePromptOfferedToTakeOneIsABadRequest() async throws {
+        try await withSocketBed { socket in
+            try await socket.readyAlice()
+            socket.bed.reader.script(.hold)
+            let gate = TouchGateThreads.Semaphore()
+            var holders: [Running<Int?>] = []
+            for _ in 0..<2 {
+                let started = OneShot<Void>()
+                holders.append(
+                    Running {
+                        try? await socket.core.storagePool.run {
+                            CoreLoop.shared.post { started.set(()) }; gate.wait(); return 0
+                        }
+                    })
+                #expect(await value(of: started) != nil)
+            }
+            let client = try await socket.connect(as: 1000)
+            try client.send(evaluateFrame(8, policy: .biometricsOrPassword))
+            _ = await loopUntil { socket.core.storagePool.waiting > 0 }  // the prompt is being prepared
+            #expect(socket.core.storagePool.waiting > 0)
+            try client.send(Frame(.password, requestID: 8, [Field(.password, socket.bed.passwords.correctPassword)]))
+            // Keepalives flow meanwhile: a result is awaited within an overall deadline.
+            var answered: Frame?
+            let deadline = monotonicMilliseconds() + 5000
+            while answered == nil, monotonicMilliseconds() < deadline,
+                case .success(let frame) = await client.receive(within: 2000)
+            {
+                if frame.kind == .result { answered = frame }
+            }
+            for _ in 0..<2 { gate.signal() }
+            for holder in holders { _ = await holder.value() }
+            let result = try #require(answered)
             #expect(result.code == .badRequest)
             #expect(socket.bed.passwords.calls == 0)
         }
