@@ -18,7 +18,9 @@ struct PrintsExport: ParsableCommand {
         discussion: """
             Run it before going back to fprintd, or before turning sealing off (seal = no): fprintd \
             cannot read sealed prints. Stop touchgated first: \
-            systemctl stop touchgated.socket touchgated.service
+            systemctl stop touchgated.socket touchgated.service. \
+            It leaves the mark prints-exported in touchgated's state directory: until that file is \
+            removed, touchgated starts only with seal = no, so none seals the prints again.
             """)
 
     @ParentCommand var root: Touchgate
