@@ -122,9 +122,10 @@ public struct CoreSetup: Sendable {
 
     /// Seals the prints still in the clear, on the storage threads after start (the TPM is never
     /// asked before the daemon is ready), and says where sealing stands. While the TPM cannot be
-    /// used the pass is made again after the key's retry interval, so prints found in the clear
-    /// at start do not stay so for the daemon's life.
-    private func sealStore(_ files: PrintFiles, _ sealing: PrintSealing) {
+    /// used the pass is made again, after the key's retry interval and then twice as long each
+    /// time up to an hour (said once; then at debug level), so prints found in the clear at start
+    /// do not stay so for the daemon's life, and a TPM that stays away costs little.
+    private func sealStore(_ files: PrintFiles, _ sealing: PrintSealing, pass: Int = 0) {
         let pool = storagePool, log = self.log
         _ = CoreLoop.shared.task { [weak self] in
             let report = try? await pool.run { () -> (String, again: Bool) in
@@ -137,10 +138,14 @@ public struct CoreSetup: Sendable {
                 }
             }
             let busy = "the print store could not be checked for sealing: the storage threads are busy"
-            log.notice("\(report?.0 ?? busy)")
-            guard let self, !self.stopping, report?.again ?? true else { return }
-            let wait = max(Int(clamping: sealing.retryAfterMilliseconds), 1000)
-            self.sealingRetry = LoopTimer(after: wait) { [weak self] in self?.sealStore(files, sealing) }
+            let again = report?.again ?? true
+            log.log(level: pass > 0 && again ? .debug : .notice, "\(report?.0 ?? busy)")
+            guard let self, !self.stopping, again else { return }
+            let first = max(Int(clamping: sealing.retryAfterMilliseconds), 1000)
+            let wait = min(first << min(pass, 12), 3_600_000)
+            self.sealingRetry = LoopTimer(after: wait) { [weak self] in
+                self?.sealStore(files, sealing, pass: pass + 1)
+            }
         }
     }
 
