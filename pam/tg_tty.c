@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -154,4 +155,27 @@ enum tg_key_action tg_line_key(struct tg_line *line, uint8_t key)
     line->buf[line->len++] = (char)key;
     line->buf[line->len] = '\0';
     return TG_KEY_TYPED;
+}
+
+void tg_tty_drop_line(const struct tg_tty *t, int idle_ms)
+{
+    struct tg_line rest = { 0 };
+    for (int keys = 0; t->fd >= 0 && keys <= TG_LINE_MAX; keys++) {
+        struct pollfd pfd = { .fd = t->fd, .events = POLLIN };
+        int n = poll(&pfd, 1, idle_ms);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        uint8_t key = 0;
+        enum tg_tty_read got = tg_tty_read_key(t, &key);
+        if (got == TG_TTY_GONE)
+            break;
+        if (got == TG_TTY_NONE)
+            continue;
+        enum tg_key_action action = tg_line_key(&rest, key);
+        if (action == TG_KEY_SUBMIT || action == TG_KEY_FALLBACK || action == TG_KEY_CANCEL)
+            break;
+    }
+    tg_line_wipe(&rest);
 }

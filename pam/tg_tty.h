@@ -65,4 +65,10 @@ enum tg_key_action tg_line_key(struct tg_line *line, uint8_t key);
 
 void tg_line_wipe(struct tg_line *line);
 
+/* After a match while a password was being typed: the rest of that line, up to its Enter, is read
+ * and dropped, so it never reaches what reads the terminal next (a shell would run it and keep it
+ * in its history). Ends at Enter, Ctrl-C or Ctrl-D, after idle_ms without a key, or after a
+ * line's worth of keys. The terminal must be raw. */
+void tg_tty_drop_line(const struct tg_tty *t, int idle_ms);
+
 #endif /* TG_TTY_H */

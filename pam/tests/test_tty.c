@@ -257,6 +257,28 @@ static void test_match_while_typing(void)
           "match while typing: note line not ended: '%s'", o.after);
 }
 
+/* A match while a password is typed: the rest of it, up to its Enter, never reaches what reads
+ * the terminal next (a shell would run it, and keep it in its history). */
+static void test_match_mid_password_drops_its_rest(void)
+{
+    struct daemon d = { .act = MATCH_ON_GO };
+    struct outcome o;
+    struct script s = { "tg-tty-bop", TEXT_HINT_BOP, "hun", TEXT_TYPING };
+
+    child_reads_leftover = true;
+    then_wait_for = "";
+    then_keys = "ter2\rnext\n";
+    run_tty(&s, &d, &o);
+    then_keys = NULL;
+    child_reads_leftover = false;
+    expect_restored(&o, "match mid-password");
+    CHECK(o.rep.rc == PAM_SUCCESS, "match mid-password: %d", o.rep.rc);
+    CHECK(!o.rep.has_authtok, "match mid-password: PAM_AUTHTOK set");
+    CHECK(strcmp(o.rep.leftover, "next\n") == 0, "match mid-password: the client read '%s'",
+          o.rep.leftover);
+    CHECK(strstr(o.after, "ter2") == NULL, "match mid-password: echoed: '%s'", o.after);
+}
+
 static void test_daemon_gone(void)
 {
     struct daemon d = { .act = HANG_UP_ON_GO };
@@ -317,6 +339,7 @@ int main(int argc, char **argv)
         test_unjudged_password_is_kept();
         test_match_while_idle();
         test_match_while_typing();
+        test_match_mid_password_drops_its_rest();
         test_daemon_gone();
         test_daemon_silent();
         test_noinput_on_terminal();
