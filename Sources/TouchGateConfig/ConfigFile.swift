@@ -16,55 +16,93 @@ public enum ConfigFile {
     /// Parses and validates the whole text; the first problem stops it, naming its line.
     /// Used by the daemon at start and by `touchgate check-config`, so both refuse the same files.
     public static func parse(_ text: String) throws(ConfigError) -> DaemonConfig {
+        try parse(text, skipping: nil)
+    }
+
+    /// Every line that can be used, each problem told to `problem` and its line left out (the
+    /// policy's values then stay as they came): for what must go on with a broken file, the
+    /// export of the prints at the package's removal.
+    public static func parseLeniently(_ text: String, problem: (ConfigError) -> Void) -> DaemonConfig {
+        withoutActuallyEscaping(problem) { told in (try? parse(text, skipping: told)) ?? DaemonConfig() }
+    }
+
+    private static func parse(_ text: String, skipping: ((ConfigError) -> Void)?) throws(ConfigError) -> DaemonConfig {
         var config = DaemonConfig()
         var firstLine: [String: Int] = [:]
         // An editor's byte-order mark is not part of the first key.
         let body = text.hasPrefix("\u{FEFF}") ? text.dropFirst() : Substring(text)
         let lines = body.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
         for (index, raw) in lines.enumerated() {
-            let line = index + 1
-            func fail(_ message: String) -> ConfigError { ConfigError(line: line, message: message) }
-
-            // '#' starts a comment anywhere: no value may contain one.
-            let content = raw.firstIndex(of: "#").map { raw[..<$0] } ?? raw
-            let statement = ConfigValues.trimmed(content)
-            if statement.isEmpty { continue }
-
-            guard let equals = statement.firstIndex(of: "=") else {
-                throw fail("expected 'key = value', got '\(statement)'")
-            }
-            let key = ConfigValues.trimmed(statement[..<equals])
-            let value = ConfigValues.trimmed(statement[statement.index(after: equals)...])
-            guard !key.isEmpty else { throw fail("missing key before '='") }
-            guard let setting = settings.first(where: { $0.key == key }) else {
-                throw fail("unknown key '\(key)'")
-            }
-            if let first = firstLine[key] {
-                throw fail("\(key) is given twice (first on line \(first))")
-            }
-            firstLine[key] = line
-            guard !value.isEmpty else { throw fail("\(key) has an empty value") }
             do {
-                try setting.apply(value, &config)
+                try apply(raw, line: index + 1, to: &config, firstLine: &firstLine)
             } catch {
-                throw fail("\(key) \(error.reason)")
+                guard let skipping else { throw error }
+                skipping(error)
             }
         }
         // The policy's own validator too, so the daemon can never start with values it would refuse.
         if let problem = config.policy.problems.first {
-            throw ConfigError(line: firstLine[problem.key] ?? 0, message: "\(problem.key) \(problem.reason)")
+            let error = ConfigError(line: firstLine[problem.key] ?? 0, message: "\(problem.key) \(problem.reason)")
+            guard let skipping else { throw error }
+            skipping(error)
         }
         return config
+    }
+
+    private static func apply(
+        _ raw: Substring, line: Int, to config: inout DaemonConfig, firstLine: inout [String: Int]
+    ) throws(ConfigError) {
+        func fail(_ message: String) -> ConfigError { ConfigError(line: line, message: message) }
+
+        // '#' starts a comment anywhere: no value may contain one.
+        let content = raw.firstIndex(of: "#").map { raw[..<$0] } ?? raw
+        let statement = ConfigValues.trimmed(content)
+        if statement.isEmpty { return }
+
+        guard let equals = statement.firstIndex(of: "=") else {
+            throw fail("expected 'key = value', got '\(statement)'")
+        }
+        let key = ConfigValues.trimmed(statement[..<equals])
+        let value = ConfigValues.trimmed(statement[statement.index(after: equals)...])
+        guard !key.isEmpty else { throw fail("missing key before '='") }
+        guard let setting = settings.first(where: { $0.key == key }) else {
+            throw fail("unknown key '\(key)'")
+        }
+        if let first = firstLine[key] {
+            throw fail("\(key) is given twice (first on line \(first))")
+        }
+        firstLine[key] = line
+        guard !value.isEmpty else { throw fail("\(key) has an empty value") }
+        do {
+            try setting.apply(value, &config)
+        } catch {
+            throw fail("\(key) \(error.reason)")
+        }
     }
 
     /// Reads and parses the file at `path`. A missing file means the defaults (docs/spec.md §6);
     /// an unreadable one throws `ConfigReadError`, an invalid one `ConfigError`.
     public static func load(path: String) throws -> DaemonConfig {
-        guard let bytes = try readFile(path) else { return DaemonConfig() }
+        try parse(text(path))
+    }
+
+    /// As `load`, but every usable line is taken and each problem told to `problem` (a file that
+    /// cannot be read at all gives the defaults).
+    public static func loadLeniently(path: String, problem: (String) -> Void) -> DaemonConfig {
+        do {
+            return parseLeniently(try text(path)) { problem("\($0)") }
+        } catch {
+            problem("\(error)")
+            return DaemonConfig()
+        }
+    }
+
+    private static func text(_ path: String) throws -> String {
+        guard let bytes = try readFile(path) else { return "" }
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw ConfigError(line: firstLineNotUTF8(bytes), message: "the line is not valid UTF-8")
         }
-        return try parse(text)
+        return text
     }
 
     // MARK: keys

@@ -54,8 +54,11 @@ func serve(_ options: DaemonOptions) -> Int32 {
 
     let settings: DaemonConfig
     do { settings = try ConfigFile.load(path: configPath) } catch {
-        // An invalid file stops the daemon at start, with the line and the reason.
-        return startFailure("\(configPath): \(error)")
+        // An invalid file stops the daemon at start, with the line and the reason. Not the
+        // export: the package's removal runs it, and a broken file must not cost the prints
+        // (purge then deletes the key that opens them).
+        guard options.exportPrints else { return startFailure("\(configPath): \(error)") }
+        settings = ConfigFile.loadLeniently(path: configPath) { printWarning("\(configPath): \($0): line left out") }
     }
     let socketPath =
         options.socket ?? environment("RUNTIME_DIRECTORY").map { "\(firstPath($0))/touchgated.sock" }
@@ -70,14 +73,15 @@ func serve(_ options: DaemonOptions) -> Int32 {
     pthread_sigmask(SIG_BLOCK, &signals, nil)
     signal(SIGPIPE, SIG_IGN)
 
-    // The boot identity decides passwordRequired(boot); without it that rule cannot hold, so stop.
-    guard let bootID = readSmallFile(options.bootIdFile)?.trimmingWhitespace, !bootID.isEmpty else {
-        return startFailure("cannot read the boot identity from \(options.bootIdFile)")
-    }
     let readers = LibfprintReaders { message in log.info("\(message)") }
     let state: Directory, prints: Directory
     do { state = try Directory.openRoot(stateDirectory) } catch {
         return startFailure("state directory \(stateDirectory): \(error)")
+    }
+    // The export makes no print store (a purge would leave it behind): none, nothing to export.
+    if options.exportPrints && access(printDirectory, F_OK) != 0 && errno == ENOENT {
+        print("touchgated: no print store at \(printDirectory): nothing to export")
+        return EXIT_SUCCESS
     }
     do { prints = try Directory.openRoot(printDirectory) } catch {
         return startFailure("print store \(printDirectory): \(error)")
@@ -87,15 +91,22 @@ func serve(_ options: DaemonOptions) -> Int32 {
         mode: settings.seal, sealer: TPMSealer(tcti: settings.tpm, pcrs: settings.sealPCRs), state: state,
         openOnly: options.exportPrints)
     if options.exportPrints {
-        // The mark first: a daemon started from now on refuses, instead of sealing what is written back.
+        // The mark first: a daemon started from now on refuses, instead of sealing what is written
+        // back. One already there (the package's removal wrote it) is kept: who wrote it counts.
         do {
-            try state.writeAtomically(
-                PrintSealing.exportedName, Array("written by touchgated --export-prints\n".utf8))
+            if !state.contains(PrintSealing.exportedName) {
+                try state.writeAtomically(
+                    PrintSealing.exportedName, Array("written by touchgated --export-prints\n".utf8))
+            }
         } catch { return startFailure("prints not exported: \(error)") }
         // No sigwait here: Ctrl-C or SIGTERM ends the export at once (each print file is
         // replaced whole, so one cut short leaves every file either sealed or in the clear).
         pthread_sigmask(SIG_UNBLOCK, &signals, nil)
         return exportPrints(PrintFiles(root: prints, reader: readers, sealing: sealing))
+    }
+    // The boot identity decides passwordRequired(boot); without it that rule cannot hold, so stop.
+    guard let bootID = readSmallFile(options.bootIdFile)?.trimmingWhitespace, !bootID.isEmpty else {
+        return startFailure("cannot read the boot identity from \(options.bootIdFile)")
     }
     if state.contains(PrintSealing.exportedName) {
         let mark = "\(state.path)/\(PrintSealing.exportedName)"
@@ -217,10 +228,15 @@ private final class ResultBox<T>: @unchecked Sendable { var value: T? }
 /// Why the first services could not start (nil: they did), handed from the loop to main.
 private final class StartOutcome: @unchecked Sendable { var failure: String? }
 
+/// A line on stderr that does not stop what is being done.
+private func printWarning(_ text: String) {
+    let line = "touchgated: \(text)\n"
+    _ = line.withCString { write(STDERR_FILENO, $0, strlen($0)) }
+}
+
 /// A reason the daemon cannot start: one line on stderr and exit status 1 (not a usage error).
 private func startFailure(_ reason: String) -> Int32 {
-    let line = "touchgated: \(reason)\n"
-    _ = line.withCString { write(STDERR_FILENO, $0, strlen($0)) }
+    printWarning(reason)
     return EXIT_FAILURE
 }
 

@@ -181,6 +181,39 @@ def test_the_export_writes_the_prints_back_in_fprintds_format(world):
     assert not mark.exists()
 
 
+def export(world, conf, *extra):
+    return subprocess.run(
+        [str(harness.TOUCHGATED), "--export-prints", "--state-dir", str(world.state), "--print-store",
+         str(world.prints), "--config", str(conf), *extra],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=harness.DEFAULT_WAIT)
+
+
+def test_the_export_goes_on_past_a_broken_line_and_needs_no_boot_identity(world):
+    """The package's removal exports, then purge deletes the key: a configuration the daemon
+    refuses (a typo) or a chroot without /proc must not cost the prints."""
+    with SwTPM(world.dir) as tpm:
+        conf = configure(world, tpm)
+        world.start_daemon(config=conf)
+        enroll_alice(world)
+        world.daemon.stop()
+        with open(conf, "a") as f:
+            f.write("max_tries = lots\n")
+        done = export(world, conf, "--boot-id-file", "/nonexistent")
+        assert done.returncode == 0, done
+        assert "%s: line 3: max_tries" % conf in done.stderr and "line left out" in done.stderr, done
+        assert "1 sealed print written back in the clear" in done.stdout, done
+        [path] = print_files(world)
+        assert not path.read_bytes().startswith(MAGIC)
+
+
+def test_the_export_makes_no_print_store_where_there_is_none(world):
+    world.state.mkdir(mode=0o700)
+    done = export(world, configure(world, None))
+    assert done.returncode == 0, done
+    assert "no print store at %s: nothing to export" % world.prints in done.stdout, done
+    assert not world.prints.exists()
+
+
 def test_ctrl_c_ends_an_export_that_waits_on_a_tpm_that_does_not_answer(world):
     with SwTPM(world.dir) as tpm:
         world.start_daemon(config=configure(world, tpm))

@@ -7,6 +7,7 @@ The steps run in order on one machine; each asserts what a person or an administ
 
 import json
 import re
+import shutil
 import subprocess
 import threading
 
@@ -323,9 +324,22 @@ def test_15_purge_stops_the_running_daemon_and_leaves_no_file(machine, state):
     daemon = machine.spawn(m.DAEMON, env={"FP_VIRTUAL_DEVICE": m.VDEV, "FP_DRIVERS_WHITELIST": "virtual_device"})
     daemon.log.wait_for("listening on", 10)
     assert machine.pids_of(m.DAEMON)
-    machine.run("apt-get", "purge", "-y", "-q", "touchgate", "libpam-touchgate", limit=300)
+    # A print still sealed, which the removal's export cannot open here (no TPM): the key that
+    # opens it is the one file purge keeps.
+    key = machine.path("/var/lib/touchgate/sealed-key")
+    key.write_bytes(b"a sealed key")
+    key.chmod(0o600)
+    sealed = machine.path("/var/lib/fprint/tgsealed/virtual_device/0/7")
+    sealed.parent.mkdir(parents=True, mode=0o700)
+    sealed.write_bytes(b"TGSP\x01" + bytes(64))
+    p = machine.run("apt-get", "purge", "-y", "-q", "touchgate", "libpam-touchgate", limit=300)
     assert machine.pids_of(m.DAEMON) == [], "purge left the daemon running"
     assert daemon.wait(10) == 0, daemon.log.dump()  # it stopped on SIGTERM, cleanly
+    assert [f.name for f in machine.path("/var/lib/touchgate").iterdir()] == ["sealed-key"]
+    assert "prints still sealed in /var/lib/fprint: 1;" in p.stdout + p.stderr, p.stdout + p.stderr
+    m.log("purge with a print still sealed: the key kept")
+    shutil.rmtree(machine.path("/var/lib/touchgate"))
+    shutil.rmtree(machine.path("/var/lib/fprint/tgsealed"))
     left = [f for f in state["files"] if machine.path(f).exists() and not machine.path(f).is_dir()]
     assert left == [], left
     for gone in ["/var/lib/touchgate", "/etc/touchgate", "/usr/libexec/touchgate", "/run/touchgate",

@@ -50,4 +50,16 @@ import TouchGateConfig
         #expect(throws: ConfigError.self) { try ConfigFile.parse("keyring_services = login,../x") }
         #expect(try ConfigFile.parse("keyring_without_tpm = yes").keyringWithoutTPM)
     }
+
+    /// The export at the package's removal must reach the TPM the file names even when another
+    /// line is broken: every usable line is taken, each broken one told and left out.
+    @Test func aLenientReadKeepsEveryUsableLineAndTellsTheOthers() {
+        var told: [String] = []
+        let c = ConfigFile.parseLeniently(
+            "max_tries = lots\ntpm = swtpm:host=127.0.0.1,port=2321\nprint_store = /srv/prints\nbogus\nseal = tpm"
+        ) { told.append("\($0)") }
+        #expect(c.tpm == "swtpm:host=127.0.0.1,port=2321" && c.printStore == "/srv/prints" && c.seal == .tpm)
+        #expect(c.policy.maxTries == DaemonConfig.defaults.policy.maxTries)
+        #expect(told.count == 2 && told[0].hasPrefix("line 1: max_tries") && told[1].hasPrefix("line 4: "), "\(told)")
+    }
 }
