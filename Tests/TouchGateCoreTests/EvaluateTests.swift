@@ -74,18 +74,7 @@ import TouchGateWire
         try await withTestBed { bed in
             let core = try bed.makeCore()
             try await bed.readyUser(core)
-            let gate = TouchGateThreads.Semaphore()
-            var holders: [Running<Int?>] = []
-            for _ in 0..<2 {
-                let started = OneShot<Void>()
-                holders.append(
-                    Running {
-                        try? await core.storagePool.run {
-                            CoreLoop.shared.post { started.set(()) }; gate.wait(); return 0
-                        }
-                    })
-                #expect(await value(of: started) != nil)
-            }
+            let hold = try #require(await PoolHold(core.storagePool, threads: 2))
             bed.reader.script(.match(0))
             let (running, client, _) = core.startEvaluate()
             _ = await loopUntil { core.storagePool.waiting > 0 }  // the prompt's template read waits
@@ -95,9 +84,8 @@ import TouchGateWire
             let locking = Running { await core.lock(user: "alice", origin: Origin(), caller: .root) }
             _ = await loopUntil { core.states.version("alice") != before }
             #expect(core.states.version("alice") != before)
-            for _ in 0..<2 { gate.signal() }
+            await hold.release()
             #expect(await locking.value()?.isSuccess == true)
-            for holder in holders { _ = await holder.value() }
             let reply = try #require(await running.value())
             #expect(reply.outcome == .passwordRequired && reply.reason == .adminLock)
             #expect(client.kinds().contains(.prompt))  // judged again at the match, not before

@@ -3,7 +3,6 @@ import Testing
 @testable import TouchGateCore
 @testable import TouchGateSocket
 import TouchGateTestSupport
-import TouchGateThreads
 import TouchGateWire
 
 @Suite("Socket: prompts")
@@ -73,18 +72,7 @@ import TouchGateWire
         try await withSocketBed { socket in
             try await socket.readyAlice()
             socket.bed.reader.script(.hold)
-            let gate = TouchGateThreads.Semaphore()
-            var holders: [Running<Int?>] = []
-            for _ in 0..<2 {
-                let started = OneShot<Void>()
-                holders.append(
-                    Running {
-                        try? await socket.core.storagePool.run {
-                            CoreLoop.shared.post { started.set(()) }; gate.wait(); return 0
-                        }
-                    })
-                #expect(await value(of: started) != nil)
-            }
+            let hold = try #require(await PoolHold(socket.core.storagePool, threads: 2))
             let client = try await socket.connect(as: 1000)
             try client.send(evaluateFrame(8, policy: .biometricsOrPassword))
             _ = await loopUntil { socket.core.storagePool.waiting > 0 }  // the prompt is being prepared
@@ -98,8 +86,7 @@ import TouchGateWire
             {
                 if frame.kind == .result { answered = frame }
             }
-            for _ in 0..<2 { gate.signal() }
-            for holder in holders { _ = await holder.value() }
+            await hold.release()
             let result = try #require(answered)
             #expect(result.code == .badRequest)
             #expect(socket.bed.passwords.calls == 0)
