@@ -4,7 +4,6 @@ import Testing
 @testable import TouchGateCore
 import TouchGateReader
 import TouchGateTestSupport
-import TouchGateThreads
 import TouchGateWire
 
 @Suite("Core: evaluate")
