@@ -219,7 +219,8 @@ static enum asked ask(struct tg_call *c, struct tg_line *line)
 
 void tg_password_finish(struct tg_call *c, struct tg_line *typed)
 {
-    if (ask(c, typed) == ASKED_LINE && typed->len > 0) {
+    /* Only at the terminal it was begun at: the next module asks through the conversation. */
+    if (c->tty.fd >= 0 && ask_on_terminal(c, typed) == ASKED_LINE && typed->len > 0) {
         tg_hand_over(c, typed->buf);
         DEBUG(c, "password finished after the refusal: handed to the password module");
     }
