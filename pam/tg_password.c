@@ -1,8 +1,6 @@
 /* The password step of biometrics-or-password (deviceOwnerAuthentication): ask, let touchgated check. */
 #include "tg_password.h"
 
-#include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,39 +26,15 @@ enum asked {
  * back exactly as found whatever ends it. A line begun at the fingerprint prompt goes on. */
 static enum asked ask_on_terminal(struct tg_call *c, struct tg_line *line)
 {
-    enum asked asked = ASKED_CANCEL;
-    uint64_t deadline = tg_deadline_after(TYPING_DEADLINE_MS);
-
     if (!tg_tty_raw(&c->tty))
         return ASKED_NOWHERE;
     tg_tty_write(&c->tty, tg_text(&c->lang, N_("Password: ")));
-    for (;;) {
-        struct pollfd pfd = { .fd = c->tty.fd, .events = POLLIN };
-        int left = tg_remaining_ms(deadline);
-        int n = left > 0 ? poll(&pfd, 1, left) : 0;
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            asked = n == 0 ? ASKED_CANCEL : ASKED_GONE;
-            break;
-        }
-        uint8_t key = 0;
-        enum tg_tty_read r = tg_tty_read_key(&c->tty, &key);
-        if (r == TG_TTY_NONE)
-            continue;
-        if (r == TG_TTY_GONE) {
-            asked = ASKED_GONE;
-            break;
-        }
-        enum tg_key_action action = tg_line_key(line, key);
-        if (action == TG_KEY_SUBMIT) {
-            asked = ASKED_LINE;
-            break;
-        }
-        /* Enter or Ctrl-D on an empty line, Ctrl-C, an overlong line: nothing is sent. */
-        if (action == TG_KEY_FALLBACK || action == TG_KEY_CANCEL)
-            break;
-    }
+    /* Enter or Ctrl-D on an empty line, Ctrl-C, an overlong line, no Enter in time: nothing is sent. */
+    enum tg_line_end end =
+        tg_tty_read_line(&c->tty, line, tg_deadline_after(TYPING_DEADLINE_MS), -1);
+    enum asked asked = end == TG_LINE_ENTERED ? ASKED_LINE
+                       : end == TG_LINE_GONE  ? ASKED_GONE
+                                              : ASKED_CANCEL;
     tg_tty_restore(&c->tty);
     tg_tty_write(&c->tty, "\n"); /* the Enter was not echoed: end the prompt's line */
     if (asked != ASKED_LINE)

@@ -14,7 +14,8 @@
 #define DEFAULT_TIMEOUT_S  30
 #define OVERALL_SLACK_MS   120000 /* queueing, password typing and messages beyond the tries */
 #define CANCEL_DEADLINE_MS 200    /* a CANCEL is a courtesy: closing the socket cancels too */
-#define DROP_IDLE_MS       3000   /* the rest of a password typed at a match: a pause ends it */
+#define DROP_IDLE_MS       3000   /* the rest of a password typed at a match: a pause ends it, */
+#define DROP_CAP_MS        120000 /* and so does this much time, whatever keys come */
 
 /* Returned by the prompt's steps while the prompt goes on; every PAM code is >= 0. */
 #define KEEP_WAITING (-1)
@@ -266,7 +267,8 @@ static int on_result(struct prompt *p, const struct tg_frame *frame)
     tg_frame_int(frame, TG_TAG_FLAGS, &flags); /* absent: 0, every flag "no" */
     bool by_password = (flags & TG_FLAG_BY_PASSWORD) != 0;
     if (code == TG_OK && !by_password && p->keys && p->line.len > 0)
-        tg_tty_drop_line(&p->c->tty, DROP_IDLE_MS); /* a match mid-password: its rest goes too */
+        tg_tty_drop_line(&p->c->tty, tg_deadline_after(DROP_CAP_MS),
+                         DROP_IDLE_MS); /* its rest goes too */
     finish_keys(p); /* the daemon decided: the terminal is put back before anything is shown */
     if (code == TG_ERR_BUSY) {
         tg_say(p->c, PAM_ERROR_MSG, tg_busy_text(p->c)); /* too many connections: our own words */

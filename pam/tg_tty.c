@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tg_client.h"
+
 #define KEY_CTRL_C    0x03
 #define KEY_CTRL_D    0x04
 #define KEY_BACKSPACE 0x08
@@ -157,25 +159,43 @@ enum tg_key_action tg_line_key(struct tg_line *line, uint8_t key)
     return TG_KEY_TYPED;
 }
 
-void tg_tty_drop_line(const struct tg_tty *t, int idle_ms)
+enum tg_line_end tg_tty_read_line(const struct tg_tty *t, struct tg_line *line, uint64_t deadline,
+                                  int idle_ms)
 {
-    struct tg_line rest = { 0 };
-    for (int keys = 0; t->fd >= 0 && keys <= TG_LINE_MAX; keys++) {
+    uint64_t idle_end = idle_ms >= 0 ? tg_deadline_after((uint64_t)idle_ms) : deadline;
+    for (;;) {
         struct pollfd pfd = { .fd = t->fd, .events = POLLIN };
-        int n = poll(&pfd, 1, idle_ms);
+        int left = tg_remaining_ms(idle_end < deadline ? idle_end : deadline);
+        int n = left > 0 ? poll(&pfd, 1, left) : 0;
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
-            break;
+            return n == 0 ? TG_LINE_TIMEOUT : TG_LINE_GONE;
         uint8_t key = 0;
         enum tg_tty_read got = tg_tty_read_key(t, &key);
-        if (got == TG_TTY_GONE)
-            break;
         if (got == TG_TTY_NONE)
             continue;
-        enum tg_key_action action = tg_line_key(&rest, key);
-        if (action == TG_KEY_SUBMIT || action == TG_KEY_FALLBACK || action == TG_KEY_CANCEL)
+        if (got == TG_TTY_GONE)
+            return TG_LINE_GONE;
+        if (idle_ms >= 0)
+            idle_end = tg_deadline_after((uint64_t)idle_ms);
+        switch (tg_line_key(line, key)) {
+        case TG_KEY_SUBMIT:
+            return TG_LINE_ENTERED;
+        case TG_KEY_FALLBACK:
+        case TG_KEY_CANCEL:
+            return TG_LINE_ABANDONED;
+        case TG_KEY_NONE:
+        case TG_KEY_TYPED:
             break;
+        }
     }
+}
+
+void tg_tty_drop_line(const struct tg_tty *t, uint64_t deadline, int idle_ms)
+{
+    struct tg_line rest = { 0 };
+    if (t->fd >= 0)
+        tg_tty_read_line(t, &rest, deadline, idle_ms);
     tg_line_wipe(&rest);
 }

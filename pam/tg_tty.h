@@ -65,10 +65,22 @@ enum tg_key_action tg_line_key(struct tg_line *line, uint8_t key);
 
 void tg_line_wipe(struct tg_line *line);
 
+enum tg_line_end {
+    TG_LINE_ENTERED,   /* Enter ended a non-empty line */
+    TG_LINE_ABANDONED, /* Enter or Ctrl-D on an empty line, Ctrl-C, or Enter on an overlong line */
+    TG_LINE_TIMEOUT,   /* no key within idle_ms, or the deadline passed */
+    TG_LINE_GONE,      /* the terminal went away */
+};
+
+/* Reads keys into the line (the terminal raw) until it ends: at the latest at `deadline`
+ * (absolute, tg_client.h's clock), and, when idle_ms >= 0, after idle_ms without a key. */
+enum tg_line_end tg_tty_read_line(const struct tg_tty *t, struct tg_line *line, uint64_t deadline,
+                                  int idle_ms);
+
 /* After a match while a password was being typed: the rest of that line, up to its Enter, is read
  * and dropped, so it never reaches what reads the terminal next (a shell would run it and keep it
- * in its history). Ends at Enter, Ctrl-C or Ctrl-D, after idle_ms without a key, or after a
- * line's worth of keys. The terminal must be raw. */
-void tg_tty_drop_line(const struct tg_tty *t, int idle_ms);
+ * in its history). Ends as tg_tty_read_line does, after idle_ms without a key or at `deadline`.
+ * The terminal must be raw. */
+void tg_tty_drop_line(const struct tg_tty *t, uint64_t deadline, int idle_ms);
 
 #endif /* TG_TTY_H */
