@@ -1,4 +1,5 @@
-/* The fingerprint prompt: one EVALUATE, the daemon's messages relayed, the terminal's keys read. */
+/* The fingerprint prompt: one EVALUATE, the daemon's messages relayed, the terminal's keys read
+ * (tg_prompt_keys.c). */
 #include "tg_prompt.h"
 
 #include <errno.h>
@@ -9,179 +10,13 @@
 #include "tg_client.h"
 #include "tg_evaluate.h"
 #include "tg_outcome.h"
+#include "tg_prompt_state.h"
 
-#define DEFAULT_MAX_TRIES  3
-#define DEFAULT_TIMEOUT_S  30
-#define OVERALL_SLACK_MS   120000 /* queueing, password typing and messages beyond the tries */
-#define CANCEL_DEADLINE_MS 200    /* a CANCEL is a courtesy: closing the socket cancels too */
-#define DROP_IDLE_MS       3000   /* the rest of a password typed at a match: a pause ends it, */
-#define DROP_CAP_MS        120000 /* and so does this much time, whatever keys come */
-
-/* Returned by the prompt's steps while the prompt goes on; every PAM code is >= 0. */
-#define KEEP_WAITING (-1)
-
-/* What the module knows while it waits for the daemon and the keys. */
-struct prompt {
-    struct tg_call *c;
-    uint32_t id;
-    int sock;
-    bool keys;           /* reading keys now: the terminal is in raw mode */
-    bool keys_offered;   /* the terminal was offered once (the hint is shown once) */
-    bool typing_noted;   /* the "typing password" note was shown (once) */
-    bool line_open;      /* that note ended without a newline, which is still owed */
-    bool password_sent;  /* a PASSWORD went out: the RESULT judges it */
-    bool takes_password; /* the daemon said a password typed at this prompt is sent to it */
-    bool ask_password;   /* the RESULT asks for the password step */
-    bool typing;         /* a refusal came while a password was half-typed: it goes on */
-    struct tg_line line; /* the typed password, wiped on every way out */
-};
-
-#define DEBUG(p, ...) TG_DEBUG((p)->c->opt, (p)->c->pamh, __VA_ARGS__)
-
-/* ---- the terminal ------------------------------------------------------------------------ */
-
-/* Ends the terminal part: the owed newline, then the exact termios as found. Safe to repeat. */
-static void finish_keys(struct prompt *p)
-{
-    if (p->line_open)
-        tg_tty_write(&p->c->tty, "\n"); /* the terminal's next prompt starts on a fresh line */
-    p->line_open = false;
-    p->keys = false;
-    tg_tty_restore(&p->c->tty);
-}
-
-/* A message while the prompt goes on; false when the conversation failed. */
-static bool say_in_prompt(struct prompt *p, int style, const char *text)
-{
-    if (p->line_open) {
-        tg_tty_write(&p->c->tty, "\n");
-        p->line_open = false;
-    }
-    return tg_say(p->c, style, text);
-}
-
-/* The application's conversation failed: it went away or its prompt was closed (a graphical
- * fingerprint conversation that was cancelled). Stop at once; closing the socket (done by
- * tg_prompt_run) makes the daemon cancel the scan. */
-static int client_gone(struct prompt *p)
-{
-    DEBUG(p, "conversation failed mid-prompt: prompt ended");
-    finish_keys(p);
-    return tg_outcome_to_pam(TG_ERR_APP_CANCEL, 0);
-}
-
-/* Tells the daemon to stop the scan, without waiting for its answer. */
-static void send_cancel(const struct prompt *p)
-{
-    uint8_t req[TG_HEADER_SIZE + 16];
-    struct tg_writer w;
-    size_t len = 0;
-    tg_writer_init(&w, req, sizeof(req), TG_KIND_CANCEL, p->id);
-    if (tg_finish_request(p->c->pamh, &w, &len))
-        tg_send_all(p->sock, req, len, tg_deadline_after(CANCEL_DEADLINE_MS));
-}
-
-/* The user ended the prompt (userFallback, userCancel) or left the terminal: no wait for the
- * daemon's answer, the password module runs at once. */
-static int end_prompt(struct prompt *p, int32_t outcome, const char *why)
-{
-    finish_keys(p);
-    tg_line_wipe(&p->line);
-    send_cancel(p);
-    DEBUG(p, "prompt ended by the terminal: %s", why);
-    return tg_outcome_to_pam(outcome, 0);
-}
-
-/* Sends the typed line as the PASSWORD of this request; the frame is wiped after use. */
-static bool send_password(struct prompt *p)
-{
-    uint8_t req[TG_FRAME_BUFFER];
-    struct tg_writer w;
-    size_t len = 0;
-    bool sent = false;
-
-    tg_writer_init(&w, req, sizeof(req), TG_KIND_PASSWORD, p->id);
-    tg_put_string(&w, TG_TAG_PASSWORD, p->line.buf);
-    /* A line that is not UTF-8 cannot go over the wire; the password module can still judge it. */
-    if (tg_writer_finish(&w, &len) == TG_CODEC_OK)
-        sent = tg_send_all(p->sock, req, len, tg_deadline_after(TG_REPLY_DEADLINE_MS)) == TG_IO_OK;
-    explicit_bzero(req, sizeof(req));
-    return sent;
-}
-
-/* Enter ended a non-empty line. */
-static int submit_password(struct prompt *p)
-{
-    finish_keys(p); /* no more keys: the terminal is back to normal for the rest of the wait */
-    if (p->takes_password) {
-        if (send_password(p)) {
-            p->password_sent = true;
-            DEBUG(p, "typed password sent to the daemon");
-            return KEEP_WAITING;
-        }
-        DEBUG(p, "typed password could not be sent: handed to the password module");
-    }
-    /* The daemon takes no password at this prompt (policy biometrics): the password module that
-     * follows checks it, and the prompt ends as on Enter. */
-    tg_hand_over(p->c, p->line.buf);
-    return end_prompt(p, TG_ERR_USER_FALLBACK, "password typed");
-}
-
-/* One key from the terminal. */
-static int on_key(struct prompt *p)
-{
-    uint8_t key = 0;
-    switch (tg_tty_read_key(&p->c->tty, &key)) {
-    case TG_TTY_NONE:
-        return KEEP_WAITING;
-    case TG_TTY_GONE:
-        return end_prompt(p, TG_ERR_APP_CANCEL, "terminal gone");
-    case TG_TTY_KEY:
-        break;
-    }
-    switch (tg_line_key(&p->line, key)) {
-    case TG_KEY_NONE:
-        return KEEP_WAITING;
-    case TG_KEY_TYPED:
-        /* Nothing is echoed; one note, once, says the keys are being taken as a password. */
-        if (!p->typing_noted) {
-            tg_tty_write(&p->c->tty, tg_text(&p->c->lang, N_("(typing password — press Enter)")));
-            p->typing_noted = p->line_open = true;
-        }
-        return KEEP_WAITING;
-    case TG_KEY_FALLBACK:
-        return end_prompt(p, TG_ERR_USER_FALLBACK, "Enter");
-    case TG_KEY_CANCEL:
-        return end_prompt(p, TG_ERR_USER_CANCEL, "Ctrl-C");
-    case TG_KEY_SUBMIT:
-        return submit_password(p);
-    }
-    return KEEP_WAITING;
-}
-
-static const char *hint(const struct prompt *p)
-{
-    if (p->takes_password)
-        return tg_text(&p->c->lang, N_("(or type your password and press Enter)"));
-    return tg_text(&p->c->lang, N_("(or press Enter to use your password)"));
-}
-
-/* Once the reader listens (or the request waits in the queue), the terminal is read too, so the
- * password is always one Enter away and never behind a timeout. */
-static int offer_keys(struct prompt *p)
-{
-    if (p->keys_offered || p->c->tty.fd < 0 || p->password_sent)
-        return KEEP_WAITING;
-    p->keys_offered = true;
-    if (!tg_tty_raw(&p->c->tty)) {
-        DEBUG(p, "terminal cannot be set up: no keys read");
-        return KEEP_WAITING;
-    }
-    p->keys = true;
-    if (!say_in_prompt(p, PAM_TEXT_INFO, hint(p)))
-        return client_gone(p);
-    return KEEP_WAITING;
-}
+#define DEFAULT_MAX_TRIES 3
+#define DEFAULT_TIMEOUT_S 30
+#define OVERALL_SLACK_MS  120000 /* queueing, password typing and messages beyond the tries */
+#define DROP_IDLE_MS      3000   /* the rest of a password typed at a match: a pause ends it, */
+#define DROP_CAP_MS       120000 /* and so does this much time, whatever keys come */
 
 /* ---- the daemon -------------------------------------------------------------------------- */
 
@@ -200,7 +35,7 @@ static void keep_password(struct prompt *p, const char *why)
 static int protocol_error(struct prompt *p, enum tg_failure failure, const char *what)
 {
     keep_password(p, what);
-    finish_keys(p);
+    tg_prompt_finish_keys(p);
     pam_syslog(p->c->pamh, LOG_ERR, "bad reply from touchgated: %s", what);
     tg_say(p->c, PAM_ERROR_MSG,
            tg_text(&p->c->lang, N_("Fingerprint service error: use your password")));
@@ -212,7 +47,7 @@ static int daemon_silent(struct prompt *p, enum tg_io_status io)
     if (io == TG_IO_MALFORMED)
         return protocol_error(p, TG_FAIL_MALFORMED_REPLY, tg_io_strerror(io));
     keep_password(p, tg_io_strerror(io));
-    finish_keys(p);
+    tg_prompt_finish_keys(p);
     pam_syslog(p->c->pamh, LOG_WARNING, "touchgated not responding (%s): falling back",
                tg_io_strerror(io));
     tg_say(p->c, PAM_ERROR_MSG,
@@ -232,12 +67,12 @@ static int on_progress(struct prompt *p, const struct tg_frame *frame)
     tg_frame_int(frame, TG_TAG_FLAGS, &flags); /* absent: 0, every flag "no" */
     if (tg_frame_string(frame, TG_TAG_MESSAGE, text, sizeof(text))) {
         DEBUG(p, "progress %d message relayed (style %d)", (int)kind, (int)style);
-        if (!say_in_prompt(p, style == TG_STYLE_ERROR ? PAM_ERROR_MSG : PAM_TEXT_INFO, text))
-            return client_gone(p);
+        if (!tg_prompt_say(p, style == TG_STYLE_ERROR ? PAM_ERROR_MSG : PAM_TEXT_INFO, text))
+            return tg_prompt_client_gone(p);
     }
     if (kind == TG_PROGRESS_PROMPT || kind == TG_PROGRESS_QUEUED) {
         p->takes_password = (flags & TG_FLAG_ACCEPTS_PASSWORD) != 0;
-        return offer_keys(p);
+        return tg_prompt_offer_keys(p);
     }
     return KEEP_WAITING; /* a keepalive only restarts the silence deadline */
 }
@@ -269,7 +104,8 @@ static int on_result(struct prompt *p, const struct tg_frame *frame)
     if (code == TG_OK && !by_password && p->keys && p->line.len > 0)
         tg_tty_drop_line(&p->c->tty, tg_deadline_after(DROP_CAP_MS),
                          DROP_IDLE_MS); /* its rest goes too */
-    finish_keys(p); /* the daemon decided: the terminal is put back before anything is shown */
+    tg_prompt_finish_keys(
+        p); /* the daemon decided: the terminal is put back before anything is shown */
     if (code == TG_ERR_BUSY) {
         tg_say(p->c, PAM_ERROR_MSG, tg_busy_text(p->c)); /* too many connections: our own words */
     } else if (code != TG_OK && tg_frame_string(frame, TG_TAG_MESSAGE, text, sizeof(text))) {
@@ -366,7 +202,7 @@ static int await_result(struct prompt *p)
         enum tg_io_status io;
         switch (wait_daemon_or_key(p, deadline)) {
         case WAKE_KEY:
-            rc = on_key(p);
+            rc = tg_prompt_on_key(p);
             break;
         case WAKE_DAEMON:
             io = tg_read_frame(p->sock, buf, sizeof(buf), &len, deadline);
@@ -398,7 +234,7 @@ int tg_prompt_run(struct tg_call *c, bool *ask_password, struct tg_line *typed)
     int rc = tg_evaluate_start(c, p.id, &p.sock);
     if (rc == PAM_SUCCESS)
         rc = await_result(&p);
-    finish_keys(&p); /* the terminal exactly as it was found, whatever ended the prompt */
+    tg_prompt_finish_keys(&p); /* the terminal exactly as it was found, whatever ended the prompt */
     tg_line_wipe(typed);
     if (p.typing) {
         *typed = p.line;
