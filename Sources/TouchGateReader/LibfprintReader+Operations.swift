@@ -141,11 +141,7 @@ extension LibfprintReader {
                             != 0
                     else { return nil }
                     if identifyAlways, match == nil, let scanned {
-                        if deleteUnowned {
-                            self.deleteUnowned(scanned, from: dev)
-                        } else if tgfp_print_get_device_stored(scanned) != 0 {
-                            log("a print of this finger on the reader is kept: the store cannot be read in full now")
-                        }
+                        self.deleteUnowned(scanned, from: dev, storeReadInFull: deleteUnowned)
                     }
                     return report.takeUnretainedValue().result(match)
                 } else {

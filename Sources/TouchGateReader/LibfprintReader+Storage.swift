@@ -3,11 +3,16 @@ import CGIO
 import CTouchGateLibs
 
 extension LibfprintReader {
-    /// An enrollment's duplicate check found the finger on the chip in a print no user here owns
-    /// (the gallery held every owned one): as fprintd's enroll_identify_cb, it is deleted from the
-    /// chip, which would otherwise refuse that finger's enrollment for ever.
-    func deleteUnowned(_ scanned: OpaquePointer, from dev: UnsafeMutablePointer<FpDevice>) {
+    /// An enrollment's duplicate check found the finger on the chip in a print none of the gallery
+    /// matched. When the gallery held every owned print (`storeReadInFull`), no user here owns it:
+    /// as fprintd's enroll_identify_cb, it is deleted from the chip, which would otherwise refuse
+    /// that finger's enrollment for ever. Otherwise it may be an unreadable print's, and is kept.
+    func deleteUnowned(_ scanned: OpaquePointer, from dev: UnsafeMutablePointer<FpDevice>, storeReadInFull: Bool) {
         guard tgfp_device_has_storage(dev) != 0, tgfp_print_get_device_stored(scanned) != 0 else { return }
+        guard storeReadInFull else {
+            log("a print of this finger on the reader is kept: the store cannot be read in full now")
+            return
+        }
         var error: UnsafeMutablePointer<GError>?
         if tgfp_device_delete_print_sync(dev, scanned, nil, &error) != 0 {
             log("deleted from the reader a print of this finger that no user here owns")

@@ -53,12 +53,15 @@ func serve(_ options: DaemonOptions) -> Int32 {
     let audit = Logger(label: LogSetup.auditLabel)
 
     let settings: DaemonConfig
-    do { settings = try ConfigFile.load(path: configPath) } catch {
-        // An invalid file stops the daemon at start, with the line and the reason. Not the
-        // export: the package's removal runs it, and a broken file must not cost the prints
-        // (purge then deletes the key that opens them).
-        guard options.exportPrints else { return startFailure("\(configPath): \(error)") }
+    if options.exportPrints {
+        // The package's removal runs the export: a broken line must not cost the prints (purge
+        // then deletes the key that opens them), so each is told and left out.
         settings = ConfigFile.loadLeniently(path: configPath) { printWarning("\(configPath): \($0): line left out") }
+    } else {
+        // An invalid file stops the daemon at start, with the line and the reason.
+        do { settings = try ConfigFile.load(path: configPath) } catch {
+            return startFailure("\(configPath): \(error)")
+        }
     }
     let socketPath =
         options.socket ?? environment("RUNTIME_DIRECTORY").map { "\(firstPath($0))/touchgated.sock" }
