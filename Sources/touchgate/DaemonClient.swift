@@ -23,12 +23,9 @@ struct DaemonClient {
         let exchange = try start(kind, fields)
         let cap = monotonicMilliseconds() + Int64(Self.requestCapMilliseconds)
         while true {
-            let left = Int(cap - monotonicMilliseconds())
-            guard left > 0 else {
-                throw Failure(L("touchgated did not answer within %s s", cli, Self.requestCapMilliseconds / 1000))
+            guard let frame = try exchange.nextOrEnd(before: cap) else {
+                throw Failure(L("touchgated closed the connection before answering", cli))
             }
-            let frame = try exchange.next(
-                deadlineMilliseconds: min(left, WireLimits.silenceDeadlineMilliseconds), silence: true)
             if frame.kind == .result { return try succeeded(frame) }
             // Progress during a short request (keepalives) carries nothing to show.
         }
@@ -38,12 +35,17 @@ struct DaemonClient {
     /// for the readers' first opening or a TPM conversation (10 s each) before it.
     static let requestCapMilliseconds = 45_000
 
+    /// The failure when `requestCapMilliseconds` has passed.
+    static var capPassed: Failure {
+        Failure(L("touchgated did not answer within %s s", cli, requestCapMilliseconds / 1000))
+    }
+
     /// An interactive request (enroll, verify): shows progress until the RESULT, with no overall cap;
     /// only TG_SILENCE_DEADLINE_MS without any frame (keepalives included) gives up.
     func prompt(_ kind: Kind, _ fields: [Field], progress: (Frame) -> Void) throws(Failure) -> Frame {
         let exchange = try start(kind, fields)
         while true {
-            let frame = try exchange.next(deadlineMilliseconds: WireLimits.silenceDeadlineMilliseconds, silence: true)
+            let frame = try exchange.next(deadlineMilliseconds: WireLimits.silenceDeadlineMilliseconds, wait: .silence)
             switch frame.kind {
             case .result: return try succeeded(frame)
             case .progress: progress(frame)
@@ -61,13 +63,12 @@ struct DaemonClient {
         let cap = monotonicMilliseconds() + Int64(Self.requestCapMilliseconds)
         var acknowledged = false
         while true {
-            let left = Int(cap - monotonicMilliseconds())
-            if !acknowledged && left <= 0 {
-                throw Failure(L("touchgated did not answer within %s s", cli, Self.requestCapMilliseconds / 1000))
-            }
-            let deadline = acknowledged ? nil : min(left, WireLimits.silenceDeadlineMilliseconds)
+            let received =
+                acknowledged
+                ? try exchange.nextOrEnd(deadlineMilliseconds: nil, wait: .silence)
+                : try exchange.nextOrEnd(before: cap)
             // The stream has no end of its own: the daemon closed it (it stopped or restarted).
-            guard let frame = try exchange.nextOrEnd(deadlineMilliseconds: deadline, silence: !acknowledged) else {
+            guard let frame = received else {
                 throw Failure(L("touchgated ended the event stream (it stopped or restarted)", cli))
             }
             switch frame.kind {
@@ -121,6 +122,16 @@ struct DaemonClient {
     }
 }
 
+/// Which deadline a receive waits under, for the sentence when it passes.
+private enum Wait {
+    /// The reply to what was just sent.
+    case reply
+    /// Any frame, keepalives included (TG_SILENCE_DEADLINE_MS).
+    case silence
+    /// The rest of the request's overall cap, shorter than the silence deadline.
+    case cap
+}
+
 /// A connection carrying one request; every frame read back must echo its request id.
 private struct Exchange {
     let connection: Connection
@@ -130,27 +141,38 @@ private struct Exchange {
         do {
             try connection.send(Frame(kind, requestID: requestID, fields))
         } catch {
-            throw failure(error, silence: false)
+            throw failure(error, wait: .reply)
         }
     }
 
     /// The next frame for this request; a frame for another request is an error, never a result.
-    func next(deadlineMilliseconds: Int?, silence: Bool) throws(Failure) -> Frame {
-        guard let frame = try nextOrEnd(deadlineMilliseconds: deadlineMilliseconds, silence: silence) else {
+    func next(deadlineMilliseconds: Int?, wait: Wait) throws(Failure) -> Frame {
+        guard let frame = try nextOrEnd(deadlineMilliseconds: deadlineMilliseconds, wait: wait) else {
             throw Failure(L("touchgated closed the connection before answering", cli))
         }
         return frame
     }
 
+    /// The next frame within the silence deadline and before `cap` (a monotonic time), or nil
+    /// when the daemon closed the connection. A wait that the cap cuts short says so when it ends.
+    func nextOrEnd(before cap: Int64) throws(Failure) -> Frame? {
+        let left = Int(cap - monotonicMilliseconds())
+        guard left > 0 else { throw DaemonClient.capPassed }
+        if left < WireLimits.silenceDeadlineMilliseconds {
+            return try nextOrEnd(deadlineMilliseconds: left, wait: .cap)
+        }
+        return try nextOrEnd(deadlineMilliseconds: WireLimits.silenceDeadlineMilliseconds, wait: .silence)
+    }
+
     /// Like `next`, but nil when the daemon closed the connection.
-    func nextOrEnd(deadlineMilliseconds: Int?, silence: Bool) throws(Failure) -> Frame? {
+    func nextOrEnd(deadlineMilliseconds: Int?, wait: Wait) throws(Failure) -> Frame? {
         let frame: Frame
         do {
             frame = try connection.receive(deadlineMilliseconds: deadlineMilliseconds)
         } catch .closed {
             return nil
         } catch {
-            throw failure(error, silence: silence)
+            throw failure(error, wait: wait)
         }
         // The daemon's refusal of a request it never read (busy at accept) has the unsolicited id.
         guard WireLimits.answers(frame, request: requestID) else {
@@ -162,16 +184,21 @@ private struct Exchange {
         return frame
     }
 
-    private func failure(_ error: ConnectionError, silence: Bool) -> Failure {
+    private func failure(_ error: ConnectionError, wait: Wait) -> Failure {
         switch error {
         case .closed:
             return Failure(L("touchgated closed the connection", cli))
-        case .timedOut where silence:
-            let s = Double(WireLimits.silenceDeadlineMilliseconds) / 1000
-            return Failure(L("touchgated stopped answering (nothing for %s s)", cli, s))
         case .timedOut:
-            let s = Double(WireLimits.replyDeadlineMilliseconds) / 1000
-            return Failure(L("touchgated did not answer within %s s", cli, s))
+            switch wait {
+            case .silence:
+                let s = Double(WireLimits.silenceDeadlineMilliseconds) / 1000
+                return Failure(L("touchgated stopped answering (nothing for %s s)", cli, s))
+            case .reply:
+                let s = Double(WireLimits.replyDeadlineMilliseconds) / 1000
+                return Failure(L("touchgated did not answer within %s s", cli, s))
+            case .cap:
+                return DaemonClient.capPassed
+            }
         case .wire(let w):
             return Failure(L("bad message from touchgated: %s", cli, w))
         case .io(let e):
