@@ -38,6 +38,17 @@ public final class Directory: Sendable {
         return dir
     }
 
+    /// Takes this directory for this process alone (an exclusive `flock`, released when the
+    /// process ends): false when another process holds it.
+    public func takeExclusively() throws(StorageError) -> Bool {
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            if errno == EINTR { continue }
+            if errno == EWOULDBLOCK { return false }
+            throw .io("flock \(path)", errno)
+        }
+        return true
+    }
+
     /// A subdirectory; created 0700 when `create` and missing; nil when missing otherwise.
     public func subdirectory(_ name: String, create: Bool = false) throws(StorageError) -> Directory? {
         try Self.checkName(name)

@@ -48,6 +48,10 @@ public final class PrintSealing: Sendable {
     /// that would seal does not start, so none started by a client after the export (a D-Bus
     /// activation during the package's removal) seals the prints again (touchgated(8), FILES).
     public static let exportedName = "prints-exported"
+    /// `<state>/prints-left-sealed`: the print store's path, left by `touchgated --export-prints`
+    /// when some prints there stayed sealed, so that a purge (when the configuration naming the
+    /// store is gone) keeps the key that opens them (touchgated(8), FILES).
+    public static let leftSealedName = "prints-left-sealed"
 
     let mode: SealMode
     let sealer: (any KeySealer)?

@@ -76,11 +76,28 @@ func serve(_ options: DaemonOptions) -> Int32 {
     pthread_sigmask(SIG_BLOCK, &signals, nil)
     signal(SIGPIPE, SIG_IGN)
 
-    let readers = LibfprintReaders { message in log.info("\(message)") }
+    // Socket activation's variables are read and unset before any other thread runs: unsetenv
+    // beside a getenv in another thread (libfprint's, GLib's) is not safe.
+    var passed: Int32?
+    if !options.exportPrints {
+        do { passed = try ListeningSocket.fromActivation() } catch { return startFailure("\(error)") }
+    }
+
     let state: Directory, prints: Directory
     do { state = try Directory.openRoot(stateDirectory) } catch {
         return startFailure("state directory \(stateDirectory): \(error)")
     }
+    // One process at a time on the state and the prints: two daemons, or a daemon and the export,
+    // would each rewrite what the other just wrote (an export undone by a daemon sealing again).
+    do {
+        guard try state.takeExclusively() else {
+            return startFailure(
+                "touchgated is running (it holds \(stateDirectory)): stop it first"
+                    + (options.exportPrints ? " (systemctl stop touchgated.socket touchgated.service)" : ""))
+        }
+    } catch { return startFailure("\(error)") }
+    // The readers only now: a second daemon must not open what the running one holds.
+    let readers = LibfprintReaders { message in log.info("\(message)") }
     // The export makes no print store (a purge would leave it behind): none, nothing to export.
     if options.exportPrints && access(printDirectory, F_OK) != 0 && errno == ENOENT {
         print("touchgated: no print store at \(printDirectory): nothing to export")
@@ -105,7 +122,7 @@ func serve(_ options: DaemonOptions) -> Int32 {
         // No sigwait here: Ctrl-C or SIGTERM ends the export at once (each print file is
         // replaced whole, so one cut short leaves every file either sealed or in the clear).
         pthread_sigmask(SIG_UNBLOCK, &signals, nil)
-        return exportPrints(PrintFiles(root: prints, reader: readers, sealing: sealing))
+        return exportPrints(PrintFiles(root: prints, reader: readers, sealing: sealing), state: state)
     }
     // The boot identity decides passwordRequired(boot); without it that rule cannot hold, so stop.
     guard let bootID = readSmallFile(options.bootIdFile)?.trimmingWhitespace, !bootID.isEmpty else {
@@ -129,8 +146,6 @@ func serve(_ options: DaemonOptions) -> Int32 {
     let listenFD: Int32
     let boundPath: String?
     var boundIdentity: [UInt64]?
-    let passed: Int32?
-    do { passed = try ListeningSocket.fromActivation() } catch { return startFailure("\(error)") }
     if let passed {
         listenFD = passed
         boundPath = nil
@@ -203,16 +218,21 @@ func serve(_ options: DaemonOptions) -> Int32 {
 }
 
 /// `--export-prints`: every sealed print written back in the clear, in fprintd's format (before
-/// going back to fprintd); exit status 1 when one stayed sealed.
-private func exportPrints(_ files: PrintFiles) -> Int32 {
-    do {
-        let count = try files.exportClear { print("touchgated: \($0)") }
-        print(
-            "touchgated: \(count) sealed print\(count == 1 ? "" : "s") written back in the clear in \(files.root.path)")
-        return EXIT_SUCCESS
-    } catch {
+/// going back to fprintd); exit status 1 when one stayed sealed. Where some stayed sealed, the
+/// store's path is left in the state directory for the package's purge, which keeps their key.
+private func exportPrints(_ files: PrintFiles, state: Directory) -> Int32 {
+    let count: Int
+    do { count = try files.exportClear { print("touchgated: \($0)") } } catch {
+        do {
+            try state.writeAtomically(PrintSealing.leftSealedName, Array("\(files.root.path)\n".utf8))
+        } catch { printWarning("\(state.path)/\(PrintSealing.leftSealedName): \(error)") }
         return startFailure("prints not exported: \(error)")
     }
+    do { try state.remove(PrintSealing.leftSealedName) } catch {
+        printWarning("\(state.path)/\(PrintSealing.leftSealedName): \(error)")
+    }
+    print("touchgated: \(count) sealed print\(count == 1 ? "" : "s") written back in the clear in \(files.root.path)")
+    return EXIT_SUCCESS
 }
 
 /// Runs `body` on the core loop and waits for its result (start-up only).

@@ -3,6 +3,7 @@ restart on each kind of reader; the same disk under another TPM opens no print a
 still works; prints in the clear sealed at start without an enrollment change; the export back to
 fprintd's format."""
 
+import os
 import signal
 import stat
 import subprocess
@@ -53,8 +54,8 @@ def test_a_print_enrolled_with_a_tpm_is_sealed_on_disk_and_matches_after_a_resta
         [path] = print_files(world)
         sealed = path.read_bytes()
         assert sealed.startswith(MAGIC), sealed[:8]
-        assert b"FP1" not in sealed[:8] and b"FP2" not in sealed[:8]  # not libfprint's serialized print
-        assert ALICE_PRINT.encode() not in sealed
+        # Nothing of libfprint's serialized print shows: its header, the user it names, the scan.
+        assert b"FP3" not in sealed and b"alice" not in sealed and ALICE_PRINT.encode() not in sealed
         key = world.state / "sealed-key"
         assert stat.S_IMODE(key.stat().st_mode) == 0o600
         assert verify(world).result == "PAM_SUCCESS"
@@ -166,6 +167,7 @@ def test_the_export_writes_the_prints_back_in_fprintds_format(world):
         assert "1 sealed print written back in the clear in %s" % world.prints in done.stdout
         clear = path.read_bytes()
         assert not clear.startswith(MAGIC) and ALICE_PRINT.encode() in clear
+        assert clear.startswith(b"FP3") and b"alice" in clear  # what the sealed file must not show
         # A daemon started after the export (a D-Bus client, while the package is removed) would
         # seal the print again; it refuses to start instead, and says how to go on.
         mark = world.state / "prints-exported"
@@ -179,6 +181,24 @@ def test_the_export_writes_the_prints_back_in_fprintds_format(world):
     assert verify(world).result == "PAM_SUCCESS"
     daemon.log.wait_for("prints stay in the clear (seal = no): removed %s" % mark)
     assert not mark.exists()
+
+
+def test_one_process_at_a_time_holds_the_state_a_second_daemon_and_an_export_are_refused(world):
+    conf = configure(world, None, seal="no")
+    daemon = world.start_daemon(config=conf)
+    second = harness.run_daemon_once(world, conf)
+    assert second.returncode == 1, second
+    assert "touchgated is running (it holds %s): stop it first" % world.state in second.stderr, second
+    # A daemon that does not answer (stopped here) still runs: the export does not go ahead.
+    os.kill(daemon.proc.pid, signal.SIGSTOP)
+    try:
+        busy = world.cli("prints", "export", "--state-dir", world.state, "--print-store", world.prints,
+                         "--config", conf)
+    finally:
+        os.kill(daemon.proc.pid, signal.SIGCONT)
+    assert busy.returncode == 1 and "touchgated is running (it holds" in busy.stderr, busy
+    assert not (world.state / "prints-exported").exists()
+    assert can_evaluate(world) == (-7, "noPrints")  # and the daemon still answers
 
 
 def export(world, conf, *extra):
@@ -204,6 +224,24 @@ def test_the_export_goes_on_past_a_broken_line_and_needs_no_boot_identity(world)
         assert "1 sealed print written back in the clear" in done.stdout, done
         [path] = print_files(world)
         assert not path.read_bytes().startswith(MAGIC)
+
+
+def test_an_export_that_leaves_prints_sealed_records_where_for_the_purge(world):
+    """Purge runs after touchgate.conf, which names the print store, is gone: it learns from the
+    export where prints stayed sealed, and keeps their key (debian/touchgate.postrm)."""
+    record = world.state / "prints-left-sealed"
+    with SwTPM(world.dir) as tpm:
+        conf = configure(world, tpm)
+        world.start_daemon(config=conf)
+        enroll_alice(world)
+        world.daemon.stop()
+        away = export(world, configure(world, None))
+        assert away.returncode == 1 and "1 print stayed sealed" in away.stderr, away
+        assert record.read_text() == "%s\n" % world.prints
+        assert (record.stat().st_mode & 0o777) == 0o600
+        done = export(world, configure(world, tpm))
+        assert done.returncode == 0 and "1 sealed print written back" in done.stdout, done
+        assert not record.exists()
 
 
 def test_the_export_makes_no_print_store_where_there_is_none(world):

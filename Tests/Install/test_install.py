@@ -324,22 +324,28 @@ def test_15_purge_stops_the_running_daemon_and_leaves_no_file(machine, state):
     daemon = machine.spawn(m.DAEMON, env={"FP_VIRTUAL_DEVICE": m.VDEV, "FP_DRIVERS_WHITELIST": "virtual_device"})
     daemon.log.wait_for("listening on", 10)
     assert machine.pids_of(m.DAEMON)
-    # A print still sealed, which the removal's export cannot open here (no TPM): the key that
-    # opens it is the one file purge keeps.
+    # Prints still sealed, which the removal's export cannot open here (no TPM): the key that
+    # opens them is the one file purge keeps. One lies in the print store touchgate.conf names,
+    # which purge knows only from the export (the file is gone by then), one in fprintd's store.
     key = machine.path("/var/lib/touchgate/sealed-key")
     key.write_bytes(b"a sealed key")
     key.chmod(0o600)
-    sealed = machine.path("/var/lib/fprint/tgsealed/virtual_device/0/7")
-    sealed.parent.mkdir(parents=True, mode=0o700)
-    sealed.write_bytes(b"TGSP\x01" + bytes(64))
+    conf = machine.path("/etc/touchgate/touchgate.conf")
+    conf.write_bytes(conf.read_bytes() + b"print_store = /var/lib/tgprints\n")
+    for store in ("/var/lib/fprint", "/var/lib/tgprints"):
+        sealed = machine.path(store + "/tgsealed/virtual_device/0/7")
+        sealed.parent.mkdir(parents=True, mode=0o700)
+        sealed.write_bytes(b"TGSP\x01" + bytes(64))
     p = machine.run("apt-get", "purge", "-y", "-q", "touchgate", "libpam-touchgate", limit=300)
     assert machine.pids_of(m.DAEMON) == [], "purge left the daemon running"
     assert daemon.wait(10) == 0, daemon.log.dump()  # it stopped on SIGTERM, cleanly
     assert [f.name for f in machine.path("/var/lib/touchgate").iterdir()] == ["sealed-key"]
-    assert "prints still sealed in /var/lib/fprint: 1;" in p.stdout + p.stderr, p.stdout + p.stderr
-    m.log("purge with a print still sealed: the key kept")
+    said = p.stdout + p.stderr
+    assert "prints still sealed in /var/lib/fprint: 1; in /var/lib/tgprints: 1;" in said, said
+    m.log("purge with prints still sealed in two stores: the key kept")
     shutil.rmtree(machine.path("/var/lib/touchgate"))
     shutil.rmtree(machine.path("/var/lib/fprint/tgsealed"))
+    shutil.rmtree(machine.path("/var/lib/tgprints"))
     left = [f for f in state["files"] if machine.path(f).exists() and not machine.path(f).is_dir()]
     assert left == [], left
     for gone in ["/var/lib/touchgate", "/etc/touchgate", "/usr/libexec/touchgate", "/run/touchgate",
