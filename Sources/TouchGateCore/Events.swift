@@ -60,28 +60,17 @@ public struct AuthEvent: Codable, Sendable, Equatable {
     /// `key=value` words for the syslog line. Values come partly from the client (service, tty,
     /// rhost), so anything outside a plain set is escaped as \xHH: one field stays one word.
     var auditLine: String {
-        var words = ["event=\(Self.escaped(event))", "user=\(Self.escaped(user))"]
-        if let service { words.append("service=\(Self.escaped(service))") }
-        if let tty { words.append("tty=\(Self.escaped(tty))") }
-        if let rhost { words.append("rhost=\(Self.escaped(rhost))") }
+        var words = ["event=\(oneWord(event))", "user=\(oneWord(user))"]
+        if let service { words.append("service=\(oneWord(service))") }
+        if let tty { words.append("tty=\(oneWord(tty))") }
+        if let rhost { words.append("rhost=\(oneWord(rhost))") }
         if let method { words.append("method=\(method)") }
         if let outcome { words.append("outcome=\(outcome)") }
-        if let reason { words.append("reason=\(Self.escaped(reason))") }
+        if let reason { words.append("reason=\(oneWord(reason))") }
         if let failedMatches { words.append("failed_matches=\(failedMatches)") }
         if let wrongPasswords { words.append("wrong_passwords=\(wrongPasswords)") }
         if let byUID { words.append("by_uid=\(byUID)") }
         return words.joined(separator: " ")
-    }
-
-    static func escaped(_ value: String) -> String {
-        var out = ""
-        for b in value.utf8 {
-            let plain =
-                (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
-                || b == 0x2E || b == 0x5F || b == 0x2D || b == 0x3A || b == 0x2F || b == 0x40 || b == 0x2C || b == 0x2B
-            out += plain ? String(UnicodeScalar(b)) : "\\x" + hex([b])
-        }
-        return out
     }
 
     /// `2026-11-23T09:22:42Z`

@@ -1,6 +1,7 @@
 // What one log record says to the journal (its native fields) and how an audit event's details
 // travel to it: pure, so the contract in docs/logging.md is tested without a journal.
 import Logging
+import TouchGateWire
 
 public enum JournalFields {
     public static let identifier = "touchgated"
@@ -53,7 +54,7 @@ public enum JournalFields {
         for key in eventKeys {
             // A detail a client sent empty (SERVICE, TTY, RHOST) is as absent as one it left out.
             guard let value = details[key]?.description, !value.isEmpty else { continue }
-            out.append(("TOUCHGATE_" + key.uppercased(), AuthEvent.escaped(value)))
+            out.append(("TOUCHGATE_" + key.uppercased(), oneWord(value)))
         }
         return out
     }

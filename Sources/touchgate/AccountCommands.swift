@@ -101,7 +101,7 @@ struct DomainState: ParsableCommand {
     var service: String?
 
     func validate() throws {
-        if let service, service.isEmpty || service.utf8.contains(0) {
+        if let service, service.isEmpty || service.utf8.contains(0) || service.utf8.count > WireLimits.maxString {
             throw ValidationError(L("--service must be a PAM service name.", cli))
         }
     }

@@ -40,6 +40,12 @@ enum Caller {
         return String(cString: name)
     }
 
+    /// RHOST on the wire: "ssh" inside an SSH session, as the PAM module sends it, so the daemon's
+    /// allow_remote rule judges a verify from there as it judges a login (docs/spec.md §9).
+    static var remoteHost: String? {
+        environment("SSH_CONNECTION") != nil || environment("SSH_CLIENT") != nil ? "ssh" : nil
+    }
+
     /// A user name that can go on the wire; the daemon decides whether it exists.
     static func validateUserName(_ name: String) throws {
         guard !name.isEmpty else { throw ValidationError(L("--user must not be empty.", cli)) }

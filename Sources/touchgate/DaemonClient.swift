@@ -67,9 +67,11 @@ struct DaemonClient {
                 acknowledged
                 ? try exchange.nextOrEnd(deadlineMilliseconds: nil, wait: .silence)
                 : try exchange.nextOrEnd(before: cap)
-            // The stream has no end of its own: the daemon closed it (it stopped or restarted).
+            // The stream has no end of its own: the daemon closed it (it stopped or restarted, or
+            // it dropped this monitor, 256 KiB of events behind: docs/spec.md §7).
             guard let frame = received else {
-                throw Failure(L("touchgated ended the event stream (it stopped or restarted)", cli))
+                throw Failure(
+                    L("touchgated ended the event stream (it stopped or restarted, or this monitor fell behind)", cli))
             }
             switch frame.kind {
             case .event: event(frame)
@@ -140,6 +142,8 @@ private struct Exchange {
     func send(_ kind: Kind, _ fields: [Field]) throws(Failure) {
         do {
             try connection.send(Frame(kind, requestID: requestID, fields))
+        } catch .wire(let problem) {
+            throw Failure(L("the request cannot be sent: %s", cli, problem))  // ours, not the daemon's
         } catch {
             throw failure(error, wait: .reply)
         }
@@ -210,4 +214,7 @@ private struct Exchange {
 }
 
 /// The LOCALE field when the caller has a locale.
-func localeField() -> [Field] { Caller.locale.map { [Field(.locale, $0)] } ?? [] }
+func localeField() -> [Field] {
+    // One no frame can carry is left out: the daemon then answers in its own language.
+    Caller.locale.flatMap { $0.utf8.count <= WireLimits.maxString ? [Field(.locale, $0)] : nil } ?? []
+}

@@ -57,6 +57,7 @@ struct Verify: ParsableCommand {
                 Field(.user, user), Field(.policy, EvaluationPolicy.biometrics.rawValue), Field(.service, "touchgate"),
             ] + reader.fields + localeField()
         if let tty = Caller.tty { fields.append(Field(.tty, tty)) }
+        if let rhost = Caller.remoteHost { fields.append(Field(.rhost, rhost)) }
         _ = try DaemonClient(socketPath: root.socketPath).prompt(.evaluate, fields) { frame in
             if let line = progressLine(frame) { say(line) }
         }

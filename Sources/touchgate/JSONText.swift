@@ -108,7 +108,10 @@ func eventSummary(_ event: JSONValue) -> String {
     case .string(let name): outcome = name
     default: outcome = text("outcomeName", "name", "event", "type", "kind") ?? "-"
     }
-    return [time, text("user") ?? "-", text("service") ?? "-", outcome, text("reason") ?? "-"].joined(separator: " ")
+    // The service and the user come from whoever asked: each stays one word, with nothing in it
+    // that a terminal would take as a line break or a control sequence.
+    let words = [text("user") ?? "-", text("service") ?? "-", outcome, text("reason") ?? "-"].map(oneWord)
+    return ([time] + words).joined(separator: " ")
 }
 
 /// Seconds since the epoch as local `YYYY-MM-DD HH:MM:SS`.

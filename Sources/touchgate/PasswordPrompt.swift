@@ -46,13 +46,13 @@ enum PasswordPrompt {
         // A signal while echo is off must not leave the terminal silent: restore, then die as usual.
         TerminalGuard.arm(fd: fd, saved: saved)
         defer { TerminalGuard.disarm() }
-        writeAll(promptFD, L("Password: ", cli))
+        _ = writeAll(promptFD, L("Password: ", cli))
         guard tcsetattr(fd, TCSAFLUSH, &quiet) == 0 else {
             throw Failure(L("cannot turn off echo on the terminal", cli))
         }
         defer {
             _ = tcsetattr(fd, TCSAFLUSH, &saved)
-            writeAll(promptFD, "\n")  // the Enter the user typed was not echoed
+            _ = writeAll(promptFD, "\n")  // the Enter the user typed was not echoed
         }
         return try readLine(fd: fd)
     }
@@ -60,6 +60,7 @@ enum PasswordPrompt {
     /// Bytes up to the newline, read one at a time so nothing after it is consumed.
     private static func readLine(fd: Int32) throws(Failure) -> [UInt8] {
         var line: [UInt8] = []
+        line.reserveCapacity(WireLimits.maxString + 1)  // never moved: no copy left behind unwiped
         var byte: UInt8 = 0
         while true {
             let n = Glibc.read(fd, &byte, 1)
@@ -77,16 +78,6 @@ enum PasswordPrompt {
         }
         if line.last == 0x0D { line.removeLast() }
         return line
-    }
-
-    private static func writeAll(_ fd: Int32, _ text: String) {
-        var bytes = Array(text.utf8)[...]
-        while !bytes.isEmpty {
-            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return }
-            bytes = bytes.dropFirst(n)
-        }
     }
 }
 

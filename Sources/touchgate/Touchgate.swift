@@ -36,6 +36,7 @@ struct Touchgate: ParsableCommand {
         do {
             var command = try parseAsRoot()
             try command.run()
+            if let lost = outputFailure() { throw Failure(lost) }
         } catch let failure as Failure {
             // One line, even when the daemon's message has several (a refusal, then a damaged print).
             complain("touchgate: \(failure.reason.split(separator: "\n").joined(separator: "; "))")

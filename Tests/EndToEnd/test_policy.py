@@ -322,14 +322,15 @@ def test_a_corrupt_state_file_fails_closed_for_that_user_only(world, alice):
 # --- events ------------------------------------------------------------------------------------
 
 
-def _wait_subscribed(world, mon):
-    """Subscribed once the daemon acknowledged; a probe event proves the stream is live."""
+def _wait_subscribed(world, mon, seen='"service":"probe"'):
+    """Subscribed once the daemon acknowledged; a probe event (`seen` in the output) proves the
+    stream is live."""
     deadline = time.monotonic() + 5
     while True:
         # A remote evaluate is refused at once and published (a preflight alone publishes nothing).
         wire.request(world.socket, "evaluate", user="alice", policy=1, service="probe", rhost="probe-host")
         try:
-            mon.out.wait_for('"service":"probe"', timeout=0.2)
+            mon.out.wait_for(seen, timeout=0.2)
             return
         except harness.WaitTimeout:
             assert time.monotonic() < deadline, mon.out.dump()
@@ -360,6 +361,20 @@ def test_monitor_streams_outcomes_root_sees_all_users_see_their_own(world, alice
     for mon in (root_mon, alice_mon):
         mon.proc.terminate()
         mon.wait()
+
+
+def test_the_monitors_lines_show_what_a_user_sent_as_one_word_with_no_control_character(world, alice):
+    """A user's own request names its service: in root's monitor it must not forge a line of its
+    own or send the terminal a sequence."""
+    mon = harness.CliProcess(world, "monitor")
+    _wait_subscribed(world, mon, seen=" alice probe ")
+    forged = "x\n2026-11-27 10:00:00 root sudo success -\x1b]0;title\x07"
+    wire.request_as(ALICE_UID, world.socket, "evaluate", user="alice", policy=1, service=forged, rhost="h")
+    i = mon.out.wait_for(" alice x\\x0a2026-11-27\\x2010:00:00\\x20root")
+    assert "\\x1b\\x5d0\\x3btitle\\x07 " in mon.out.lines[i][1], mon.out.dump()
+    assert not [t for t in mon.out.texts() if t.startswith("2026-11-27 10:00:00 root") or "\x1b" in t]
+    mon.proc.terminate()
+    mon.wait()
 
 
 def test_a_monitor_whose_daemon_stops_says_so_and_fails(world, alice):
