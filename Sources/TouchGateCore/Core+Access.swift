@@ -55,18 +55,26 @@ extension Core {
         do { own = try await names.name(of: caller.uid) } catch { return Self.accountsBusy }
         guard own == user else {
             if let more = clientNotices.admit(caller.uid) {
+                // The name is the client's, unchecked here (D-Bus's username): one bounded word.
                 log.notice(
-                    "refused a request for another user\(more)", metadata: ["user": "\(user)", "uid": "\(caller.uid)"])
+                    "refused a request for another user\(more)",
+                    metadata: ["user": "\(Self.shownName(user))", "uid": "\(caller.uid)"])
             }
             return Refusal(.notPermitted, reason: nil, text: .notPermitted)
         }
         if right == .rootOnly {
             if let more = clientNotices.admit(caller.uid) {
-                log.notice("refused: needs root\(more)", metadata: ["user": "\(user)", "uid": "\(caller.uid)"])
+                log.notice(
+                    "refused: needs root\(more)", metadata: ["user": "\(Self.shownName(user))", "uid": "\(caller.uid)"])
             }
             return Refusal(.notPermitted, reason: nil, text: .notPermitted)
         }
         return nil
+    }
+
+    /// A name a client sent, for a log line: at most 64 bytes of it, each outside a plain set as \xHH.
+    static func shownName(_ user: String) -> String {
+        user.utf8.count <= 64 ? oneWord(user) : oneWord(String(decoding: user.utf8.prefix(64), as: UTF8.self)) + "..."
     }
 
     /// The user's own prints change only with their password, unless root or polkit's enroll says so.

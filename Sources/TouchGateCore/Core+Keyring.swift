@@ -48,7 +48,9 @@ extension Core {
         guard caller.isRoot, let service = r.origin.service, keyringServices.contains(service) else {
             log.notice(
                 "keyring password not released: \(caller.isRoot ? "the service is not in keyring_services" : "the caller is not root")",
-                metadata: ["user": "\(r.user)", "service": "\(r.origin.service ?? "")", "uid": "\(caller.uid)"])
+                metadata: [
+                    "user": "\(r.user)", "service": "\(oneWord(r.origin.service ?? ""))", "uid": "\(caller.uid)",
+                ])
             return nil
         }
         let snapshot = await currentSnapshot(r.user)

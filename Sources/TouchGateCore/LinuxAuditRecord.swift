@@ -21,18 +21,25 @@ public struct LinuxAuditRecord: Equatable, Sendable {
     /// checked, and one the PAM stack accepted (the report line) was checked, and audited, by
     /// pam_unix through libpam.
     static let uncheckedPasswordReasons: Set<Reason> = [.backoff, .pamStack]
+    /// The outcomes of a finger or a password that was judged: every other (no reader, no finger
+    /// in time, a cancel, the password service unavailable) checked nothing.
+    static let judgedOutcomes: Set<String> = [
+        Outcome.success.name, Outcome.authenticationFailed.name, Outcome.biometryLockout.name,
+    ]
 
     /// An authentication outcome of the reader or of a password the daemon checked is a
     /// USER_AUTH record (res=success or failed); a lockout is also an ANOM_LOGIN_FAILURES record,
     /// res=success as pam_faillock writes it (the anomaly is what is reported). Refusals before any
-    /// check (no method), enrollment and admin events are not authentications.
+    /// check (no method), outcomes that judged nothing, enrollment and admin events are not
+    /// authentications.
     public static func records(for event: AuthEvent) -> [LinuxAuditRecord] {
         let operation: String, kind: Kind, success: Bool
         switch (event.event, event.method) {
         case ("outcome", "password"?)
         where event.reason.flatMap(Reason.init(rawValue:)).map(uncheckedPasswordReasons.contains) ?? false:
             return []
-        case ("outcome", "fingerprint"?), ("outcome", "password"?):
+        case ("outcome", "fingerprint"?) where event.outcome.map(judgedOutcomes.contains) ?? false,
+            ("outcome", "password"?) where event.outcome.map(judgedOutcomes.contains) ?? false:
             operation = "touchgate:\(event.method!)"
             kind = .userAuth
             success = event.outcome == "success"
@@ -43,12 +50,12 @@ public struct LinuxAuditRecord: Equatable, Sendable {
         default:
             return []
         }
-        let host = event.rhost.map(AuthEvent.escaped)
+        let host = event.rhost.map(oneWord)
         return [
             LinuxAuditRecord(
                 kind: kind, operation: operation, account: event.user, host: host,
                 address: event.rhost.flatMap(numericAddress) ?? "?",
-                terminal: event.tty.map(AuthEvent.escaped), success: success)
+                terminal: event.tty.map(oneWord), success: success)
         ]
     }
 

@@ -142,6 +142,20 @@ struct JournalFieldsTests {
             e.method = "password"; e.outcome = reason == "backoff" ? "passwordBackoff" : "success"; e.reason = reason
             #expect(LinuxAuditRecord.records(for: e).isEmpty, "\(reason)")
         }
+        // A prompt that judged no finger (no reader, none in time, a cancel) and a password the
+        // password service could not check: nothing was checked.
+        let unjudged = [
+            ("fingerprint", "biometryNotAvailable"), ("fingerprint", "timeout"), ("fingerprint", "systemCancel"),
+            ("fingerprint", "userFallback"), ("password", "internal"),
+        ]
+        for (method, outcome) in unjudged {
+            var e = AuthEvent(event: "outcome", user: "alice", at: t)
+            e.method = method; e.outcome = outcome
+            #expect(LinuxAuditRecord.records(for: e).isEmpty, "\(method) \(outcome)")
+        }
+        var last = AuthEvent(event: "outcome", user: "alice", at: t)
+        last.method = "fingerprint"; last.outcome = "biometryLockout"  // the failed match that locked
+        #expect(LinuxAuditRecord.records(for: last).map(\.success) == [false])
         for kind in ["unlock", "enrollmentChanged", "admin"] {
             var e = AuthEvent(event: kind, user: "alice", at: t)
             e.method = kind == "unlock" ? "password" : nil
