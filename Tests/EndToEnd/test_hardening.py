@@ -2,6 +2,7 @@
 caps and their refusal, descriptor exhaustion, threads that do not grow with connections, files
 that are not followed or trusted when they should not be, damaged templates, a clean shutdown."""
 
+import json
 import os
 import resource
 import shutil
@@ -138,10 +139,11 @@ def test_a_malformed_frame_gets_an_error_and_the_daemon_serves_everyone_else(wor
 
 
 def test_a_users_state_directory_replaced_by_a_symlink_is_not_followed(world, alice):
-    harness.enroll(world, "bob", "bob-print", as_user="bob")
+    assert harness.enroll(world, "bob", "bob-print", as_user="bob")[0] == 0
     alice_dir = world.state / "users" / "alice"
     shutil.rmtree(alice_dir)
     alice_dir.symlink_to(world.state / "users" / "bob")
+    assert (alice_dir / "state.json").is_file()  # bob's state, readable through the link
     world.daemon.stop()
     world.start_daemon()
     assert can_evaluate(world) == (-8, "stateUnreadable")
@@ -150,9 +152,10 @@ def test_a_users_state_directory_replaced_by_a_symlink_is_not_followed(world, al
 
 
 def test_a_users_print_directory_replaced_by_a_symlink_is_not_followed(world, alice):
-    harness.enroll(world, "bob", "bob-print", as_user="bob")
+    assert harness.enroll(world, "bob", "bob-print", as_user="bob")[0] == 0
     shutil.rmtree(world.prints / "alice")
     (world.prints / "alice").symlink_to(world.prints / "bob")
+    assert [p for p in (world.prints / "alice").rglob("*") if p.is_file()]  # bob's prints, through it
     world.daemon.stop()
     world.start_daemon()
     # alice cannot verify with bob's finger: her prints are refused, with a reason.
@@ -206,18 +209,26 @@ def test_temporary_files_left_by_interrupted_writes_are_removed_at_start(world, 
     assert can_evaluate(world) == (0, None)
 
 
-def test_kill_9_during_writes_leaves_no_temporary_files_after_a_restart(world, alice):
-    for _ in range(5):
+def test_kill_9_during_writes_leaves_a_whole_state_and_no_temporary_files(world, alice):
+    """Killed while the failed match is being counted: after the restart the state is the one
+    before that match or the one after it, never a torn or missing file."""
+    state = world.state / "users" / "alice" / "state.json"
+    failed = lambda: json.loads(state.read_text())["consecutiveFailedMatches"]  # noqa: E731
+    for _ in range(3):
+        before = failed()
         session = world.pam("alice")
         session.wait_for(PROMPT)
         world.reader.scan("stranger")
         world.daemon.proc.kill()
         world.daemon.proc.wait(5)
         session.wait()
+        assert failed() in (before, before + 1), state.read_text()
         world.start_daemon()
         world.daemon.log.wait_for("listening on")
-    leftovers = [p for p in world.state.rglob("*") if ".tmp" in p.name]
-    assert leftovers == []
+        assert can_evaluate(world) == (0, None)
+        assert status(world)["stateReadable"] is True
+    assert [p.name for p in world.state.rglob("*") if ".corrupt-" in p.name] == []
+    assert [p.name for p in world.state.rglob("*") if ".tmp" in p.name] == []
 
 
 # --- damaged templates -----------------------------------------------------------------------
@@ -259,6 +270,16 @@ def test_the_cli_says_a_refusal_and_the_damaged_finger_on_one_line(world, alice)
     lines = refused.stderr.splitlines()
     assert refused.returncode == 1 and len(lines) == 1 and lines[0].startswith("touchgate: "), refused
     assert "; The enrolled right-index-finger is damaged" in lines[0], refused
+
+
+def test_the_clis_verify_inside_an_ssh_session_is_refused_as_remote(world, alice):
+    """As a login there would be (allow_remote = no): no reader listens for someone far away."""
+    for name in ("SSH_CONNECTION", "SSH_CLIENT"):
+        refused = world.cli("verify", "--user", "alice", as_user="alice", env={name: "192.0.2.1 51000 22"})
+        assert refused.returncode == 1, refused
+        assert "Fingerprint is not offered in remote sessions" in refused.stderr, refused
+    world.daemon.log.wait_for("reason=remote")
+    assert status(world)["failedMatches"] == 0
 
 
 def test_when_every_template_is_damaged_no_prompt_is_shown_and_the_person_is_told(world, alice):

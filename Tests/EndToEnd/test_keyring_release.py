@@ -5,8 +5,10 @@ by the next password the stack verifies, refused without a TPM unless the admini
 and never written to a log."""
 
 import json
+import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import harness
@@ -99,20 +101,21 @@ def test_a_client_run_by_the_user_never_gets_the_password(world):
         enroll_and_keep(world)
         # alice's own client asks for the password after her own match, for a listed service.
         code = open(wire.__file__).read() + (
-            "\nimport socket\ns = socket.socket(socket.AF_UNIX)\ns.connect(%r)\n"
+            "\nimport socket\ns = socket.socket(socket.AF_UNIX)\ns.settimeout(%r)\ns.connect(%r)\n"
             "s.sendall(encode('evaluate', 9, user='alice', policy=1, service='keyring-login', flags=%d))\n"
             "while True:\n    k, _, f = read_frame(s)\n    print(json.dumps([k, f]), flush=True)\n"
-            "    if k == RESULT: break\n" % (str(world.socket), WANT_AUTHTOK))
+            "    if k == RESULT: break\n" % (harness.DEFAULT_WAIT, str(world.socket), WANT_AUTHTOK))
         uid = USERS["alice"][0]
-        child = subprocess.Popen([wire.SYSTEM_PYTHON, "-c", code], stdout=subprocess.PIPE, text=True,
+        child = subprocess.Popen([wire.SYSTEM_PYTHON, "-c", code], stdout=subprocess.PIPE,
                                  user=uid, group=uid, extra_groups=[], cwd="/", env={"PATH": "/usr/bin:/bin"})
+        frames = harness.LineLog("client")
+        threading.Thread(target=harness._pump_lines, args=(lambda: child.stdout.read1(4096), frames),
+                         daemon=True).start()
         try:
-            for line in child.stdout:
-                kind, fields = json.loads(line)
-                if kind == wire.PROGRESS and fields.get("progress") == 1:
-                    world.reader.scan(ALICE_PRINT)
-                if kind == wire.RESULT:
-                    break
+            i = frames.wait_for(re.compile(r'"progress": 1[,}]'))  # the prompt: the reader listens
+            world.reader.scan(ALICE_PRINT)
+            i = frames.wait_for("[%d," % wire.RESULT, start=i)
+            fields = json.loads(frames.lines[i][1])[1]
             assert fields["code"] == 0 and "password" not in fields, fields
         finally:
             child.kill()

@@ -82,7 +82,8 @@ def build_packages(out):
     with `dpkg-buildpackage -us -uc -b` inside `unshare --net` (no interface but a loopback that is
     down), with a fresh HOME and no git configuration. One build serves both the offline proof and
     the install test. Returns ({package: .deb}, .changes); the .dsc and the build's log, HOME and
-    output are in out/."""
+    output are in out/, with what its namespace had: `net-dev` (its /proc/net/dev) and `fetch` (a
+    git ls-remote tried there, and its exit status)."""
     t0 = now()
     p = run([REPO / "scripts" / "source-package.sh", out / "source"], limit=SOURCE_LIMIT)
     dsc = Path(p.stdout.strip().splitlines()[-1])
@@ -92,7 +93,10 @@ def build_packages(out):
     tree = out / "touchgate"
     run(["dpkg-source", "-x", dsc, tree])
     t0 = now()
-    p = subprocess.run(["unshare", "--net", "dpkg-buildpackage", "-us", "-uc", "-b"], cwd=tree,
+    # The build's own namespace records what it had: its interfaces, and a fetch it tried.
+    inside = ('cat /proc/net/dev > "$1"; git ls-remote https://github.com/apple/swift-log > "$2" 2>&1; '
+              'echo "exit $?" >> "$2"; exec dpkg-buildpackage -us -uc -b')
+    p = subprocess.run(["unshare", "--net", "sh", "-c", inside, "sh", out / "net-dev", out / "fetch"], cwd=tree,
                        env=offline_env(home), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True, timeout=BUILD_LIMIT)
     (out / "build.log").write_text(p.stdout)
@@ -220,13 +224,6 @@ class Machine:
                 except OSError:
                     pass
         return pids
-
-    def wait_gone(self, program, timeout=10.0):
-        deadline = now() + timeout
-        while self.pids_of(program):
-            if now() > deadline:
-                raise WaitTimeout("%s still running after %.1f s" % (program, timeout))
-            threading.Event().wait(0.01)
 
     def close(self):
         """Stops what the test started in the root and unmounts; the root itself is removed by

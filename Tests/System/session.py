@@ -24,6 +24,21 @@ CTRL_C = "\x03"
 WAIT = 60.0  # s: one step seen on the console, under TCG on a loaded machine
 
 
+def start_detached(guest, name, command):
+    """Runs `command` as root in the guest, detached (the control bridge answers once every holder
+    of its pipe is gone), its output to /run/tg-NAME.log; `finished` waits for its end."""
+    guest.control.run("rm -f /run/tg-%s.done && mkfifo -m 600 /run/tg-%s.done && "
+                      "setsid -f sh -c '%s > /run/tg-%s.log 2>&1; echo $? > /run/tg-%s.done' >/dev/null 2>&1 </dev/null"
+                      % (name, name, command, name, name))
+
+
+def finished(guest, name, limit=60):
+    """The output of what `start_detached` ran, then its exit status on a line of its own: read
+    when it ends (its status written into a FIFO, which waits for this reader), within `limit`."""
+    return guest.control.run("rc=$(timeout %d cat /run/tg-%s.done); cat /run/tg-%s.log; echo \"$rc\""
+                             % (limit, name, name), limit=limit + 30, check=False)[1]
+
+
 def status(guest):
     return json.loads(guest.control.out("touchgate status --user %s --json" % USER))
 

@@ -73,13 +73,10 @@ def test_a_the_socket_listens_from_boot_and_the_service_waits_for_the_first_pam_
 
 
 def test_b1_root_enrolls_the_user_with_the_cli_on_the_virtual_reader(guest):
-    # Detached, its output to files: the control bridge answers once every holder of its pipe is gone.
-    guest.control.run("setsid -f sh -c 'touchgate enroll --user %s > /run/tg-enroll.log 2>&1; echo $? > /run/tg-enroll.rc' "
-                      ">/dev/null 2>&1 </dev/null" % USER)
+    s.start_detached(guest, "enroll", "touchgate enroll --user %s" % USER)
     for _ in range(5):
         guest.reader.scan(PRINT)
-    rc, out = guest.control.run("timeout 60 sh -c 'until [ -s /run/tg-enroll.rc ]; do sleep 0.1; done'; "
-                                "cat /run/tg-enroll.log; cat /run/tg-enroll.rc", limit=90, check=False)
+    out = s.finished(guest, "enroll")
     vm.log("touchgate enroll: " + out.strip().replace("\n", " / "))
     assert out.strip().endswith("0") and "Enrolled right-index-finger for %s." % USER in out, out
     assert guest.control.out("touchgate list --user %s" % USER).split() == ["right-index-finger"]

@@ -60,11 +60,9 @@ def test_h_fprintds_tools_over_the_system_bus_and_polkit(guest):
     rc, out = guest.control.run("fprintd-list %s" % USER, check=False)
     vm.log("fprintd-list %s as root: %s" % (USER, out.strip().replace("\n", " / ")))
     assert rc == 0 and "right-index-finger" in out, out
-    guest.control.run("setsid -f sh -c 'fprintd-verify %s > /run/tg-verify.log 2>&1; echo $? > /run/tg-verify.rc' "
-                      ">/dev/null 2>&1 </dev/null" % USER)
+    s.start_detached(guest, "verify", "fprintd-verify %s" % USER)
     guest.reader.scan(PRINT)
-    rc, out = guest.control.run("timeout 60 sh -c 'until [ -s /run/tg-verify.rc ]; do sleep 0.1; done'; "
-                                "cat /run/tg-verify.log /run/tg-verify.rc", limit=90, check=False)
+    out = s.finished(guest, "verify")
     vm.log("fprintd-verify %s as root: %s" % (USER, out.strip().replace("\n", " / ")))
     assert "verify-match" in out and out.strip().endswith("0"), out
 
