@@ -161,6 +161,9 @@ extension FprintDevice {
         let finger = Finger(rawValue: name)  // "any", "" or an unknown name: any finger, as fprintd
         let enrolled = await core.list(user: claim.username, caller: caller, device: info.deviceKey)
         guard enrolled.isSuccess else { return .failure(Self.error(for: enrolled)) }
+        // fprintd skips the prints it cannot load (a damaged or sealed one) when it chooses the
+        // finger; when none can be used, the core refuses below and says why.
+        let usable = await core.list(user: claim.username, caller: caller, device: info.deviceKey, usableOnly: true)
         // As fprintd: a finger named is looked for first, then whether there is any print.
         if let finger, !enrolled.fingers.contains(finger) {
             return .failure(.noEnrolledPrints("No such print \(finger.fpFinger)"))
@@ -174,8 +177,10 @@ extension FprintDevice {
         self.action = action
         // As fprintd: the finger asked for; else a reader that cannot identify verifies the first
         // print (the core offers it the same one), and only one that can identify checks "any".
-        let first = enrolled.fingers[0].rawValue
-        let selected = finger?.rawValue ?? (enrolled.fingers.count == 1 || !info.supportsIdentify ? first : "any")
+        // Both among the prints that can be used (`usable`, above).
+        let candidates = usable.fingers.isEmpty ? enrolled.fingers : usable.fingers
+        let first = candidates[0].rawValue
+        let selected = finger?.rawValue ?? (candidates.count == 1 || !info.supportsIdentify ? first : "any")
         let request = EvaluateRequest(
             user: claim.username, policy: .biometrics, origin: Origin(service: FprintNames.bus),
             maxTries: 1, noInput: true, fingers: finger.map { [$0] }, reader: info.selector)

@@ -49,7 +49,7 @@ import TouchGateWire
         case "num-enroll-stages": return V.int32(Int32(info.enrollScans))
         case "scan-type": return V.string(info.isSwipe ? "swipe" : "press")
         case "finger-present": return V.bool(fingerOn)
-        case "finger-needed": return V.bool(fingerNeeded)
+        case "finger-needed": return V.bool(fingerWantedNow)
         default: return nil
         }
     }
@@ -63,9 +63,11 @@ import TouchGateWire
     /// finger-needed and finger-present speak of this object's own verify or enrollment only, as
     /// fprintd's do (its reader is open only while claimed, for its clients' operations): while a
     /// PAM prompt of the socket's uses the reader they stay false, and that prompt costs the bus
-    /// nothing. finger-needed: ours listens (`fingerNeeded`); finger-present: the driver feels a
-    /// finger meanwhile.
+    /// nothing. finger-needed: ours listens (`fingerNeeded`) and the driver wants a finger (an
+    /// image reader drops that between captures); finger-present: the driver feels a finger
+    /// meanwhile. What a read answers is what the last change signal said.
     private var fingerOn: Bool { fingerNeeded && info.fingerPresent }
+    private var fingerWantedNow: Bool { fingerNeeded && info.fingerWanted }
 
     /// The properties that change, as clients last heard them (at export, then by PropertiesChanged).
     private struct Heard: Equatable {
@@ -78,7 +80,7 @@ import TouchGateWire
     private var current: Heard {
         Heard(
             stages: Int32(info.enrollScans), swipe: info.isSwipe, present: fingerOn,
-            needed: fingerNeeded && info.fingerWanted)
+            needed: fingerWantedNow)
     }
 
     /// The driver changed its stage count, scan type or the finger's status: clients hear it.

@@ -116,13 +116,16 @@ extension LibfprintReader {
         let identify = identifyAlways || (prints.count > 1 && info?.supportsIdentify == true)
         let report = Unmanaged.passRetained(
             MatchReport(
-                reader: self, prints: prints, identify: identify, cancellation: cancellation, completion: completion))
+                reader: self, prints: prints, identify: identify, cancellation: cancellation,
+                holdsNoMatch: identifyAlways, completion: completion))
         defer { report.release() }
         let onMatch: FpMatchCb = { _, match, _, data, error in
             guard error == nil else { return }  // a retry: the operation ends with it and is made again
             Unmanaged<MatchReport>.fromOpaque(data!).takeUnretainedValue().reported(match)
         }
         while true {
+            // The finger is on the chip in a print no one here matched, and the chip keeps it.
+            var keptOnChip = false
             let result: Attempt<ScanResult> = withOperation(
                 cancellation: cancellation, timeoutSeconds: timeoutSeconds
             ) { cancellable, error -> ScanResult? in
@@ -141,7 +144,7 @@ extension LibfprintReader {
                             != 0
                     else { return nil }
                     if identifyAlways, match == nil, let scanned {
-                        self.deleteUnowned(scanned, from: dev, storeReadInFull: deleteUnowned)
+                        keptOnChip = !self.deleteUnowned(scanned, from: dev, storeReadInFull: deleteUnowned)
                     }
                     return report.takeUnretainedValue().result(match)
                 } else {
@@ -153,7 +156,8 @@ extension LibfprintReader {
                 }
             }
             switch result {
-            case .done(let r): return report.takeUnretainedValue().finish(.success(r))
+            case .done(let r):
+                return report.takeUnretainedValue().finish(keptOnChip ? .failure(.duplicate) : .success(r))
             // DATA_NOT_FOUND: the reader knows none of the prints offered for this finger. Some
             // match-on-chip drivers answer an unknown finger so (elanmoc2), others a print the chip
             // lost since it was listed, or an empty storage. It is no match, as fprintd's
@@ -299,13 +303,17 @@ private final class MatchReport: @unchecked Sendable {
     let prints: [OpaquePointer]
     let identify: Bool
     let cancellation: Cancellation
+    /// An enrollment's duplicate check: its "no match" waits for the end of the identify, which
+    /// may still find the finger held on the chip (`deleteUnowned`) and make it a duplicate.
+    let holdsNoMatch: Bool
     private var completion: (@Sendable (Result<ScanResult, ReaderFailure>) -> Void)?
 
     init(
         reader: LibfprintReader, prints: [OpaquePointer], identify: Bool, cancellation: Cancellation,
-        completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void
+        holdsNoMatch: Bool, completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void
     ) {
         self.reader = reader; self.prints = prints; self.identify = identify; self.cancellation = cancellation
+        self.holdsNoMatch = holdsNoMatch
         self.completion = completion
     }
 
@@ -319,6 +327,7 @@ private final class MatchReport: @unchecked Sendable {
 
     func reported(_ match: OpaquePointer?) {
         guard let op = reader.running, !op.timedOut, !op.removed, !cancellation.isCancelled else { return }
+        if holdsNoMatch && result(match) == .noMatch { return }
         op.reported = true
         finish(.success(result(match)))
     }

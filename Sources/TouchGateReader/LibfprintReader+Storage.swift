@@ -7,19 +7,24 @@ extension LibfprintReader {
     /// matched. When the gallery held every owned print (`storeReadInFull`), no user here owns it:
     /// as fprintd's enroll_identify_cb, it is deleted from the chip, which would otherwise refuse
     /// that finger's enrollment for ever. Otherwise it may be an unreadable print's, and is kept.
-    func deleteUnowned(_ scanned: OpaquePointer, from dev: UnsafeMutablePointer<FpDevice>, storeReadInFull: Bool) {
-        guard tgfp_device_has_storage(dev) != 0, tgfp_print_get_device_stored(scanned) != 0 else { return }
+    /// False when the chip still holds it (kept, or its deletion failed): the enrollment ends as a
+    /// duplicate then, as fprintd ends it when that deletion fails.
+    func deleteUnowned(_ scanned: OpaquePointer, from dev: UnsafeMutablePointer<FpDevice>, storeReadInFull: Bool)
+        -> Bool
+    {
+        guard tgfp_device_has_storage(dev) != 0, tgfp_print_get_device_stored(scanned) != 0 else { return true }
         guard storeReadInFull else {
             log("a print of this finger on the reader is kept: the store cannot be read in full now")
-            return
+            return false
         }
         var error: UnsafeMutablePointer<GError>?
         if tgfp_device_delete_print_sync(dev, scanned, nil, &error) != 0 {
             log("deleted from the reader a print of this finger that no user here owns")
-        } else {
-            log("cannot delete from the reader a print of this finger that no user here owns: \(Self.message(error))")
-            g_error_free(error)
+            return true
         }
+        log("cannot delete from the reader a print of this finger that no user here owns: \(Self.message(error))")
+        g_error_free(error)
+        return false
     }
 
     /// A stored template as libfprint's print (the caller unrefs it), or nil with `error` set.
