@@ -24,12 +24,18 @@ extension Core {
     private func verifyPasswordInTurn(_ ctx: EventContext, _ password: String, renewsKeyring: Bool) async
         -> PasswordOutcome
     {
+        // A refusal that is not the password's own answer (the state or the password service
+        // failed): published as every refusal is, with what failed as its reason.
+        func failed(_ refusal: Refusal) -> PasswordOutcome {
+            publishOutcome(ctx, method: "password", outcome: refusal.outcome, reason: refusal.reason)
+            return .refused(refusal)
+        }
         // A state that could not be read now may hold a back-off: no check without it. (One that
         // is unreadable on disk is judged below: its first wrong password backs off.)
         let stored: StoredState
         do { stored = try await states.read(ctx.user) } catch {
             log.error("cannot read the state of \(ctx.user) for a password check: \(error)")
-            return .refused(Self.storageFailure)
+            return failed(Self.storageFailure)
         }
         if case .state(let s) = stored,
             case .refused(.backoff(let left)) = policyEngine.canAttemptPassword(s, at: clock.now())
@@ -49,7 +55,7 @@ extension Core {
         case .correct:
             do { try await recordPasswordSuccess(ctx) } catch {
                 log.error("cannot record password success: \(error)")
-                return .refused(Self.storageFailure)
+                return failed(Self.storageFailure)
             }
             if renewsKeyring { renewKeyringAfterReply(ctx.user, password) }
             return .correct
@@ -67,7 +73,7 @@ extension Core {
                 }
             } catch {
                 log.error("cannot record wrong password: \(error)")
-                return .refused(Self.storageFailure)
+                return failed(Self.storageFailure)
             }
             var e = event("outcome", ctx, method: "password", outcome: .authenticationFailed, reason: .wrongPassword)
             e.wrongPasswords = count
@@ -84,7 +90,7 @@ extension Core {
             return .refused(Refusal(.passwordNotSet, reason: .passwordNotSet, text: .passwordNotSet))
         case .unavailable(let why):
             log.error("password check unavailable: \(why)")
-            return .refused(Refusal(.internalError, reason: .passwordService, text: .internalError))
+            return failed(Refusal(.internalError, reason: .passwordService, text: .internalError))
         }
     }
 

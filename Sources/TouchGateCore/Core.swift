@@ -117,11 +117,15 @@ public struct CoreSetup: Sendable {
         keyringServices = Set(setup.keyringServices)
         let settled = readerSettled
         setup.readers.whenOpened { CoreLoop.shared.post { settled.set(()) } }
-        if let sealing = setup.sealing { sealStore(prints.files, sealing) }
     }
 
-    /// Seals the prints still in the clear, on the storage threads after start (the TPM is never
-    /// asked before the daemon is ready), and says where sealing stands. While the TPM cannot be
+    /// Once the daemon is ready (the TPM is never asked before, docs/spec.md §9): the first
+    /// sealing pass.
+    public func beginSealing() {
+        if let sealing = prints.files.sealing { sealStore(prints.files, sealing) }
+    }
+
+    /// Seals the prints still in the clear, on the storage threads, and says where sealing stands. While the TPM cannot be
     /// used the pass is made again, after the key's retry interval and then twice as long each
     /// time up to an hour (said once; then at debug level), so prints found in the clear at start
     /// do not stay so for the daemon's life, and a TPM that stays away costs little.

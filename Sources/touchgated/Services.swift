@@ -36,6 +36,7 @@ import TouchGateSocket
         let failure = await group.start()
         ready(failure)
         guard failure == nil else { return }
+        core.beginSealing()
         // After READY, so the bus never delays the first PAM prompt; and after the reader has
         // settled, so libfprint's start-up (reader thread) and GDBus's (core loop) never run
         // GLib's one-time initialisation side by side.

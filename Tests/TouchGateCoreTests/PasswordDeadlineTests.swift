@@ -44,11 +44,18 @@ private final class HangingPasswords: PasswordVerifying, Sendable {
             setup.passwords = pam
             setup.passwordCheckDeadlineMilliseconds = 1000
             let core = try Core(setup)
+            let events = Collector<String>()
+            _ = core.events.subscribe(user: "alice") {
+                events.append($0); return true
+            }
 
             // alice's check hangs in PAM on one of the pool's two threads and is given up on.
             let alices = Task { await core.verifyPassword(context("alice"), "guess") }
             #expect(await value(of: pam.reached[0]) != nil)
             #expect(await alices.value == Self.unavailable)
+            // Told as every refusal is: an event (and its audit line), naming the password service.
+            #expect(events.all.count == 1)
+            #expect(events.all.first?.contains(#""reason":"passwordService""#) == true)
             // It is still in PAM: her next one is not run beside it on the free thread.
             #expect(await core.verifyPassword(context("alice"), "guess") == Self.unavailable)
             #expect(pam.checked.all == ["alice"])

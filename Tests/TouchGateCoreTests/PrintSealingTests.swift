@@ -269,6 +269,7 @@ struct PrintSealingTests {
             setup.sealing = PrintSealing(
                 mode: .auto, sealer: sealer, state: setup.stateDirectory, retryAfterMilliseconds: 0)
             let core = try Core(setup)
+            core.beginSealing()
             #expect(await value(of: failed) != nil)
             #expect(!SealedPrint.isSealed(try #require(contents(bed.printPath("alice", .rightIndex)))))
 
