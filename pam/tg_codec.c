@@ -45,7 +45,7 @@ static int tag_type(uint16_t tag)
 
 static bool tag_repeatable(uint16_t tag)
 {
-    return tag == TG_TAG_FINGER || tag == TG_TAG_DEVICE;
+    return tag == TG_TAG_FINGER || tag == TG_TAG_DEVICE || tag == TG_TAG_JSON;
 }
 
 /* Strict UTF-8 (RFC 3629): no overlongs, no surrogates, nothing above U+10FFFF. */

@@ -180,7 +180,7 @@ import TouchGateWire
     /// Delivers one monitor event; false when the client is not reading (it is dropped).
     func deliverEvent(_ json: String) -> Bool {
         guard !closed, let id = request?.id else { return false }
-        send(Frame(.event, requestID: id, [Field(.json, json)]))
+        send(Frame(.event, requestID: id, Frame.pieces(json).map { Field(.json, $0) }))
         return !closed
     }
 
@@ -216,7 +216,7 @@ import TouchGateWire
         fields += r.fingers.map { Field(.finger, $0.rawValue) }
         fields += r.devices.map { Field(.device, $0) }
         if let d = r.domainState { fields.append(Field(.domainState, d)) }
-        if let j = r.json { fields.append(Field(.json, j)) }
+        if let j = r.json { fields += Frame.pieces(j).map { Field(.json, $0) } }
         if let secret = r.authtok { fields.append(Field(.password, secret.value)) }
         // A reply too big for one frame (a long document) still answers, with its outcome alone.
         if !send(Frame(.result, requestID: id, fields)) { send(Frame(.result, requestID: id, essentials)) }

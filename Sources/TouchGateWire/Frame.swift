@@ -65,8 +65,8 @@ public enum Tag: UInt16, Sendable, CaseIterable {
         }
     }
 
-    /// Tags that may repeat in one frame (lists in a RESULT).
-    public var isRepeatable: Bool { self == .finger || self == .device }
+    /// Tags that may repeat in one frame (lists in a RESULT; a JSON document in pieces).
+    public var isRepeatable: Bool { self == .finger || self == .device || self == .json }
 }
 
 public enum FieldValue: Equatable, Sendable {
@@ -147,6 +147,31 @@ public struct Frame: Equatable, Sendable {
             guard f.tag == tag, case .string(let v) = f.value else { return nil }
             return v
         }
+    }
+
+    /// The pieces of a text sent in several fields of `tag` (a JSON document), joined; nil when
+    /// there is none.
+    public func joined(_ tag: Tag) -> String? {
+        let pieces = strings(tag)
+        return pieces.isEmpty ? nil : pieces.joined()
+    }
+
+    /// `text` in pieces a string field can carry, each ending at a character's end, to be sent
+    /// as several fields of one tag and joined (`joined`).
+    public static func pieces(_ text: String, limit: Int = WireLimits.maxString) -> [String] {
+        var out: [String] = [], current = "", bytes = 0
+        for character in text {
+            let size = character.utf8.count
+            if bytes + size > limit && !current.isEmpty {
+                out.append(current)
+                current = ""
+                bytes = 0
+            }
+            current.append(character)
+            bytes += size
+        }
+        if !current.isEmpty || out.isEmpty { out.append(current) }
+        return out
     }
 
     public func requireString(_ tag: Tag) throws(WireError) -> String {

@@ -46,7 +46,7 @@ struct Status: ParsableCommand {
     func run() throws {
         let user = try user.resolved()
         let result = try DaemonClient(socketPath: root.socketPath).call(.status, [Field(.user, user)] + reader.fields)
-        guard let document = result.string(.json) else {
+        guard let document = result.joined(.json) else {
             throw Failure(L("touchgated sent no status", cli))
         }
         if json {

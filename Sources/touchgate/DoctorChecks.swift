@@ -225,7 +225,7 @@ enum DoctorChecks {
         let document: JSONValue
         do {
             let result = try client.call(.status, [Field(.user, user)])
-            guard let text = result.string(.json), let value = JSONValue.parse(text) else {
+            guard let text = result.joined(.json), let value = JSONValue.parse(text) else {
                 return [DoctorCheck(name, .problem, L("touchgated sent no status for %s", cli, user))]
             }
             document = value

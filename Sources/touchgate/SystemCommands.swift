@@ -40,7 +40,7 @@ struct Monitor: ParsableCommand {
     func run() throws {
         let fields = user.map { [Field(.user, $0)] } ?? []
         try DaemonClient(socketPath: root.socketPath).stream(.monitor, fields) { frame in
-            guard let document = frame.string(.json) else { return }
+            guard let document = frame.joined(.json) else { return }
             if json {
                 say(oneLine(document))
             } else if let value = JSONValue.parse(document) {

@@ -3,7 +3,9 @@ restart on each kind of reader; the same disk under another TPM opens no print a
 still works; prints in the clear sealed at start without an enrollment change; the export back to
 fprintd's format."""
 
+import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -131,6 +133,27 @@ def test_prints_in_the_clear_are_sealed_at_start_without_an_enrollment_change(wo
         assert path.read_bytes().startswith(MAGIC)
         assert can_evaluate(world)[0] == 0  # the same prints: no password asked for
         assert verify(world).result == "PAM_SUCCESS"
+
+
+def test_a_status_longer_than_one_field_comes_whole(world):
+    """Ten fingers sealed with the TPM away: the status document outgrows one string field (1024
+    bytes) and comes in pieces, joined by the CLI, where it used to come without a document."""
+    with SwTPM(world.dir) as tpm:
+        world.start_daemon(config=configure(world, tpm))
+        enroll_alice(world)
+        world.daemon.stop()
+    [path] = print_files(world)
+    for finger in range(1, 11):
+        if finger != 7:
+            shutil.copy2(path, path.with_name("%x" % finger))  # fprintd names them in hex
+    away = world.dir / "touchgate.conf"  # a TPM named by a long path, which the detail names twice
+    away.write_text("seal = tpm\ntpm = device:/nonexistent/%s\n" % "/".join(["tpm"] * 40))
+    world.start_daemon(config=away)
+    shown = world.cli("status", "--user", "alice", "--json")
+    assert shown.returncode == 0, shown
+    doc = json.loads(shown.stdout)
+    assert len(doc["sealedFingers"]) == 10 and len(shown.stdout) > 1024, shown.stdout
+    assert status(world)["sealedFingers"] == doc["sealedFingers"]  # the wire's own client joins them too
 
 
 def test_auto_without_a_tpm_keeps_prints_in_the_clear_and_doctor_says_so(world):

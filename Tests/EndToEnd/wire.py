@@ -55,7 +55,7 @@ def read_frame(sock):
         p += 4 + n
         value = struct.unpack(">i", raw)[0] if tag in INT_TAGS else raw.decode()
         fields.setdefault(NAME.get(tag, str(tag)), []).append(value)
-    return kind, request_id, {k: (v[0] if len(v) == 1 and k not in ("finger", "device") else v)
+    return kind, request_id, {k: ("".join(v) if k == "json" else v[0] if len(v) == 1 and k not in ("finger", "device") else v)
                               for k, v in fields.items()}
 
 

@@ -179,6 +179,18 @@ private let badVectors: [(String, WireError)] = [
         #expect(throws: WireError.badLength(8193)) { try reader.next() }
     }
 
+    @Test func aDocumentLongerThanOneFieldTravelsInPiecesJoinedInOrder() throws {
+        // Three bytes a character: no piece may end inside one.
+        let document = "{\"detail\":\"" + String(repeating: "指纹", count: 600) + "\"}"
+        let pieces = Frame.pieces(document)
+        #expect(pieces.count == 4 && pieces.allSatisfy { $0.utf8.count <= WireLimits.maxString })
+        let frame = Frame(.result, requestID: 9, [Field(.code, 0)] + pieces.map { Field(.json, $0) })
+        let decoded = try Frame.decode(try frame.encoded())
+        #expect(decoded.joined(.json) == document)
+        #expect(Frame(.result, requestID: 9, [Field(.code, 0)]).joined(.json) == nil)
+        #expect(Frame.pieces("") == [""])
+    }
+
     @Test func encoderRefusesWhatTheDecoderWouldReject() {
         #expect(throws: WireError.zeroRequestID) { try Frame(.result, requestID: 0).encoded() }
         #expect(throws: WireError.duplicateTag(.code)) {

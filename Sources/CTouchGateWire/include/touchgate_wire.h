@@ -19,7 +19,8 @@
  *
  * Field values: TG_TYPE_INT tags carry exactly 4 bytes (signed, two's complement);
  * TG_TYPE_STRING tags carry 0..TG_MAX_STRING bytes of UTF-8 with no NUL byte.
- * A tag may appear once, except the repeatable list tags (FINGER, DEVICE).
+ * A tag may appear once, except the repeatable list tags (FINGER, DEVICE) and JSON (a document
+ * in pieces, joined in order).
  * Unknown kinds, unknown tags, a wrong value size, a repeated non-list tag, trailing bytes,
  * more than TG_MAX_FIELDS fields: the frame is malformed; the receiver answers (if it is the
  * daemon) with TG_ERR_BAD_REQUEST and closes the connection.
@@ -107,7 +108,8 @@
 #define TG_TAG_PASSWORD      21  /* string: never logged (in a RESULT of EVALUATE: the sealed login password,
                                  * released after a match to a root caller that set WANT_AUTHTOK) */
 #define TG_TAG_DOMAIN_STATE  22  /* string: hex */
-#define TG_TAG_JSON          23  /* string: a JSON document (status, events) */
+#define TG_TAG_JSON          23  /* string: a JSON document (status, events); a longer one
+                                   * is several JSON fields, in order, to be joined */
 #define TG_TAG_LAST          23
 
 #define TG_TYPE_INT     1
