@@ -125,10 +125,11 @@ public struct CoreSetup: Sendable {
         if let sealing = prints.files.sealing { sealStore(prints.files, sealing) }
     }
 
-    /// Seals the prints still in the clear, on the storage threads, and says where sealing stands. While the TPM cannot be
-    /// used the pass is made again, after the key's retry interval and then twice as long each
-    /// time up to an hour (said once; then at debug level), so prints found in the clear at start
-    /// do not stay so for the daemon's life, and a TPM that stays away costs little.
+    /// Seals the prints still in the clear, on the storage threads, and says where sealing
+    /// stands. While the TPM cannot be used the pass is made again, after the key's retry
+    /// interval and then twice as long each time up to an hour (said once; then at debug level),
+    /// so prints found in the clear at start do not stay so for the daemon's life, and a TPM that
+    /// stays away costs little.
     private func sealStore(_ files: PrintFiles, _ sealing: PrintSealing, pass: Int = 0) {
         let pool = storagePool, log = self.log
         _ = CoreLoop.shared.task { [weak self] in

@@ -61,9 +61,10 @@ public struct AuthEvent: Codable, Sendable, Equatable {
     /// rhost), so anything outside a plain set is escaped as \xHH: one field stays one word.
     var auditLine: String {
         var words = ["event=\(oneWord(event))", "user=\(oneWord(user))"]
-        if let service { words.append("service=\(oneWord(service))") }
-        if let tty { words.append("tty=\(oneWord(tty))") }
-        if let rhost { words.append("rhost=\(oneWord(rhost))") }
+        // One a client sent empty is as absent as one it left out, as in the journal's fields.
+        if let service, !service.isEmpty { words.append("service=\(oneWord(service))") }
+        if let tty, !tty.isEmpty { words.append("tty=\(oneWord(tty))") }
+        if let rhost, !rhost.isEmpty { words.append("rhost=\(oneWord(rhost))") }
         if let method { words.append("method=\(method)") }
         if let outcome { words.append("outcome=\(outcome)") }
         if let reason { words.append("reason=\(oneWord(reason))") }

@@ -58,7 +58,7 @@ struct DaemonClient {
     /// is a failure: a monitor that stops silently would look like one with nothing to report.
     /// Until the daemon has acknowledged the subscription, the short requests' deadlines apply
     /// (it sends keepalives meanwhile); then events come when they happen, without a deadline.
-    func stream(_ kind: Kind, _ fields: [Field], event: (Frame) -> Void) throws(Failure) {
+    func stream(_ kind: Kind, _ fields: [Field], event: (Frame) throws(Failure) -> Void) throws(Failure) {
         let exchange = try start(kind, fields)
         let cap = monotonicMilliseconds() + Int64(Self.requestCapMilliseconds)
         var acknowledged = false
@@ -74,7 +74,7 @@ struct DaemonClient {
                     L("touchgated ended the event stream (it stopped or restarted, or this monitor fell behind)", cli))
             }
             switch frame.kind {
-            case .event: event(frame)
+            case .event: try event(frame)
             case .result:
                 _ = try succeeded(frame)  // an acknowledgement; a refusal throws
                 acknowledged = true

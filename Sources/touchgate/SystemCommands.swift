@@ -23,7 +23,8 @@ struct Devices: ParsableCommand {
 
 struct Monitor: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Print authentication events as they happen, until interrupted (exit status 1 if the daemon stops).",
+        abstract:
+            "Print authentication events as they happen, until interrupted (exit status 1 if the daemon ends the stream or the output cannot be written).",
         discussion: """
             One line per event: time user service outcome reason. Root sees every user's events \
             unless --user is given; other users see their own.
@@ -39,7 +40,7 @@ struct Monitor: ParsableCommand {
 
     func run() throws {
         let fields = user.map { [Field(.user, $0)] } ?? []
-        try DaemonClient(socketPath: root.socketPath).stream(.monitor, fields) { frame in
+        try DaemonClient(socketPath: root.socketPath).stream(.monitor, fields) { frame throws(Failure) in
             guard let document = frame.joined(.json) else { return }
             if json {
                 say(oneLine(document))
@@ -48,6 +49,8 @@ struct Monitor: ParsableCommand {
             } else {
                 say(oneLine(document))
             }
+            // Events that can no longer be written are lost: the monitor ends and says so.
+            if let lost = outputFailure() { throw Failure(lost) }
         }
     }
 }

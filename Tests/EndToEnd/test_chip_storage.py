@@ -80,7 +80,7 @@ def test_a_print_the_chip_no_longer_holds_is_not_offered_and_is_enrolled_again(r
     assert pam.result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
     assert harness.PROMPT not in pam.messages(), pam.transcript()  # no prompt that could never match
     assert "right-index-finger" in pam.messages()[-1] and "enroll" in pam.messages()[-1], pam.transcript()
-    assert world.daemon.log.wait_for("the reader no longer holds it") >= 0
+    world.daemon.log.wait_for("the reader no longer holds it")  # raises when it never comes
     # Enrolling it again puts it back on the chip, and it is used at once.
     rc, cli = harness.enroll(world, "alice", alice, as_user="alice")
     assert rc == 0, cli.stderr

@@ -136,6 +136,9 @@ import TouchGateWire
             let parts = word.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             #expect(parts.count == 2 && !parts[0].isEmpty && !parts[1].isEmpty, "\(word)")
         }
+        // What a client sent empty is left out, as the journal's fields leave it out.
+        e.service = ""; e.tty = ""; e.rhost = ""
+        #expect(e.auditLine.hasPrefix("event=lockout user=alice method=fingerprint "))
     }
 
     @Test func requestSuppliedValuesCannotForgeAuditWords() {

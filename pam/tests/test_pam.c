@@ -1,5 +1,6 @@
 /* Fingerprint prompt without a terminal: real libpam (pam_start_confdir) runs the built module
  * against a fake daemon. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -345,7 +346,7 @@ static void detach_from_terminal(void)
         return;
     }
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0)
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
 }

@@ -1,5 +1,6 @@
 /* The password step of biometrics-or-password through the PAM conversation (no terminal): real
  * libpam runs the built module against a fake daemon that refuses, then judges the password. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -287,7 +288,7 @@ int main(int argc, char **argv)
         pid_t pid = fork();
         if (pid > 0) {
             int status = 0;
-            while (waitpid(pid, &status, 0) < 0)
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
                 ;
             _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
         }
