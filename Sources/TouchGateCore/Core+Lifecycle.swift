@@ -99,11 +99,18 @@ extension Core {
     }
 
     /// After resume: the readers are opened again. Awaited for at most `sleepDelayMilliseconds`
-    /// (the sleep watcher takes its inhibitor again once this returns); a reader opened later is
+    /// (the sleep watcher takes its inhibitor again once this returns), and so long requests that
+    /// need a reader wait (a lock screen's prompt as the lid opens); a reader opened later is
     /// served from then on, and the log says when.
     public func resume() async {
         // The stop began while the suspend still closed them: they stay closed until the exit.
         if stopping { return log.info("stopping: the readers stay closed after sleep") }
+        let reopening = OneShot<Void>()
+        self.reopening = reopening
+        defer {
+            if self.reopening === reopening { self.reopening = nil }
+            reopening.set(())
+        }
         let reopened = await Self.result(
             within: Self.sleepDelayMilliseconds,
             { [readers] done in readers.reopen { ok in CoreLoop.shared.post { done(ok) } } },

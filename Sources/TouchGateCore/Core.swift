@@ -74,6 +74,10 @@ public struct CoreSetup: Sendable {
     let readerSettled = OneShot<Void>()
     /// The readers' first opening outlasted its deadline: requests no longer wait for it.
     var openingOverdue = false
+    /// Set while the readers open again after a resume: requests wait for it (at most the
+    /// resume's own deadline), as they wait for the first opening, instead of finding no reader
+    /// while USB comes back (Core+Lifecycle.swift).
+    var reopening: OneShot<Void>?
     /// Each user's password checks, one at a time, so the back-off is judged on every earlier
     /// answer (Core+Passwords.swift).
     let passwordTurns = UserTurns()
@@ -175,6 +179,7 @@ public struct CoreSetup: Sendable {
 
     /// Once the readers' first opening has ended, or its deadline has passed (said once).
     private func readersOpened() async {
+        if let reopening { await reopening.wait() }
         guard !readerSettled.isSet, !openingOverdue else { return }
         let settled = readerSettled
         let ended = await Self.finishes(within: Self.readerOpeningMilliseconds) { done in

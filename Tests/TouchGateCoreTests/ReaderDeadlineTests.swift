@@ -6,6 +6,7 @@ import Testing
 @testable import TouchGateCore
 import TouchGateReader
 import TouchGateTestSupport
+import TouchGateThreads
 
 /// A machine whose readers never finish closing or opening again (a stuck driver).
 private final class StuckReaders: FingerprintReaders, Sendable {
@@ -33,6 +34,30 @@ private final class NeverOpened: FingerprintReaders, Sendable {
     func describe(_ template: [UInt8]) -> PrintDescription? { nil }
     func close(completion: @escaping @Sendable () -> Void) { completion() }
     func reopen(completion: @escaping @Sendable (Bool) -> Void) { completion(true) }
+}
+
+/// A machine whose one reader is back after a resume once the test opens `gate` (its reopening
+/// runs on a thread of its own, as libfprint's does).
+private final class GatedReaders: FingerprintReaders, Sendable {
+    let reader = StubReader()
+    let open = Mutex(true)
+    let gate = TouchGateThreads.Semaphore()
+    let reopening = Mutex(false)
+    var served: [any FingerprintReader] { open.withLock { $0 } ? [reader] : [] }
+    func whenOpened(_ completion: @escaping @Sendable () -> Void) { completion() }
+    func describe(_ template: [UInt8]) -> PrintDescription? { nil }
+    func close(completion: @escaping @Sendable () -> Void) {
+        open.withLock { $0 = false }
+        completion()
+    }
+    func reopen(completion: @escaping @Sendable (Bool) -> Void) {
+        reopening.withLock { $0 = true }
+        _ = startThread(name: "reopen") { [self] in
+            gate.wait()
+            open.withLock { $0 = true }
+            completion(true)
+        }
+    }
 }
 
 /// A step that waits on the readers, and how long it may.
@@ -96,6 +121,26 @@ enum ReaderStep: String, CaseIterable, Sendable {
             CoreLoop.shared.post { drained.set(()) }
             #expect(await value(of: drained) != nil)
             #expect(bed.logged.all.contains { $0 == "readers reopened after sleep, late" })
+        }
+    }
+
+    /// A request that comes as the lid opens, while the readers open again, waits for them
+    /// instead of finding no reader.
+    @Test func aRequestDuringTheReopeningAfterAResumeWaitsForTheReader() async throws {
+        try await withTestBed { bed in
+            let readers = GatedReaders()
+            let core = try bed.makeCore(reader: readers)
+            await core.suspend()
+            #expect(await core.servedReaders().isEmpty)  // asleep: none
+            let resumed = Task { await core.resume() }
+            #expect(await loopUntil { readers.reopening.withLock { $0 } })
+            let answered = OneShot<Int>()
+            Task { answered.set(await core.servedReaders().count) }
+            // Still reopening: the request is not answered with no reader meanwhile.
+            #expect(await loopUntil(10_000) { answered.isSet } == false)
+            readers.gate.signal()
+            #expect(await value(of: answered) == 1)
+            await resumed.value
         }
     }
 
