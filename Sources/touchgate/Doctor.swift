@@ -1,6 +1,7 @@
 // doctor: one screen that says what is wrong with the installation and how to fix it.
 import ArgumentParser
 import TouchGateConfig
+import TouchGateL10n
 import TouchGatePAMStack
 import TouchGateWire
 
@@ -26,7 +27,7 @@ struct Doctor: ParsableCommand {
 
     func validate() throws {
         guard !rootDirectory.isEmpty, !rootDirectory.utf8.contains(0) else {
-            throw ValidationError("--root must be a directory.")
+            throw ValidationError(L("--root must be a directory.", cli))
         }
     }
 

@@ -75,6 +75,14 @@ func serve(_ options: DaemonOptions) -> Int32 {
     for s in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&signals, s) }
     pthread_sigmask(SIG_BLOCK, &signals, nil)
     signal(SIGPIPE, SIG_IGN)
+    // A process a PAM module forks (pam_exec's program, a helper) starts as processes do: no
+    // signal blocked, SIGPIPE's default action; the daemon's own choices are not its.
+    pthread_atfork(nil, nil) {
+        var none = sigset_t()
+        sigemptyset(&none)
+        pthread_sigmask(SIG_SETMASK, &none, nil)
+        signal(SIGPIPE, SIG_DFL)
+    }
 
     // Socket activation's variables are read and unset before any other thread runs: unsetenv
     // beside a getenv in another thread (libfprint's, GLib's) is not safe.
