@@ -286,13 +286,14 @@ def test_the_clis_verify_inside_an_ssh_session_is_refused_as_remote(world, alice
     assert status(world)["failedMatches"] == 0
 
 
-def test_a_program_the_password_stack_runs_starts_with_no_signal_blocked_or_ignored(world, alice):
-    """The daemon blocks SIGTERM/SIGINT/SIGHUP (it takes them with sigwait) and ignores SIGPIPE;
-    what a PAM module forks for a password check (pam_exec here) must not inherit that."""
+def test_a_program_the_password_stack_runs_starts_with_sigpipes_default_action(world, alice):
+    """The daemon ignores SIGPIPE; what a PAM module forks for a password check (pam_exec here)
+    must not inherit that. (Its blocked SIGTERM/SIGINT/SIGHUP are not checked here: pam_exec's
+    program finds none blocked with or without the daemon's reset.)"""
     pam_exec = next(iter(sorted(glob.glob("/usr/lib/*/security/pam_exec.so"))), "pam_exec.so")
     seen = world.dir / "signals-seen"
     probe = world.dir / "probe.sh"
-    probe.write_text("#!/bin/sh\ngrep -E '^Sig(Blk|Ign):' /proc/self/status > %s\n" % seen)
+    probe.write_text("#!/bin/sh\ngrep '^SigIgn:' /proc/self/status > %s\n" % seen)
     probe.chmod(0o755)
     stack = world.pam_dir / harness.PASSWORD_SERVICE
     stack.write_text("auth optional %s %s\n" % (pam_exec, probe) + stack.read_text())
@@ -300,9 +301,8 @@ def test_a_program_the_password_stack_runs_starts_with_no_signal_blocked_or_igno
     world.start_daemon()  # pam_wrapper reads the services once, when the daemon starts
     enabled = world.cli("enable", "--user", "alice", as_user="alice", password=harness.PASSWORDS["alice"])
     assert enabled.returncode == 0, enabled
-    fields = dict(line.split(":") for line in seen.read_text().split("\n") if line)
-    assert int(fields["SigBlk"], 16) == 0, fields
-    assert int(fields["SigIgn"], 16) & (1 << (signal.SIGPIPE - 1)) == 0, fields
+    ignored = int(seen.read_text().split(":")[1], 16)
+    assert ignored & (1 << (signal.SIGPIPE - 1)) == 0, seen.read_text()
 
 
 def test_when_every_template_is_damaged_no_prompt_is_shown_and_the_person_is_told(world, alice):
