@@ -38,8 +38,8 @@ public struct LinuxAuditRecord: Equatable, Sendable {
         case ("outcome", "password"?)
         where event.reason.flatMap(Reason.init(rawValue:)).map(uncheckedPasswordReasons.contains) ?? false:
             return []
-        case ("outcome", "fingerprint"?) where event.outcome.map(judgedOutcomes.contains) ?? false,
-            ("outcome", "password"?) where event.outcome.map(judgedOutcomes.contains) ?? false:
+        case ("outcome", "fingerprint"?), ("outcome", "password"?):
+            guard let outcome = event.outcome, judgedOutcomes.contains(outcome) else { return [] }
             operation = "touchgate:\(event.method!)"
             kind = .userAuth
             success = event.outcome == "success"

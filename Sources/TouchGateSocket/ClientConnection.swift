@@ -222,18 +222,11 @@ import TouchGateWire
         if !send(Frame(.result, requestID: id, fields)) { send(Frame(.result, requestID: id, essentials)) }
     }
 
-    /// A sentence cut to what one string field carries (at a character's end, marked with "…"):
+    /// A sentence cut to what one string field carries (at a Unicode scalar's end, marked with "…"):
     /// one that names what a client sent (a long invalid name) must not cost the reply.
     static func fitted(_ text: String, limit: Int = WireLimits.maxString) -> String {
         guard text.utf8.count > limit else { return text }
-        var out = "", bytes = 0
-        for character in text {
-            let size = String(character).utf8.count
-            if bytes + size > limit - 3 { break }
-            out.append(character)
-            bytes += size
-        }
-        return out + "…"
+        return Frame.pieces(text, limit: limit - 3)[0] + "…"
     }
 
     private func sendKeepaliveIfQuiet() -> Bool {

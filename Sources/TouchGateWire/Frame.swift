@@ -156,21 +156,22 @@ public struct Frame: Equatable, Sendable {
         return pieces.isEmpty ? nil : pieces.joined()
     }
 
-    /// `text` in pieces a string field can carry, each ending at a character's end, to be sent
-    /// as several fields of one tag and joined (`joined`).
+    /// `text` in pieces a string field can carry, each ending at a Unicode scalar's end (so a
+    /// character of many scalars never makes a piece too long), to be sent as several fields of
+    /// one tag and joined (`joined`).
     public static func pieces(_ text: String, limit: Int = WireLimits.maxString) -> [String] {
-        var out: [String] = [], current = "", bytes = 0
-        for character in text {
-            let size = character.utf8.count
+        var out: [String] = [], current = String.UnicodeScalarView(), bytes = 0
+        for scalar in text.unicodeScalars {
+            let size = UTF8.width(scalar)
             if bytes + size > limit && !current.isEmpty {
-                out.append(current)
-                current = ""
+                out.append(String(current))
+                current = String.UnicodeScalarView()
                 bytes = 0
             }
-            current.append(character)
+            current.append(scalar)
             bytes += size
         }
-        if !current.isEmpty || out.isEmpty { out.append(current) }
+        if !current.isEmpty || out.isEmpty { out.append(String(current)) }
         return out
     }
 

@@ -189,6 +189,10 @@ private let badVectors: [(String, WireError)] = [
         #expect(decoded.joined(.json) == document)
         #expect(Frame(.result, requestID: 9, [Field(.code, 0)]).joined(.json) == nil)
         #expect(Frame.pieces("") == [""])
+        // One character of 1 + 700 scalars (1,401 bytes) is split between scalars, not sent whole.
+        let heavy = "e" + String(repeating: "\u{301}", count: 700)
+        #expect(heavy.count == 1 && Frame.pieces(heavy).allSatisfy { $0.utf8.count <= WireLimits.maxString })
+        #expect(Frame.pieces(heavy).joined() == heavy)
     }
 
     @Test func encoderRefusesWhatTheDecoderWouldReject() {
