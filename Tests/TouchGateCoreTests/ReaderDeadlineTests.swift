@@ -136,8 +136,9 @@ enum ReaderStep: String, CaseIterable, Sendable {
             #expect(await loopUntil { readers.reopening.withLock { $0 } })
             let answered = OneShot<Int>()
             Task { answered.set(await core.servedReaders().count) }
-            // Still reopening: the request is not answered with no reader meanwhile.
-            #expect(await loopUntil(10_000) { answered.isSet } == false)
+            // Still reopening: the request is not answered with no reader meanwhile. (Within 1 s:
+            // the resume's own 5 s deadline would end the wait, and rightly answer none.)
+            #expect(await loopUntil(10_000, limit: .seconds(1)) { answered.isSet } == false)
             readers.gate.signal()
             #expect(await value(of: answered) == 1)
             await resumed.value

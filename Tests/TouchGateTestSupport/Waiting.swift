@@ -90,8 +90,15 @@ public let defaultDeadlineMilliseconds = 10_000
 }
 
 /// Lets the core loop run until `condition` holds, for what has no event of its own (a job
-/// queued in a worker pool, a connection gone); false when it still does not after `turns` turns.
-@CoreActor public func loopUntil(_ turns: Int = 100_000, _ condition: () -> Bool) async -> Bool {
-    for _ in 0..<turns where !condition() { await Task.yield() }
+/// queued in a worker pool, a connection gone); false when it still does not after `turns` turns,
+/// or once `limit` has passed (for a check that something does *not* happen before a deadline of
+/// the code's own: a loaded machine must not outrun that deadline with its turns).
+@CoreActor public func loopUntil(_ turns: Int = 100_000, limit: Duration? = nil, _ condition: () -> Bool) async -> Bool
+{
+    let end = limit.map { ContinuousClock.now + $0 }
+    for _ in 0..<turns where !condition() {
+        if let end, ContinuousClock.now >= end { break }
+        await Task.yield()
+    }
     return condition()
 }
