@@ -91,6 +91,7 @@ extension Core {
     /// Before sleep (logind's PrepareForSleep): every prompt ends with systemCancel and says why,
     /// then the readers are closed. Requests during the sleep find no reader.
     public func suspend() async {
+        asleep = true
         cancelPrompts(Self.suspendRefusal)
         // The sleep inhibitor is given back once this returns: no later than logind would sleep anyway.
         if await Self.closeReaders(readers, within: Self.sleepDelayMilliseconds, log: log, then: "sleeping anyway") {
@@ -103,6 +104,7 @@ extension Core {
     /// need a reader wait (a lock screen's prompt as the lid opens); a reader opened later is
     /// served from then on, and the log says when.
     public func resume() async {
+        asleep = false
         // The stop began while the suspend still closed them: they stay closed until the exit.
         if stopping { return log.info("stopping: the readers stay closed after sleep") }
         let reopening = OneShot<Void>()

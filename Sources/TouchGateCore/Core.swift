@@ -78,6 +78,9 @@ public struct CoreSetup: Sendable {
     /// resume's own deadline), as they wait for the first opening, instead of finding no reader
     /// while USB comes back (Core+Lifecycle.swift).
     var reopening: OneShot<Void>?
+    /// From the suspend (logind's PrepareForSleep) until the resume: the readers are closed for
+    /// sleep, not missing (the D-Bus front-end answers as fprintd's suspended device does).
+    public internal(set) var asleep = false
     /// Each user's password checks, one at a time, so the back-off is judged on every earlier
     /// answer (Core+Passwords.swift).
     let passwordTurns = UserTurns()

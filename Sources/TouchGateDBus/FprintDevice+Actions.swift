@@ -92,8 +92,8 @@ enum FprintStatus {
         }
     }
 
-    /// A protocol error is fprintd's one disconnection; a removed or too hot reader is one here too
-    /// (fprintd says unknown error: docs/readers.md, where this differs from fprintd).
+    /// A protocol error, a removed and a too hot reader: disconnections, as later fprintd has them
+    /// (Debian 12's 1.94.2 says unknown error for the last two: docs/readers.md).
     static let disconnections: Set<Reason> = [.removed, .tooHot, .readerProtocol]
 
     /// The final VerifyStatus for the core's answer. A verify the client stopped (VerifyStop,
@@ -149,7 +149,7 @@ extension FprintDevice {
         guard let claim else { return .failure(.claimDevice()) }
         return await authorized(call, [.verify], as: claim) { _, caller in
             if let e = checkClaimed(call) { return .failure(e) }  // after the awaits
-            if let action { return .failure(action.busy) }
+            if let busy { return .failure(busy) }
             return await startVerifying(call, claim, caller)
         }
     }
@@ -169,7 +169,7 @@ extension FprintDevice {
             return .failure(.noEnrolledPrints("No such print \(finger.fpFinger)"))
         }
         if enrolled.fingers.isEmpty { return .failure(.noEnrolledPrints("No fingerprints enrolled")) }
-        if self.action != nil || self.claim?.sender != call.sender {
+        if self.busy != nil || self.claim?.sender != call.sender {
             return .failure(.alreadyInUse("Another operation is already in progress"))
         }
 
@@ -210,6 +210,15 @@ extension FprintDevice {
         }
         // Answered once the prompt has begun (listening, or queued behind another client) or was refused.
         if case .second(let refusal) = await firstOf(signals.begun, refused) {
+            // Asleep: as fprintd, whose suspended device fails the verify it accepted, the start is
+            // answered, then the finger and the end; the action stays until VerifyStop.
+            if refusal.reason == .noReader, core.asleep {
+                CoreLoop.shared.task { [self] in
+                    emit("VerifyFingerSelected", [V.string(selected)])
+                    emit("VerifyStatus", [V.string(FprintStatus.verifyResult(refusal, stopped: false)), V.bool(true)])
+                }
+                return .success([])
+            }
             if self.action === action { self.action = nil }
             return .failure(Self.error(for: refusal))
         }
@@ -230,7 +239,7 @@ extension FprintDevice {
             guard let finger = call.string(0).flatMap(Finger.init(rawValue:)) else {
                 return .failure(.invalidFingername())
             }
-            if let action { return .failure(action.busy) }
+            if let busy { return .failure(busy) }
             return await startEnrolling(call, claim, caller, finger)
         }
     }
@@ -238,7 +247,7 @@ extension FprintDevice {
     private func startEnrolling(_ call: Invocation, _ claim: Claim, _ caller: Caller, _ finger: Finger) async
         -> Result<[Variant], BusError>
     {
-        if self.action != nil || self.claim?.sender != call.sender {
+        if self.busy != nil || self.claim?.sender != call.sender {
             return .failure(.alreadyInUse("Another operation is already in progress"))
         }
 

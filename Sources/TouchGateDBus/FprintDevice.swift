@@ -24,6 +24,10 @@ import TouchGateWire
     var claim: Claim?
     /// The verify or enroll running (or finished but not yet stopped, as fprintd keeps it).
     var action: DeviceAction?
+    /// A deletion runs (fprintd's ACTION_DELETE): nothing else starts until it has ended.
+    private var deleting = false
+    /// fprintd's refusal of a start while an action or a deletion runs; nil when none does.
+    var busy: BusError? { action?.busy ?? (deleting ? .alreadyInUse("Delete already in progress") : nil) }
     /// A verify or enrollment of this object's listens on the reader (finger-needed).
     private(set) var fingerNeeded = false
 
@@ -222,6 +226,13 @@ import TouchGateWire
         return await authorized(call, [.verify, .enroll]) { user, caller in
             // Re-checked after the awaits: a second claimer may have won meanwhile.
             if claim != nil { return .failure(.alreadyInUse("Device was already claimed")) }
+            // As fprintd, whose Claim opens the device and libfprint refuses to open a suspended one.
+            if core.asleep {
+                return .failure(
+                    .internalError(
+                        "Open failed with error: The device is still busy with another operation, please try again later."
+                    ))
+            }
             let sender = call.sender
             let watch = service.watch(sender) { [weak self] in self?.clientVanished(sender) }
             claim = Claim(sender: sender, username: user, caller: caller, watch: watch)
@@ -288,7 +299,9 @@ import TouchGateWire
                 }
                 finger = named
             }
-            if needsClaim || claim != nil, let action { return .failure(action.busy) }  // the running action named
+            if let busy { return .failure(busy) }  // the running action named
+            deleting = true
+            defer { deleting = false }
             return await deletePrints(user, caller, finger: finger)
         }
     }

@@ -9,6 +9,7 @@ import pytest
 
 import doc_tables
 import harness
+from fprintd_tools import BusError
 from fprintd_world import ALICE_PRINT, bus_daemon, bus_world, enroll_alice  # noqa: F401
 
 BUSY = 4
@@ -176,10 +177,59 @@ def test_a_print_the_chip_lost_is_found_when_the_reader_opens_again_after_sleep(
     harness.finger_success(world, ALICE_PRINT)
     world.reader.send("REMOVE %s" % ALICE_PRINT)  # taken by the driver's next operation
     world.emit_prepare_for_sleep(True)
-    daemon.log.wait_for("released the sleep inhibitor")
+    daemon.log.wait_for("released the sleep inhibitor", timeout=10)
     world.emit_prepare_for_sleep(False)
-    daemon.log.wait_for("readers reopened after sleep")  # the chip listed again, without it
+    daemon.log.wait_for("readers reopened after sleep", timeout=10)  # the chip listed again, without it
     pam = world.pam("alice").wait()
     assert pam.result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
     assert harness.PROMPT not in pam.messages(), pam.transcript()  # no prompt that could never match
     assert "right-index-finger" in pam.messages()[-1] and "enroll" in pam.messages()[-1], pam.transcript()
+
+
+DELETING = ("net.reactivated.Fprint.Error.AlreadyInUse", "Delete already in progress")
+
+
+def outcome(client, method, *args):
+    """"ok", or the (name, message) of the error a call ends with."""
+    try:
+        client.call(method, *args)
+        return "ok"
+    except BusError as e:
+        return (e.name, e.message)
+
+
+@pytest.mark.parametrize("reader_kind", ["virtual_device_storage"])
+def test_nothing_starts_on_the_device_while_a_deletion_runs(reader_kind, bus_world, bus_daemon):
+    """As fprintd's can_start_action: while DeleteEnrolledFingers2 waits for the chip, VerifyStart,
+    EnrollStart and another deletion are refused with AlreadyInUse, "Delete already in progress".
+    The deletion is seen running once alice's prints are no longer listed (their files go before
+    the chip's copy, which the virtual chip deletes after half a second); a call answered before
+    the deletion is one made while it ran. A call answered after it proves nothing, so the round
+    is tried again, at most five times."""
+    world = bus_world
+    root = world.root
+    calls = (("VerifyStart", ("any",)), ("EnrollStart", ("left-thumb",)),
+             ("DeleteEnrolledFinger", ("right-index-finger",)))
+    refused = set()
+    for _ in range(5):
+        enroll_alice(world)
+        root.call("Claim", "alice")
+        deletion = root.start("DeleteEnrolledFingers2")
+        deadline = harness.now() + harness.DEFAULT_WAIT
+        while outcome(root, "ListEnrolledFingers", "alice") == "ok":
+            assert harness.now() < deadline, "alice's prints are still listed"
+        for method, args in calls:
+            got = outcome(root, method, *args)
+            if root.answered(deletion):
+                break  # the deletion ended first: what this call met is not known
+            assert got == DELETING, (method, got)
+            refused.add(method)
+        assert root.result(deletion) == []
+        for stop in ("VerifyStop", "EnrollStop"):
+            outcome(root, stop)  # a start that came after the deletion
+        root.call("Release")
+        if len(refused) == len(calls):
+            break
+    assert refused == {method for method, _ in calls}
+    world.daemon.log.wait_for("deleted 1 print(s) from the reader's storage")
+    assert world.reader.send("LIST").split() == []

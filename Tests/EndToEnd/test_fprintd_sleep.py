@@ -50,18 +50,28 @@ def test_suspend_ends_prompts_and_releases_the_inhibitor_resume_takes_it_again(b
     i = world.root.wait_signal("VerifyStatus", start=mark)
     assert world.root.signals[i]["args"] == ["verify-unknown-error", True]  # no failed match: no retry
     dbus.call("VerifyStop")
-    dbus.call("Release")
     daemon.log.wait_for("reason=suspend")  # audited
-    daemon.log.wait_for("released the sleep inhibitor")
+    daemon.log.wait_for("released the sleep inhibitor", timeout=10)
     wait_inhibitors(world, [])
     asleep = world.pam("alice")  # while asleep: no reader, and the password at once
     assert asleep.wait().result == "PAM_AUTHINFO_UNAVAIL", asleep.transcript()
     assert asleep.messages() == [NO_READER], asleep.transcript()
-    assert verify_with_tool(world, ["alice"]).lines()[-1] == "VerifyStart failed: GDBus.Error:%sInternal: %s" % (
-        ERROR, NO_READER)
+    # Asleep, the device answers as fprintd's suspended one: a claim made before the sleep starts
+    # a verify that ends at once, kept until VerifyStop; a new claim is refused.
+    place = dbus.call_placed("VerifyStart", "any")  # answered first, then the signals
+    selected = dbus.wait_signal("VerifyFingerSelected", start=place)
+    ended = dbus.wait_signal("VerifyStatus", start=place)
+    assert dbus.signals[selected]["args"] == ["right-index-finger"]
+    assert dbus.signals[ended]["args"] == ["verify-unknown-error", True] and selected < ended
+    assert dbus.error("VerifyStart", "any").message == "Verification already in progress"
+    dbus.call("VerifyStop")
+    dbus.call("Release")
+    assert verify_with_tool(world, ["alice"]).lines()[-1] == (
+        "failed to claim device: GDBus.Error:%sInternal: Open failed with error: The device is still busy with "
+        "another operation, please try again later." % ERROR)
 
     world.emit_prepare_for_sleep(False)
-    daemon.log.wait_for("readers reopened after sleep")
+    daemon.log.wait_for("readers reopened after sleep", timeout=10)
     i = daemon.log.wait_for("holding a sleep delay inhibitor")
     daemon.log.wait_for("holding a sleep delay inhibitor", start=i + 1)  # taken again
     assert inhibitors(world) == [INHIBITOR]
@@ -94,7 +104,7 @@ def test_suspend_mid_enrollment_fails_it_and_saves_nothing(bus_world):
     assert root.signals[i]["args"] == ["enroll-unknown-error", True]  # as fprintd's suspend test has it
     root.call("EnrollStop")
     root.call("Release")
-    daemon.log.wait_for("released the sleep inhibitor")
+    daemon.log.wait_for("released the sleep inhibitor", timeout=10)
     assert world.cli("list", "--user", "alice").stdout.strip() == "No fingers enrolled for alice."
 
 
@@ -115,11 +125,11 @@ def test_sleep_is_handled_with_the_fprintd_api_turned_off(bus_world):
     world.emit_prepare_for_sleep(True)
     assert pam.wait().result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
     assert pam.messages()[-1] == SLEEPING, pam.transcript()
-    daemon.log.wait_for("released the sleep inhibitor")
+    daemon.log.wait_for("released the sleep inhibitor", timeout=10)
     wait_inhibitors(world, [])
 
     world.emit_prepare_for_sleep(False)
-    daemon.log.wait_for("readers reopened after sleep")
+    daemon.log.wait_for("readers reopened after sleep", timeout=10)
     wait_inhibitors(world, [INHIBITOR])
     pam = world.pam("alice")
     pam.wait_for(PROMPT)
