@@ -313,9 +313,9 @@ def manager(world, method):
     return world.root.call(method, path=MANAGER, iface=MANAGER_IFACE)
 
 
-def interfaces_added(world, path, start):
+def interfaces_added(world, path, start, timeout=harness.DEFAULT_WAIT):
     """The ObjectManager's InterfacesAdded signal for `path`, at or after signal number `start`."""
-    i = world.root.wait_signal("InterfacesAdded", lambda a: a[0] == path, start=start)
+    i = world.root.wait_signal("InterfacesAdded", lambda a: a[0] == path, start=start, timeout=timeout)
     return world.root.signals[i]
 
 

@@ -273,7 +273,9 @@ def test_daemon_not_running_is_authinfo_unavail_at_once(world, how):
     assert pam.result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
     assert_no_prompt(pam)
     elapsed = harness.ms(pam.ended - pam.auth_started())
-    assert elapsed < 500, "pam_authenticate took %.0f ms with no daemon" % elapsed
+    # Within the connect deadline (TG_CONNECT_DEADLINE_MS, 1 s): a module that waited or retried
+    # would reach it.
+    assert elapsed < 1000, "pam_authenticate took %.0f ms with no daemon" % elapsed
 
 
 def test_frozen_daemon_gives_up_within_seconds(world, alice):
@@ -282,7 +284,8 @@ def test_frozen_daemon_gives_up_within_seconds(world, alice):
     assert pam.result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
     assert pam.messages() == ["Fingerprint service not responding: use your password"]
     elapsed = harness.ms(pam.ended - pam.auth_started())
-    assert elapsed <= 2000, "gave up after %.0f ms" % elapsed  # TG_SILENCE_DEADLINE_MS is 1.5 s
+    # TG_SILENCE_DEADLINE_MS (1.5 s), not the 30 s of a scan
+    assert 1500 <= elapsed < 4000, "gave up after %.0f ms" % elapsed
 
 
 def test_client_killed_mid_prompt_frees_the_reader(world, alice):
@@ -295,7 +298,8 @@ def test_client_killed_mid_prompt_frees_the_reader(world, alice):
     second = world.pam("alice")
     i = second.wait_for(PROMPT)
     waited = second.time_of(i) - harness.ms(second.auth_started() - second.started)
-    assert waited < 1000, "prompt shown %.0f ms after pam_authenticate began" % waited
+    # Not behind the dead client's scan (30 s): the reader was free at once.
+    assert waited < 5000, "prompt shown %.0f ms after pam_authenticate began" % waited
     scan_and_wait(world, second, alice)
     assert second.result == "PAM_SUCCESS", second.transcript()
     assert second.messages() == [PROMPT]  # in particular, no "Waiting for the fingerprint reader"

@@ -70,8 +70,8 @@ def test_sleep_does_not_wait_for_a_finger_left_on_the_reader(reader_kind, bus_wo
     # The finger stays; the reader closes for the sleep all the same, well before the scan's
     # 30 s deadline would end it.
     world.emit_prepare_for_sleep(True)
-    daemon.log.wait_for("released the sleep inhibitor")
+    daemon.log.wait_for("released the sleep inhibitor", timeout=10)
     wait_inhibitors(world, [])
     world.emit_prepare_for_sleep(False)
-    daemon.log.wait_for("readers reopened after sleep")
+    daemon.log.wait_for("readers reopened after sleep", timeout=10)
     authenticate(world, lambda: world.reader.scan(ALICE_PRINT))

@@ -225,7 +225,7 @@ def test_a_reader_that_reported_itself_removed_is_opened_again_after_a_sleep(bus
     # A resume opens what libfprint lists again: the reader is back, as a new object.
     world.emit_prepare_for_sleep(True)
     world.emit_prepare_for_sleep(False)
-    added = interfaces_added(world, DEVICE_1, mark)
+    added = interfaces_added(world, DEVICE_1, mark, timeout=15)  # the suspend's 5 s, then the resume's
     assert added["args"][1][DEVICE_IFACE]["name"] == world.reader.name
     harness.finger_success(world, ALICE_PRINT)
 
@@ -259,7 +259,7 @@ def test_prints_on_two_readers_are_one_enrollment_moving_between_them_asks_no_pa
     mark = world.root.signal_count()
     world.emit_prepare_for_sleep(True)
     world.emit_prepare_for_sleep(False)  # the resume opens the first reader listed again: the default
-    added = interfaces_added(world, "/net/reactivated/Fprint/Device/2", mark)
+    added = interfaces_added(world, "/net/reactivated/Fprint/Device/2", mark, timeout=15)
     assert added["args"][1][DEVICE_IFACE]["name"] == first.name
     # Back on the first reader: the same set of prints, so no enrollment change and no password.
     world.reader = first

@@ -213,7 +213,7 @@ import TouchGateWire
 
             input.deliver(.cancel)
             #expect(await running.value() == Refusal(.appCancel, reason: .cancelled, text: .cancelled))
-            #expect(bed.reader.cancellations == 1)
+            #expect(await loopUntil(.max, limit: .seconds(10)) { bed.reader.cancellations == 1 })
             #expect(core.runningPrompts == 0)
             #expect(!core.queue.isBusy)
             let outcome = try #require(TouchGateCoreTests.events(events.all, "outcome").last)
@@ -249,7 +249,7 @@ import TouchGateWire
             #expect(waiterClient.kinds() == [.queued, .prompt])
             #expect(!leaverClient.kinds().contains(.prompt))
             #expect(bed.reader.verifications.count == 2)
-            #expect(bed.reader.cancellations == 1)
+            #expect(await loopUntil(.max, limit: .seconds(10)) { bed.reader.cancellations == 1 })
         }
     }
 

@@ -62,7 +62,8 @@ import TouchGateWire
     }
 
     @Test func anIdleConnectionIsClosed() async throws {
-        try await withSocketBed(limits: limits(idle: 100)) { socket in
+        // Long enough for the request below to be read before a sweep (every 500 ms) on a loaded machine.
+        try await withSocketBed(limits: limits(idle: 2_000)) { socket in
             let idle = try await socket.connect(as: 1000)
             #expect(await idle.closedByDaemon())
             // Closed after a request too, once nothing more comes.
@@ -110,21 +111,24 @@ import TouchGateWire
             clients.append(try await admitted(socket))
             #expect(spells.ends.isEmpty, "called while clients were connected")
             clients.removeAll()
-            #expect(await spells.end(1) == 0)
+            // The daemon may see the three leave in different turns of its loop, and a sweep between
+            // them ends a spell early: the spell that matters ends with none left.
+            #expect(await loopUntil(.max, limit: .seconds(10)) { spells.ends.last == 0 })
+            let first = spells.ends.count
 
             // A monitor's stream stays open for good: clients that come and go beside it end a spell too.
             let monitor = try await socket.connect()
             #expect(try await monitor.request(Frame(.monitor, requestID: 1))?.code == .success)
             clients = [try await admitted(socket, as: 1000)]
             clients.removeAll()
-            #expect(await spells.end(2) == 1)
-            #expect(spells.ends.count == 2)
+            #expect(await spells.end(first + 1) == 1)
+            #expect(spells.ends.count == first + 1)
         }
     }
 
     @Test func aSpellDoesNotEndWhileARequestIsRunning() async throws {
         let spells = Spells()
-        try await withSocketBed(limits: limits(idle: 100), afterClients: spells.ended) { socket in
+        try await withSocketBed(limits: limits(idle: 2_000), afterClients: spells.ended) { socket in
             spells.listener = socket.listener
             try await socket.readyAlice()
             socket.bed.reader.script(.hold)

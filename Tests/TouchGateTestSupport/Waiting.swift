@@ -96,9 +96,11 @@ public let defaultDeadlineMilliseconds = 10_000
 @CoreActor public func loopUntil(_ turns: Int = 100_000, limit: Duration? = nil, _ condition: () -> Bool) async -> Bool
 {
     let end = limit.map { ContinuousClock.now + $0 }
-    for _ in 0..<turns where !condition() {
+    var turn = 0
+    while !condition(), turn < turns {
         if let end, ContinuousClock.now >= end { break }
         await Task.yield()
+        turn += 1
     }
     return condition()
 }

@@ -15,7 +15,8 @@
 #define TEXT_NOT_RESPONDING "Fingerprint service not responding: use your password"
 #define TEXT_SERVICE_ERROR  "Fingerprint service error: use your password"
 #define TEXT_BUSY           "Fingerprint service busy: use your password"
-#define FROZEN_LIMIT_MS     2000 /* a frozen daemon is given up on within 2 s */
+/* A frozen daemon is given up on after 1.5 s of silence, not after a scan's 30 s. */
+#define FROZEN_LIMIT_MS 4000
 
 static struct fake_env env;
 

@@ -75,10 +75,11 @@ static void test_report(void)
     CHECK(r.rc == PAM_SUCCESS && r.shown.n == 0, "report busy: stack %d, %d messages", r.rc,
           r.shown.n);
 
-    /* A daemon that answers nothing: PAM_IGNORE after the reply deadline, within 2 s. */
+    /* A daemon that answers nothing: PAM_IGNORE after the reply deadline (1.5 s; 4 s leaves a loaded
+     * machine room). */
     fake_run_against(&sv, &env, 1, silent, "tg-report", NULL, &r);
     CHECK(r.rc == PAM_SUCCESS, "report, silent daemon: stack %d", r.rc);
-    CHECK(r.ms < 2000, "report, silent daemon: %llu ms", (unsigned long long)r.ms);
+    CHECK(r.ms < 4000, "report, silent daemon: %llu ms", (unsigned long long)r.ms);
 
     /* No daemon at all. */
     fake_run_pam(&env, "tg-report-absent", "root", NULL, &r);
