@@ -167,6 +167,9 @@ public struct CoreSetup: Sendable {
         readers.onChange { infos in CoreLoop.shared.post { handler(infos) } }
     }
 
+    /// Whether the reader `selector` names is open and served now.
+    public nonisolated func serves(_ selector: String) -> Bool { readers.reader(selector) != nil }
+
     /// Starts (true) or ends one watching of the finger's status, whose changes then reach the
     /// `onReadersChanged` handlers; returns the reader's description as it is once watching has
     /// begun, so the watcher starts from the driver's present state.

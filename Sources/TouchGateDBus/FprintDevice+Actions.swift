@@ -125,8 +125,9 @@ enum FprintStatus {
         case .internalError where r.reason == .storageFull: return "enroll-data-full"
         // Stopped by the client: fprintd's word for a cancelled enrollment; a print not stored too.
         case .appCancel, .internalError, .notPermitted: return "enroll-failed"
-        // The rest, with an enrollment the daemon ended (suspend, shutdown) or refused while
-        // asleep (systemCancel): fprintd says unknown error for one suspend ends or prevents.
+        // The rest, with an enrollment the daemon ended (suspend, shutdown: systemCancel) or
+        // refused while asleep (no reader): fprintd says unknown error for one suspend ends or
+        // prevents.
         default: return "enroll-unknown-error"
         }
     }
@@ -169,7 +170,8 @@ extension FprintDevice {
             return .failure(.noEnrolledPrints("No such print \(finger.fpFinger)"))
         }
         if enrolled.fingers.isEmpty { return .failure(.noEnrolledPrints("No fingerprints enrolled")) }
-        if self.busy != nil || self.claim?.sender != call.sender {
+        if let busy = self.busy { return .failure(busy) }
+        if self.claim?.sender != call.sender {
             return .failure(.alreadyInUse("Another operation is already in progress"))
         }
 
@@ -247,7 +249,8 @@ extension FprintDevice {
     private func startEnrolling(_ call: Invocation, _ claim: Claim, _ caller: Caller, _ finger: Finger) async
         -> Result<[Variant], BusError>
     {
-        if self.busy != nil || self.claim?.sender != call.sender {
+        if let busy = self.busy { return .failure(busy) }
+        if self.claim?.sender != call.sender {
             return .failure(.alreadyInUse("Another operation is already in progress"))
         }
 
@@ -277,6 +280,8 @@ extension FprintDevice {
     /// VerifyStop / EnrollStop: cancels what still runs and waits until its result is in.
     func stop(_ call: Invocation, verify: Bool) async -> Result<[Variant], BusError> {
         if let e = checkClaimed(call) { return .failure(e) }
+        // As fprintd's can_stop_action: a deletion is an action running, not the one to stop.
+        if deleting { return .failure(.alreadyInUse("Another operation is already in progress")) }
         guard let running = action else {
             return .failure(.noActionInProgress(verify ? "No verification in progress" : "No enrollment in progress"))
         }

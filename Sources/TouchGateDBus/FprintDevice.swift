@@ -25,7 +25,7 @@ import TouchGateWire
     /// The verify or enroll running (or finished but not yet stopped, as fprintd keeps it).
     var action: DeviceAction?
     /// A deletion runs (fprintd's ACTION_DELETE): nothing else starts until it has ended.
-    private var deleting = false
+    private(set) var deleting = false
     /// fprintd's refusal of a start while an action or a deletion runs; nil when none does.
     var busy: BusError? { action?.busy ?? (deleting ? .alreadyInUse("Delete already in progress") : nil) }
     /// A verify or enrollment of this object's listens on the reader (finger-needed).
@@ -226,8 +226,9 @@ import TouchGateWire
         return await authorized(call, [.verify, .enroll]) { user, caller in
             // Re-checked after the awaits: a second claimer may have won meanwhile.
             if claim != nil { return .failure(.alreadyInUse("Device was already claimed")) }
-            // As fprintd, whose Claim opens the device and libfprint refuses to open a suspended one.
-            if core.asleep {
+            // As fprintd, whose Claim opens the device and libfprint refuses to open a suspended
+            // one: asleep, with this reader closed for it (not one opened since, plugged in again).
+            if core.asleep, !core.serves(info.selector) {
                 return .failure(
                     .internalError(
                         "Open failed with error: The device is still busy with another operation, please try again later."

@@ -15,6 +15,7 @@ stdin closing ends it.
 """
 
 import json
+import os
 import sys
 
 from gi.repository import Gio, GLib
@@ -56,6 +57,7 @@ class Client:
         self.bus = Gio.bus_get_sync(Gio.BusType.SYSTEM, None)
         self.loop = GLib.MainLoop()
         self.name_waits = {}  # name -> [request id]
+        self.unread = b""  # input read but not yet a whole line
         self.bus.signal_subscribe(None, None, None, None, None, Gio.DBusSignalFlags.NONE, self.on_signal)
         channel = GLib.IOChannel.unix_new(sys.stdin.fileno())
         GLib.io_add_watch(channel, GLib.PRIORITY_DEFAULT, GLib.IOCondition.IN | GLib.IOCondition.HUP, self.on_input)
@@ -73,12 +75,17 @@ class Client:
         say({"signal": member, "iface": iface, "path": path, "sender": sender, "args": plain(params.unpack())})
 
     def on_input(self, _channel, _condition):
-        line = sys.stdin.readline()
-        if not line:
+        # Every whole line read, not one: a buffered readline would keep a second request that came
+        # in the same read until more input woke the watch again.
+        chunk = os.read(sys.stdin.fileno(), 65536)
+        if not chunk:
             self.loop.quit()
             return False
-        request = json.loads(line)
-        getattr(self, "op_" + request["op"])(request)
+        self.unread += chunk
+        while b"\n" in self.unread:
+            line, self.unread = self.unread.split(b"\n", 1)
+            request = json.loads(line)
+            getattr(self, "op_" + request["op"])(request)
         return True
 
     def call(self, rid, dest, path, iface, method, params, timeout_ms=25000, flags=Gio.DBusCallFlags.NONE):

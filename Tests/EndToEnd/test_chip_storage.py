@@ -186,7 +186,7 @@ def test_a_print_the_chip_lost_is_found_when_the_reader_opens_again_after_sleep(
     assert "right-index-finger" in pam.messages()[-1] and "enroll" in pam.messages()[-1], pam.transcript()
 
 
-DELETING = ("net.reactivated.Fprint.Error.AlreadyInUse", "Delete already in progress")
+ALREADY_IN_USE = "net.reactivated.Fprint.Error.AlreadyInUse"
 
 
 def outcome(client, method, *args):
@@ -200,36 +200,40 @@ def outcome(client, method, *args):
 
 @pytest.mark.parametrize("reader_kind", ["virtual_device_storage"])
 def test_nothing_starts_on_the_device_while_a_deletion_runs(reader_kind, bus_world, bus_daemon):
-    """As fprintd's can_start_action: while DeleteEnrolledFingers2 waits for the chip, VerifyStart,
-    EnrollStart and another deletion are refused with AlreadyInUse, "Delete already in progress".
-    The deletion is seen running once alice's prints are no longer listed (their files go before
-    the chip's copy, which the virtual chip deletes after half a second); a call answered before
-    the deletion is one made while it ran. A call answered after it proves nothing, so the round
-    is tried again, at most five times."""
+    """As fprintd's can_start_action and can_stop_action: while DeleteEnrolledFingers2 waits for
+    the chip, VerifyStart, EnrollStart and another deletion are refused with AlreadyInUse, "Delete
+    already in progress", and VerifyStop with "Another operation is already in progress". The
+    deletion is seen running once alice's prints are no longer listed (their files go before the
+    chip's copy, which the virtual chip deletes after half a second); a call answered before the
+    deletion is one made while it ran. A call answered after it proves nothing, so the round is
+    tried again, at most five times."""
     world = bus_world
     root = world.root
-    calls = (("VerifyStart", ("any",)), ("EnrollStart", ("left-thumb",)),
-             ("DeleteEnrolledFinger", ("right-index-finger",)))
+    deleting = (ALREADY_IN_USE, "Delete already in progress")
+    calls = (("VerifyStart", ("any",), deleting), ("EnrollStart", ("left-thumb",), deleting),
+             ("DeleteEnrolledFinger", ("right-index-finger",), deleting),
+             ("VerifyStop", (), (ALREADY_IN_USE, "Another operation is already in progress")))
     refused = set()
     for _ in range(5):
         enroll_alice(world)
         root.call("Claim", "alice")
+        mark = len(world.daemon.log.texts())
         deletion = root.start("DeleteEnrolledFingers2")
         deadline = harness.now() + harness.DEFAULT_WAIT
         while outcome(root, "ListEnrolledFingers", "alice") == "ok":
             assert harness.now() < deadline, "alice's prints are still listed"
-        for method, args in calls:
+        for method, args, expected in calls:
             got = outcome(root, method, *args)
             if root.answered(deletion):
                 break  # the deletion ended first: what this call met is not known
-            assert got == DELETING, (method, got)
+            assert got == expected, (method, got)
             refused.add(method)
         assert root.result(deletion) == []
         for stop in ("VerifyStop", "EnrollStop"):
             outcome(root, stop)  # a start that came after the deletion
         root.call("Release")
+        world.daemon.log.wait_for("deleted 1 print(s) from the reader's storage", start=mark)
+        assert world.reader.send("LIST").split() == []
         if len(refused) == len(calls):
             break
-    assert refused == {method for method, _ in calls}
-    world.daemon.log.wait_for("deleted 1 print(s) from the reader's storage")
-    assert world.reader.send("LIST").split() == []
+    assert refused == {method for method, _, _ in calls}

@@ -65,6 +65,10 @@ def test_suspend_ends_prompts_and_releases_the_inhibitor_resume_takes_it_again(b
     assert dbus.signals[ended]["args"] == ["verify-unknown-error", True] and selected < ended
     assert dbus.error("VerifyStart", "any").message == "Verification already in progress"
     dbus.call("VerifyStop")
+    place = dbus.call_placed("EnrollStart", "left-thumb")  # as fprintd's test_suspend_prevents_enroll
+    ended = dbus.wait_signal("EnrollStatus", start=place)
+    assert dbus.signals[ended]["args"] == ["enroll-unknown-error", True]
+    dbus.call("EnrollStop")
     dbus.call("Release")
     assert verify_with_tool(world, ["alice"]).lines()[-1] == (
         "failed to claim device: GDBus.Error:%sInternal: Open failed with error: The device is still busy with "

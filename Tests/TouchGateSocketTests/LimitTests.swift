@@ -107,22 +107,30 @@ import TouchGateWire
         let spells = Spells()
         try await withSocketBed(afterClients: spells.ended) { socket in
             spells.listener = socket.listener
+            try await socket.readyAlice()
+            socket.bed.reader.script(.hold)
             var clients = [try await admitted(socket), try await admitted(socket, as: 1000)]
             clients.append(try await admitted(socket))
+            // A prompt runs while the three leave: however many turns of its loop the daemon takes
+            // to see them go, the spell can end only after the prompt, and then once.
+            let prompting = try await socket.connect()
+            try prompting.send(evaluateFrame(5))
+            _ = try #require(await prompting.progress(.prompt))
             #expect(spells.ends.isEmpty, "called while clients were connected")
             clients.removeAll()
-            // The daemon may see the three leave in different turns of its loop, and a sweep between
-            // them ends a spell early: the spell that matters ends with none left.
-            #expect(await loopUntil(.max, limit: .seconds(10)) { spells.ends.last == 0 })
-            let first = spells.ends.count
+            #expect(await loopUntil(.max, limit: .seconds(10)) { socket.listener.connectionCount == 1 })
+            #expect(spells.ends.isEmpty, "called while a prompt was running")
+            try prompting.send(Frame(.cancel, requestID: 5))
+            #expect(try #require(await prompting.untilResult()?.result).code == .appCancel)
+            #expect(await spells.end(1) == 1)  // the prompting client is still connected
 
             // A monitor's stream stays open for good: clients that come and go beside it end a spell too.
             let monitor = try await socket.connect()
             #expect(try await monitor.request(Frame(.monitor, requestID: 1))?.code == .success)
             clients = [try await admitted(socket, as: 1000)]
             clients.removeAll()
-            #expect(await spells.end(first + 1) == 1)
-            #expect(spells.ends.count == first + 1)
+            #expect(await spells.end(2) == 2)
+            #expect(spells.ends.count == 2)
         }
     }
 
