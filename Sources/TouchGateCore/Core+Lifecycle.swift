@@ -89,7 +89,8 @@ extension Core {
 
 extension Core {
     /// Before sleep (logind's PrepareForSleep): every prompt ends with systemCancel and says why,
-    /// then the readers are closed. Requests during the sleep find no reader.
+    /// then the readers are closed (a prompt begun meanwhile ends so too: runPrompt). Requests
+    /// during the sleep find no reader.
     public func suspend() async {
         asleep = true
         cancelPrompts(Self.suspendRefusal)

@@ -78,7 +78,12 @@ extension Core {
         let key = ObjectIdentifier(prompt)
         activePrompts[key] = prompt
         defer { activePrompts[key] = nil }
-        if stopping { prompt.interrupt.set(.systemCancel(Self.shutdownRefusal)) }
+        // A prompt begun while the readers close (for the exit, for sleep) asks for no finger.
+        if stopping {
+            prompt.interrupt.set(.systemCancel(Self.shutdownRefusal))
+        } else if asleep {
+            prompt.interrupt.set(.systemCancel(Self.suspendRefusal))
+        }
         return await withTaskCancellationHandler {
             await body(prompt)
         } onCancel: {

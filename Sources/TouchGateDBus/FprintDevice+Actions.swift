@@ -214,7 +214,7 @@ extension FprintDevice {
         if case .second(let refusal) = await firstOf(signals.begun, refused) {
             // Asleep: as fprintd, whose suspended device fails the verify it accepted, the start is
             // answered, then the finger and the end; the action stays until VerifyStop.
-            if refusal.reason == .noReader, core.asleep {
+            if refusal.reason == .noReader || refusal.reason == .suspend, core.asleep {
                 CoreLoop.shared.task { [self] in
                     emit("VerifyFingerSelected", [V.string(selected)])
                     emit("VerifyStatus", [V.string(FprintStatus.verifyResult(refusal, stopped: false)), V.bool(true)])

@@ -27,6 +27,25 @@ private final class LateReaders: FingerprintReaders, Sendable {
     func reopen(completion: @escaping @Sendable (Bool) -> Void) { reopened.withLock { $0 = completion } }
 }
 
+/// The test bed's reader, whose closing (for sleep) waits until the test opens `gate`.
+private final class SlowToClose: FingerprintReaders, Sendable {
+    let inner: StubReader
+    let gate = TouchGateThreads.Semaphore()
+    let closing = Mutex(false)
+    init(_ inner: StubReader) { self.inner = inner }
+    var served: [any FingerprintReader] { inner.served }
+    func whenOpened(_ completion: @escaping @Sendable () -> Void) { inner.whenOpened(completion) }
+    func describe(_ template: [UInt8]) -> PrintDescription? { inner.describe(template) }
+    func close(completion: @escaping @Sendable () -> Void) {
+        closing.withLock { $0 = true }
+        _ = startThread(name: "close") { [self] in
+            gate.wait()
+            inner.close(completion: completion)
+        }
+    }
+    func reopen(completion: @escaping @Sendable (Bool) -> Void) { inner.reopen(completion: completion) }
+}
+
 /// A machine whose readers' first opening never ends (a driver stuck in its open).
 private final class NeverOpened: FingerprintReaders, Sendable {
     var served: [any FingerprintReader] { [] }
@@ -142,6 +161,24 @@ enum ReaderStep: String, CaseIterable, Sendable {
             readers.gate.signal()
             #expect(await value(of: answered) == 1)
             await resumed.value
+        }
+    }
+
+    /// A prompt that begins while the readers close for sleep ends at once, saying why, and asks
+    /// for no finger on a reader about to close.
+    @Test func aPromptBegunWhileTheReadersCloseForSleepEndsAtOnceSayingWhy() async throws {
+        try await withTestBed { bed in
+            let readers = SlowToClose(bed.reader)
+            let core = try bed.makeCore(reader: readers)
+            try await bed.readyUser(core)
+            let suspended = Task { await core.suspend() }
+            #expect(await loopUntil(limit: .seconds(10)) { readers.closing.withLock { $0 } })
+            let (late, client, _) = core.startEvaluate()
+            #expect(await late.value() == Core.suspendRefusal)
+            #expect(!client.kinds().contains(.prompt))
+            #expect(bed.reader.verifications.isEmpty)
+            readers.gate.signal()
+            await suspended.value
         }
     }
 
