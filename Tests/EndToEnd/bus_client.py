@@ -85,7 +85,10 @@ class Client:
         while b"\n" in self.unread:
             line, self.unread = self.unread.split(b"\n", 1)
             request = json.loads(line)
-            getattr(self, "op_" + request["op"])(request)
+            try:
+                getattr(self, "op_" + request["op"])(request)
+            except Exception as e:  # a request this client cannot make is answered, never dropped
+                say({"id": request.get("id"), "error": "harness.BadRequest", "message": repr(e)})
         return True
 
     def call(self, rid, dest, path, iface, method, params, timeout_ms=25000, flags=Gio.DBusCallFlags.NONE):

@@ -53,21 +53,23 @@ class BusClient:
                 raise WaitTimeout("bus client as %s did not connect:\n%s" % (self.user, self.stderr.dump()))
 
     def _pump(self):
-        for raw in self.proc.stdout:
-            msg = json.loads(raw)
+        try:
+            for raw in self.proc.stdout:
+                msg = json.loads(raw)
+                with self._cv:
+                    if "ready" in msg:
+                        self.unique_name = msg["ready"]
+                    elif "signal" in msg:
+                        msg["t"] = now()
+                        self.signals.append(msg)
+                    else:
+                        self.replies[msg["id"]] = msg
+                        self.reply_places[msg["id"]] = len(self.signals)
+                    self._cv.notify_all()
+        finally:  # waiters learn at once that no more will come
             with self._cv:
-                if "ready" in msg:
-                    self.unique_name = msg["ready"]
-                elif "signal" in msg:
-                    msg["t"] = now()
-                    self.signals.append(msg)
-                else:
-                    self.replies[msg["id"]] = msg
-                    self.reply_places[msg["id"]] = len(self.signals)
+                self._closed = True
                 self._cv.notify_all()
-        with self._cv:
-            self._closed = True
-            self._cv.notify_all()
 
     def _send(self, request):
         rid = next(self.ids)
