@@ -65,7 +65,7 @@ class LineLog:
 
     def close(self):
         with self._cv:
-            if self._pending and not self._promoted:
+            if self._pending:  # what came after a promoted prompt too: the stream ended without a newline
                 self.lines.append((self._pending_t, _text(self._pending)))
             self._pending = b""
             self.closed = True
@@ -73,7 +73,7 @@ class LineLog:
 
     def _match_pending(self, match):
         """Takes the unfinished line as a line if it matches (caller holds the lock)."""
-        if self._pending and not self._promoted and match(_text(self._pending)):
+        if self._pending and match(_text(self._pending)):
             self.lines.append((self._pending_t, _text(self._pending)))
             self._pending = b""
             self._promoted = True
