@@ -180,7 +180,8 @@ def syscalls(pids):
     calls = []
     for pid in pids:
         try:
-            number = open("/proc/%d/syscall" % pid).read().split()[0]
+            with open("/proc/%d/syscall" % pid) as f:
+                number = f.read().split()[0]
         except (OSError, IndexError):
             continue
         calls.append(int(number) if number.lstrip("-").isdigit() else -1)

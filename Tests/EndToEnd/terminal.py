@@ -24,7 +24,6 @@ import time
 from harness import DEFAULT_WAIT, WaitTimeout, now
 from lines import foreground, members, sleeping_in_read, syscalls
 
-# System calls in which a client sleeps waiting for a key (read, poll, select, pselect6, ppoll).
 # Keys as a terminal sends them (ICRNL turns CR into NL for the reader).
 ENTER = "\r"
 CTRL_C = "\x03"
@@ -144,8 +143,8 @@ class Terminal:
         event on the master side."""
         deadline = now() + timeout
         while True:
-            calls = syscalls(foreground(self.master))
-            blocked = sleeping_in_read(foreground(self.master))
+            pids = foreground(self.master)
+            calls, blocked = syscalls(pids), sleeping_in_read(pids)
             if blocked and not (secret and self.echo_on()):
                 return
             if self.proc.poll() is not None or now() > deadline:
