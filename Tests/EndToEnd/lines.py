@@ -2,7 +2,6 @@
 
 import errno
 import os
-import platform
 import threading
 import time
 
@@ -142,66 +141,3 @@ def _pty_reader(fd):
                 return b""
             raise
     return read
-
-
-# ---------------------------------------------------------------------------------------------
-# Whether a program reads its terminal
-
-
-# The system calls a process sleeps in while it waits for keys: read, poll, select, pselect6, ppoll.
-READ_SYSCALLS = {"x86_64": {0, 7, 23, 270, 271}, "aarch64": {63, 72, 73}}
-
-
-def members(belongs):
-    """The pids for which `belongs(pid)` holds (processes that exit meanwhile are skipped)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if belongs(int(entry)):
-                    found.append(int(entry))
-            except OSError:
-                pass
-    return found
-
-
-def foreground(master):
-    """The processes of the terminal's foreground process group (Linux: the slave's, asked on the
-    master); none when the terminal is no one's controlling terminal."""
-    try:
-        pgrp = os.tcgetpgrp(master)
-    except OSError:
-        return []
-    return members(lambda pid: os.getpgid(pid) == pgrp)
-
-
-def syscalls(pids):
-    """The system call numbers `pids` are in (-1: running)."""
-    calls = []
-    for pid in pids:
-        try:
-            with open("/proc/%d/syscall" % pid) as f:
-                number = f.read().split()[0]
-        except (OSError, IndexError):
-            continue
-        calls.append(int(number) if number.lstrip("-").isdigit() else -1)
-    return calls
-
-
-def sleeping_in_read(pids):
-    """Whether one of `pids` sleeps waiting for input (true where the numbers are not known)."""
-    waiting = READ_SYSCALLS.get(platform.machine())
-    return waiting is None or any(n in waiting for n in syscalls(pids))
-
-
-def wait_reading(pids, proc, what, timeout=DEFAULT_WAIT):
-    """Until one of `pids()` sleeps waiting for input, as a person sees a prompt ready for keys.
-    Not earlier: libpam_misc prints its prompt and then sets the terminal with TCSAFLUSH, throwing
-    away keys typed in between. A bounded poll, since neither termios changes nor system calls
-    raise an event on the master side."""
-    deadline = now() + timeout
-    while not sleeping_in_read(pids()):
-        if proc.poll() is not None or now() > deadline:
-            raise WaitTimeout("%s: not reading its terminal within %.1f s (system calls %s)"
-                              % (what, timeout, syscalls(pids())))
-        time.sleep(0.002)

@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 from harness import DEFAULT_WAIT, PAM_RESULT_BY_TEXT, SERVICE, _env
-from lines import LineLog, WaitTimeout, _pump_lines, _pty_reader, foreground, ms, now, wait_reading
+from lines import LineLog, WaitTimeout, _pump_lines, _pty_reader, ms, now
 
 
 # ---------------------------------------------------------------------------------------------
@@ -63,10 +63,7 @@ class PamSession:
         return self.out.wait_for(pattern, timeout, start)
 
     def type(self, text):
-        """Keys typed at pamtester's terminal (the pty's master side), once pamtester waits for
-        them (lines.wait_reading: keys typed as the prompt appears may be thrown away)."""
-        wait_reading(lambda: foreground(self._master) or [self.proc.pid], self.proc,
-                     "pamtester %s %s" % (self.service, self.user))
+        """Keys typed at pamtester's terminal (the pty's master side)."""
         os.write(self._master, text.encode())
 
     def wait(self, timeout=DEFAULT_WAIT):

@@ -12,6 +12,7 @@ Every wait has a deadline; nothing sleeps to wait for something (the only loop t
 import errno
 import fcntl
 import os
+import platform
 import pty
 import re
 import signal
@@ -20,9 +21,12 @@ import subprocess
 import termios
 import threading
 import time
+from pathlib import Path
 
 from harness import DEFAULT_WAIT, WaitTimeout, now
-from lines import foreground, members, sleeping_in_read, syscalls
+
+# System calls in which a client sleeps waiting for a key (read, poll, select, pselect6, ppoll).
+READ_SYSCALLS = {"x86_64": {0, 7, 23, 270, 271}, "aarch64": {63, 72, 73}}
 
 # Keys as a terminal sends them (ICRNL turns CR into NL for the reader).
 ENTER = "\r"
@@ -141,10 +145,11 @@ class Terminal:
         terminal's foreground process group (login's shell has its own) sleeps in read/poll/select
         (/proc/PID/syscall); a bounded poll, since neither termios changes nor system calls raise an
         event on the master side."""
+        waiting = READ_SYSCALLS.get(platform.machine())
         deadline = now() + timeout
         while True:
-            pids = foreground(self.master)
-            calls, blocked = syscalls(pids), sleeping_in_read(pids)
+            calls = self._foreground_syscalls()
+            blocked = waiting is None or any(n in waiting for n in calls)
             if blocked and not (secret and self.echo_on()):
                 return
             if self.proc.poll() is not None or now() > deadline:
@@ -153,6 +158,21 @@ class Terminal:
                                   % (self.name, " with echo off" if secret else "", timeout, calls,
                                      "on" if self.echo_on() else "off", self.transcript()))
             time.sleep(0.002)
+
+    def _foreground_syscalls(self):
+        """The system call numbers the terminal's foreground processes are in (-1: running)."""
+        try:
+            pgrp = os.tcgetpgrp(self.master)  # Linux: the slave's foreground process group
+        except OSError:
+            return []
+        calls = []
+        for pid in _members(lambda pid: os.getpgid(pid) == pgrp):
+            try:
+                number = Path("/proc/%d/syscall" % pid).read_text().split()[0]
+            except (OSError, IndexError):
+                continue
+            calls.append(int(number) if number.lstrip("-").isdigit() else -1)
+        return calls
 
     # The process
 
@@ -177,7 +197,7 @@ class Terminal:
         """SIGKILL to every process of the client's session (it is the session leader, and login's
         shell may sit in a process group of its own); reaps the client."""
         sid = self.proc.pid
-        for pid in members(lambda pid: os.getsid(pid) == sid):
+        for pid in _members(lambda pid: os.getsid(pid) == sid):
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -188,6 +208,19 @@ class Terminal:
         if not self._thread.is_alive() and self.master >= 0:
             os.close(self.master)
             self.master = -1
+
+
+def _members(belongs):
+    """The pids for which `belongs(pid)` holds (processes that exit meanwhile are skipped)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if belongs(int(entry)):
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found
 
 
 SANE_FLAGS = ((3, ("ECHO", "ICANON", "ISIG", "ECHOE", "ECHOK", "IEXTEN")), (0, ("ICRNL",)), (1, ("OPOST", "ONLCR")))

@@ -61,8 +61,8 @@ def stack_service(world):
 
 
 def type_password(session, password):
-    """Types at pamtester's terminal (the pty's master side) once it waits for the keys."""
-    session.type(password + "\n")
+    """Types at pamtester's terminal (the pty's master side)."""
+    os.write(session._master, password.encode() + b"\n")
 
 
 # --- lockout ---------------------------------------------------------------------------------

@@ -24,7 +24,6 @@ sys.path.insert(0, str(REPO / "Tests" / "EndToEnd"))
 
 import harness  # noqa: E402  (LineLog, VirtualReader, PAM result names: the e2e harness's own)
 from harness import LineLog, WaitTimeout, now  # noqa: E402,F401
-from lines import foreground, wait_reading  # noqa: E402
 
 WORK = Path(os.environ.get("TOUCHGATE_INSTALL_WORK") or "/tmp/tg-install")
 BUILD_LIMIT = 1800   # s: a clean release build of the Swift code
@@ -274,7 +273,6 @@ class Terminal:
         finally:
             os.close(slave)
         self._master = master
-        self.command = command
         self.out = LineLog(" ".join(command))
         threading.Thread(target=self._pump, daemon=True).start()
 
@@ -288,8 +286,6 @@ class Terminal:
         return self.out.wait_for(pattern, timeout, start)
 
     def type(self, text):
-        """Keys typed once the command waits for them (lines.wait_reading)."""
-        wait_reading(lambda: foreground(self._master) or [self.proc.pid], self.proc, " ".join(self.command))
         os.write(self._master, text.encode())
 
     def wait(self, timeout=harness.DEFAULT_WAIT):
