@@ -24,9 +24,9 @@ extension Core {
     private func verifyPasswordInTurn(_ ctx: EventContext, _ password: String, renewsKeyring: Bool) async
         -> PasswordOutcome
     {
-        // A refusal that is not the password's own answer (the state or the password service
-        // failed): published as every refusal is, with what failed as its reason.
-        func failed(_ refusal: Refusal) -> PasswordOutcome {
+        // A refusal before or without the password's own answer (the back-off, no password set,
+        // the state or the password service failed): published as every refusal is, with its reason.
+        func refused(_ refusal: Refusal) -> PasswordOutcome {
             publishOutcome(ctx, method: "password", outcome: refusal.outcome, reason: refusal.reason)
             return .refused(refusal)
         }
@@ -35,7 +35,7 @@ extension Core {
         let stored: StoredState
         do { stored = try await states.read(ctx.user) } catch {
             log.error("cannot read the state of \(ctx.user) for a password check: \(error)")
-            return failed(Self.storageFailure)
+            return refused(Self.storageFailure)
         }
         if case .state(let s) = stored,
             case .refused(.backoff(let left)) = policyEngine.canAttemptPassword(s, at: clock.now())
@@ -47,15 +47,14 @@ extension Core {
                     policyEngine.backoffCappedToItsStep($0.stateOrFailClosed(policyEngine), at: clock.now())
                 }
             }
-            publishOutcome(ctx, method: "password", outcome: .passwordBackoff, reason: .backoff)
-            return .refused(
+            return refused(
                 Refusal(.passwordBackoff, reason: .backoff, text: .backoff(seconds: Int(left)), seconds: Int(left)))
         }
         switch await checkWithDeadline(user: ctx.user, password: password) {
         case .correct:
             do { try await recordPasswordSuccess(ctx) } catch {
                 log.error("cannot record password success: \(error)")
-                return failed(Self.storageFailure)
+                return refused(Self.storageFailure)
             }
             if renewsKeyring { renewKeyringAfterReply(ctx.user, password) }
             return .correct
@@ -73,7 +72,7 @@ extension Core {
                 }
             } catch {
                 log.error("cannot record wrong password: \(error)")
-                return failed(Self.storageFailure)
+                return refused(Self.storageFailure)
             }
             var e = event("outcome", ctx, method: "password", outcome: .authenticationFailed, reason: .wrongPassword)
             e.wrongPasswords = count
@@ -86,11 +85,10 @@ extension Core {
             wrong.byPassword = true
             return .refused(wrong)
         case .notSet:
-            publishOutcome(ctx, method: "password", outcome: .passwordNotSet, reason: .passwordNotSet)
-            return .refused(Refusal(.passwordNotSet, reason: .passwordNotSet, text: .passwordNotSet))
+            return refused(Refusal(.passwordNotSet, reason: .passwordNotSet, text: .passwordNotSet))
         case .unavailable(let why):
             log.error("password check unavailable: \(why)")
-            return failed(Refusal(.internalError, reason: .passwordService, text: .internalError))
+            return refused(Refusal(.internalError, reason: .passwordService, text: .internalError))
         }
     }
 

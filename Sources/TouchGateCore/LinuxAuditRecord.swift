@@ -17,10 +17,10 @@ public struct LinuxAuditRecord: Equatable, Sendable {
     public var terminal: String?
     public var success: Bool
 
-    /// Passwords the daemon did not check itself: one refused during the back-off is never
-    /// checked, and one the PAM stack accepted (the report line) was checked, and audited, by
-    /// pam_unix through libpam.
-    static let uncheckedPasswordReasons: Set<Reason> = [.backoff, .pamStack]
+    /// Passwords the daemon did not check itself but that carry a judged outcome: one the PAM
+    /// stack accepted (the report line) was checked, and audited, by pam_unix through libpam. (One
+    /// refused during the back-off is not judged: `judgedOutcomes` leaves it out.)
+    static let uncheckedPasswordReasons: Set<Reason> = [.pamStack]
     /// The outcomes of a finger or a password that was judged: every other (no reader, no finger
     /// in time, a cancel, the password service unavailable) checked nothing.
     static let judgedOutcomes: Set<String> = [

@@ -163,8 +163,13 @@ extension FprintDevice {
         let enrolled = await core.list(user: claim.username, caller: caller, device: info.deviceKey)
         guard enrolled.isSuccess else { return .failure(Self.error(for: enrolled)) }
         // fprintd skips the prints it cannot load (a damaged or sealed one) when it chooses the
-        // finger; when none can be used, the core refuses below and says why.
-        let usable = await core.list(user: claim.username, caller: caller, device: info.deviceKey, usableOnly: true)
+        // finger, which it does only when none is named; when none can be used, the core refuses
+        // below and says why.
+        var usable: [Finger] = []
+        if finger == nil {
+            usable = await core.list(user: claim.username, caller: caller, device: info.deviceKey, usableOnly: true)
+                .fingers
+        }
         // As fprintd: a finger named is looked for first, then whether there is any print.
         if let finger, !enrolled.fingers.contains(finger) {
             return .failure(.noEnrolledPrints("No such print \(finger.fpFinger)"))
@@ -180,7 +185,7 @@ extension FprintDevice {
         // As fprintd: the finger asked for; else a reader that cannot identify verifies the first
         // print (the core offers it the same one), and only one that can identify checks "any".
         // Both among the prints that can be used (`usable`, above).
-        let candidates = usable.fingers.isEmpty ? enrolled.fingers : usable.fingers
+        let candidates = usable.isEmpty ? enrolled.fingers : usable
         let first = candidates[0].rawValue
         let selected = finger?.rawValue ?? (candidates.count == 1 || !info.supportsIdentify ? first : "any")
         let request = EvaluateRequest(
