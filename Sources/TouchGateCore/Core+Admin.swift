@@ -128,7 +128,7 @@ extension Core {
         var doc = StatusDocument(user: user, fingers: list.prints.map(\.finger.rawValue))
         doc.damagedFingers = list.prints.filter(\.needsEnrolling).map(\.finger.rawValue)
         doc.sealedFingers = list.prints.filter(\.closed).map(\.finger.rawValue)
-        doc.keyring = await keyringState(user)
+        (doc.keyring, doc.keyringDetail) = await keyringState(user)
         let key = keyring.key
         doc.keyringWithoutTPM = (try? await storagePool.run { key.usesKeyFile() }) ?? false
         switch await prints.sealingState() {
@@ -185,6 +185,8 @@ struct StatusDocument: Encodable {
     var sealingDetail: String?
     /// The sealed login password (docs/spec.md §12): off, ready, void (the prints changed), unavailable.
     var keyring = "off"
+    /// Why the keyring is unavailable.
+    var keyringDetail: String?
     /// keyring_without_tpm is in effect: login passwords sealed under a root-only key file.
     var keyringWithoutTPM = false
     var printsProblem: String?

@@ -12,9 +12,13 @@ extension Core {
         guard let snapshot = await currentSnapshot(user) else {
             return Refusal(.biometryNotEnrolled, reason: .noPrints, text: .notEnrolled)
         }
-        if let why = await keyringTurns.run(user, { await sealKeyring(user, password, snapshot) }) {
-            log.error("keyring password not kept: \(why)", metadata: ["user": "\(user)"])
-            return Refusal(.internalError, reason: .printsSealed, text: .keyringNotKept)
+        if let failure = await keyringTurns.run(user, { await sealKeyring(user, password, snapshot) }) {
+            log.error("keyring password not kept: \(failure)", metadata: ["user": "\(user)"])
+            switch failure {
+            case .noKey: return Refusal(.internalError, reason: .printsSealed, text: .keyringNotKept)
+            case .keyFailed: return Refusal(.internalError, reason: .printsSealed, text: .keyringNotSealedNow)
+            case .storage: return Self.storageFailure
+            }
         }
         log.notice("keyring password kept", metadata: ["user": "\(user)", "by_uid": "\(caller.uid)"])
         return .success(.keyringKept)
@@ -81,7 +85,19 @@ extension Core {
         let files = keyring, pool = storagePool
         // Checked and sealed in one turn, so a disable in between cannot be undone.
         await keyringTurns.run(user) {
-            guard (try? await pool.run({ files.isSetUp(user) })) == true else { return }  // nothing to renew
+            let setUp = try? await pool.run { () -> Result<Bool, StorageError> in
+                do throws(StorageError) { return .success(try files.isSetUp(user)) } catch { return .failure(error) }
+            }
+            switch setUp {
+            case .success(true)?: break
+            case .success(false)?: return  // nothing to renew
+            case .failure(let why)?:
+                log.error("keyring password not renewed: \(why)", metadata: ["user": "\(user)"])
+                return
+            case nil:
+                log.error("keyring password not renewed: the storage threads are busy", metadata: ["user": "\(user)"])
+                return
+            }
             if let why = await sealKeyring(user, password, snapshot) {
                 log.error("keyring password not renewed: \(why)", metadata: ["user": "\(user)"])
             } else {
@@ -97,31 +113,32 @@ extension Core {
     }
 
     /// Seals on the storage threads; nil when it is on disk, else why not.
-    private func sealKeyring(_ user: String, _ password: String, _ snapshot: String) async -> String? {
+    private func sealKeyring(_ user: String, _ password: String, _ snapshot: String) async -> KeyringSealFailure? {
         let files = keyring
         do {
-            let done = try await storagePool.run { () -> Result<Void, StorageError> in
-                do throws(StorageError) {
+            let done = try await storagePool.run { () -> Result<Void, KeyringSealFailure> in
+                do throws(KeyringSealFailure) {
                     try files.seal(user, password: password, snapshot: snapshot)
                     return .success(())
                 } catch { return .failure(error) }
             }
-            if case .failure(let e) = done { return e.description }
+            if case .failure(let e) = done { return e }
             return nil
         } catch {
-            return "the storage threads are busy"
+            return .storage("the storage threads are busy")
         }
     }
 
-    /// For status: off, ready, void (the prints changed) or unavailable.
-    func keyringState(_ user: String) async -> String {
+    /// For status: off, ready, void (the prints changed) or unavailable, and why it is unavailable.
+    func keyringState(_ user: String) async -> (state: String, detail: String?) {
         let snapshot = await currentSnapshot(user)
         let files = keyring
         switch try? await storagePool.run({ files.open(user, snapshot: snapshot) }) {
-        case .off?: return "off"
-        case .password?: return "ready"
-        case .fingersChanged?: return "void"
-        case .unavailable?, nil: return "unavailable"
+        case .off?: return ("off", nil)
+        case .password?: return ("ready", nil)
+        case .fingersChanged?: return ("void", nil)
+        case .unavailable(let why)?: return ("unavailable", why)
+        case nil: return ("unavailable", "the storage threads are busy")
         }
     }
 

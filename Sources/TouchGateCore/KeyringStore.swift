@@ -17,8 +17,24 @@ enum KeyringOpening: Equatable {
     case password(SecretText)
     /// Set up for another set of prints: a finger was added, removed or replaced since.
     case fingersChanged
-    /// The key that opens it cannot be had now (the TPM, say).
+    /// The key that opens it cannot be had now (the TPM, say), or its file may not be trusted.
     case unavailable(String)
+}
+
+/// Why a keyring password was not sealed.
+enum KeyringSealFailure: Error, Equatable, CustomStringConvertible {
+    /// Nothing here seals it: no TPM (or `seal = no`) and no `keyring_without_tpm`.
+    case noKey(String)
+    /// The key is there but could not be had now (the TPM failed or did not answer, a damaged key file).
+    case keyFailed(String)
+    /// The sealed file could not be written.
+    case storage(String)
+
+    var description: String {
+        switch self {
+        case .noKey(let why), .keyFailed(let why), .storage(let why): return why
+        }
+    }
 }
 
 /// The key the keyring passwords are sealed under: the machine's data key (the TPM), or — only
@@ -42,7 +58,7 @@ public final class KeyringKey: Sendable {
         case .success(nil)?, nil: break
         }
         guard withoutTPM else {
-            return .failure(SealingError("no TPM seals it here (seal is off or there is no TPM)"))
+            return .failure(SealingError("no TPM seals it here (seal is off or there is no TPM)", absent: true))
         }
         return fileKey.withLock { cached -> Result<SymmetricKey, SealingError> in
             if let cached { return .success(cached) }
@@ -87,35 +103,44 @@ struct KeyringFiles: Sendable {
         Array("touchgate-keyring-v1\0\(user)\0\(snapshot)".utf8)
     }
 
-    func isSetUp(_ user: String) -> Bool {
-        guard let dir = (try? users.subdirectory(user)) ?? nil else { return false }
-        return ((try? dir.read(Self.fileName, limit: 4096)) ?? nil) != nil
+    /// The sealed file as it is on disk: nil when there is none; throws when it may not be trusted
+    /// (a symlink, a foreign owner, writable by others, too large: Directory's checks).
+    private func sealedFile(_ user: String) throws(StorageError) -> [UInt8]? {
+        guard let dir = try users.subdirectory(user) else { return nil }
+        return try dir.read(Self.fileName, limit: 4096)
     }
 
-    func seal(_ user: String, password: String, snapshot: String) throws(StorageError) {
+    /// Whether the user set it up; throws when its file may not be trusted.
+    func isSetUp(_ user: String) throws(StorageError) -> Bool { try sealedFile(user) != nil }
+
+    func seal(_ user: String, password: String, snapshot: String) throws(KeyringSealFailure) {
         let k: SymmetricKey
         switch key.key() {
         case .success(let got): k = got
-        case .failure(let e): throw .unsafe(e.description)
+        case .failure(let e): throw e.absent ? .noKey(e.description) : .keyFailed(e.description)
         }
-        guard let dir = try users.subdirectory(user, create: true) else { throw .unsafe("no directory for \(user)") }
         var plain = Array(password.utf8)
         defer { wipe(&plain) }
         do {
+            guard let dir = try users.subdirectory(user, create: true) else {
+                throw StorageError.unsafe("no directory for \(user)")
+            }
             let box = try AES.GCM.seal(plain, using: k, authenticating: Self.bound(user, snapshot))
             guard let combined = box.combined else { throw StorageError.unsafe("AES-GCM gave no sealed box") }
             try dir.writeAtomically(Self.fileName, Self.magic + Array(combined))
-        } catch let e as StorageError {
-            throw e
         } catch {
-            throw .unsafe("cannot seal the keyring password: \(error)")
+            throw .storage("cannot seal the keyring password: \(error)")
         }
     }
 
     func open(_ user: String, snapshot: String?) -> KeyringOpening {
-        guard let dir = (try? users.subdirectory(user)) ?? nil,
-            let raw = try? dir.read(Self.fileName, limit: 4096)
-        else { return .off }
+        let raw: [UInt8]
+        do {
+            guard let got = try sealedFile(user) else { return .off }
+            raw = got
+        } catch {
+            return .unavailable(error.description)
+        }
         guard let snapshot else { return .fingersChanged }  // no prints now: nothing it was bound to
         let k: SymmetricKey
         switch key.key() {

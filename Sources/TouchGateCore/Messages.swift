@@ -44,7 +44,7 @@ public enum Text: Sendable, Equatable {
     case stateUnreadable
     case printsUnsafe
     case printsSealed
-    case keyringKept, keyringForgotten, keyringNotKept, keyringVoid, keyringClosed
+    case keyringKept, keyringForgotten, keyringNotKept, keyringNotSealedNow, keyringVoid, keyringClosed
     case busy
     case templateDamaged(Finger)
     case templatesDamaged([Finger])
@@ -133,6 +133,9 @@ public enum Text: Sendable, Equatable {
         case .keyringForgotten: return L("Keyring password forgotten", l)
         case .keyringNotKept:
             return L("Keyring password not kept: this computer cannot seal it (no TPM; ask the administrator)", l)
+        case .keyringNotSealedNow:
+            return L(
+                "Keyring password not kept: the TPM cannot seal it now (touchgate status says why); try again later", l)
         case .keyringVoid:
             return L("Keyring not unlocked: fingers changed since it was set up; type your password once", l)
         case .keyringClosed:

@@ -247,11 +247,25 @@ enum DoctorChecks {
                     L("login passwords for the keyring are kept without a TPM: a copy of the disk opens them", cli),
                     fix: L("use a TPM 2.0, or set keyring_without_tpm = no in touchgate.conf", cli)))
         }
-        if document["keyring"]?.scalarText == "void" {
+        switch document["keyring"]?.scalarText {
+        case "void":
+            // Renewed by the next password login, which needs a print to bind it to.
+            let noPrints = document["fingers"] == .array([])
             checks.append(
                 DoctorCheck(
                     "keyring", .note, L("the fingers changed: a fingerprint login does not unlock the keyring", cli),
-                    fix: L("log in once with the password", cli)))
+                    fix: noPrints
+                        ? L("enroll a finger, then log in once with the password", cli)
+                        : L("log in once with the password", cli)))
+        case "unavailable":
+            let detail = document["keyringDetail"]?.scalarText ?? ""
+            checks.append(
+                DoctorCheck(
+                    "keyring", .problem,
+                    L("the sealed keyring password cannot be opened now: %s", cli, detail),
+                    fix: L("see touchgate status and the daemon's log", cli)))
+        default:
+            break
         }
         return checks
     }

@@ -22,6 +22,7 @@ PAM_DIR = harness.REPO / "pam"
 PAM_EXEC = next(iter(sorted(Path("/").glob("lib/*/security/pam_exec.so"))), "pam_exec.so")
 KEPT = "A fingerprint login now unlocks the keyring of alice."
 VOID = "Keyring not unlocked: fingers changed since it was set up; type your password once"
+CLOSED = "Keyring not unlocked: the sealed password cannot be opened now; type your password"
 WANT_AUTHTOK = 0x20
 
 
@@ -151,6 +152,34 @@ def test_an_enrollment_change_voids_it_and_the_next_password_login_renews_it(wor
         session = fingerprint_login(world, stack, scan="alice-left-thumb").wait()
         assert session.result == "PAM_SUCCESS", session.transcript()
         assert VOID not in session.messages()
+
+
+def test_a_sealed_file_that_may_not_be_trusted_is_unavailable_and_says_why(world):
+    with SwTPM(world.dir) as tpm:
+        world.start_daemon(config=configure(world, tpm))
+        enroll_and_keep(world)
+        keyring_file = world.state / "users" / "alice" / "keyring"
+        keyring_file.chmod(0o646)  # writable by anyone: refused, never taken for "not set up"
+        doc = status(world)
+        assert doc["keyring"] == "unavailable" and str(keyring_file) in doc["keyringDetail"], doc
+        doctor = world.cli("doctor", "--user", "alice", "--root", str(world.dir))
+        assert doctor.returncode != 0, doctor
+        assert "the sealed keyring password cannot be opened now: " in doctor.stdout, doctor.stdout
+
+        session = fingerprint_login(world, fingerprint_stack(world, "keyring-login"))
+        session.wait_for("Password")  # no token: the next module asks
+        assert CLOSED in session.messages(), session.transcript()
+        session.type(PASSWORDS["alice"] + "\n")
+        assert session.wait().result == "PAM_SUCCESS", session.transcript()
+        world.daemon.log.wait_for("keyring password cannot be opened")
+
+        # A password login does not write over the file it refused: it says why instead.
+        session = world.pam("alice", service=password_stack(world))
+        session.wait_for("Password")
+        session.type(PASSWORDS["alice"] + "\n")
+        assert session.wait().result == "PAM_SUCCESS", session.transcript()
+        world.daemon.log.wait_for("keyring password not renewed")
+        assert status(world)["keyring"] == "unavailable"
 
 
 def test_without_a_tpm_it_is_refused_unless_the_administrator_allows_a_key_file(world):

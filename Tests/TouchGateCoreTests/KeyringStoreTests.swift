@@ -46,10 +46,46 @@ struct KeyringStoreTests {
             try files(dir).seal("alice", password: "pw", snapshot: "s")
             guard case .unavailable = try files(dir, sealer: MachineSealer(machine: 9)).open("alice", snapshot: "s")
             else { Issue.record("opened with another machine's key"); return }
-            #expect(throws: StorageError.self) {
+            let noTPM = #expect(throws: KeyringSealFailure.self) {
                 try files(dir, sealer: nil).seal("bob", password: "pw", snapshot: "s")
             }
+            guard case .noKey? = noTPM else { Issue.record("no TPM: \(String(describing: noTPM))"); return }
             #expect(!exists("\(dir)/state/users/bob/keyring"))
+        }
+    }
+
+    @Test func aTPMThatFailsNowIsNotReportedAsNoTPM() async throws {
+        try await withTemporaryDirectory { dir in
+            let tpm = MachineSealer(machine: 7)
+            tpm.answering.withLock { $0 = false }
+            let failed = #expect(throws: KeyringSealFailure.self) {
+                try files(dir, sealer: tpm).seal("alice", password: "pw", snapshot: "s")
+            }
+            guard case .keyFailed? = failed else { Issue.record("TPM failing: \(String(describing: failed))"); return }
+            #expect(!exists("\(dir)/state/users/alice/keyring"))
+        }
+    }
+
+    @Test func aFileThatMayNotBeTrustedIsUnavailableNotOff() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try files(dir)
+            try store.seal("alice", password: "pw", snapshot: "s")
+            let path = "\(dir)/state/users/alice/keyring"
+            #expect(chmod(path, 0o646) == 0)  // writable by anyone
+            guard case .unavailable(let why) = store.open("alice", snapshot: "s") else {
+                Issue.record("a world-writable file was not refused"); return
+            }
+            #expect(why.contains(path))
+            #expect(throws: StorageError.self) { try store.isSetUp("alice") }
+
+            try store.seal("bob", password: "pw", snapshot: "s")
+            try plantFile("\(dir)/elsewhere", try #require(contents("\(dir)/state/users/bob/keyring")))
+            #expect(unlink("\(dir)/state/users/bob/keyring") == 0)
+            try plantSymlink(at: "\(dir)/state/users/bob/keyring", to: "\(dir)/elsewhere")
+            guard case .unavailable = store.open("bob", snapshot: "s") else {
+                Issue.record("a symlink was followed or taken for no file"); return
+            }
+            #expect(try store.isSetUp("carol") == false)
         }
     }
 

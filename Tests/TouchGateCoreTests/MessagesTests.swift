@@ -33,7 +33,7 @@ struct MessagesTests {
             .cancelled, .shuttingDown, .suspending, .stateUnreadable, .notEnabled, .lockout(attempts: 5),
             .backoff(seconds: 45), .wrongPassword, .wrongPasswordBackoff(seconds: 300),
             .passwordNotSet, .passwordNeeded, .passwordAccepted, .printsUnsafe, .printsSealed, .keyringKept,
-            .keyringForgotten, .keyringNotKept, .keyringVoid, .keyringClosed, .busy,
+            .keyringForgotten, .keyringNotKept, .keyringNotSealedNow, .keyringVoid, .keyringClosed, .busy,
             .templateDamaged(.leftThumb), .templatesDamaged([.leftThumb, .rightIndex]),
             .readerProtocolError, .readerStorageFull, .readerFailed, .enrolledOnReader, .keptOnReader,
             .alreadyEnrolled(.leftThumb), .alreadyEnrolledFor(.rightIndex, user: "alice"), .enrolledForAnotherUser,
@@ -53,7 +53,8 @@ struct MessagesTests {
             .cancelled, .shuttingDown, .suspending, .stateUnreadable, .notEnabled, .lockout, .passwordRequired,
             .backoff,
             .wrongPassword, .wrongPasswordBackoff, .passwordNotSet, .passwordNeeded, .passwordAccepted,
-            .printsUnsafe, .printsSealed, .keyringKept, .keyringForgotten, .keyringNotKept, .keyringVoid,
+            .printsUnsafe, .printsSealed, .keyringKept, .keyringForgotten, .keyringNotKept, .keyringNotSealedNow,
+            .keyringVoid,
             .keyringClosed, .busy, .templateDamaged, .templatesDamaged, .readerProtocolError, .readerStorageFull,
             .readerFailed, .enrolledOnReader, .keptOnReader, .alreadyEnrolled, .alreadyEnrolledFor,
             .enrolledForAnotherUser:
