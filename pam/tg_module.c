@@ -43,13 +43,10 @@ bool tg_answers(const struct tg_frame *frame, uint32_t id)
     return frame->request_id == id;
 }
 
-bool tg_password_rejected(const struct tg_frame *frame, int32_t code, int32_t flags)
+bool tg_password_rejected(int32_t code, int32_t flags)
 {
-    char reason[64] = "";
-    tg_frame_string(frame, TG_TAG_REASON, reason, sizeof(reason));
     return code == TG_ERR_PASSWORD_BACKOFF ||
-           (code == TG_ERR_AUTHENTICATION_FAILED &&
-            ((flags & TG_FLAG_BY_PASSWORD) != 0 || strcmp(reason, TG_REASON_WRONG_PASSWORD) == 0));
+           (code == TG_ERR_AUTHENTICATION_FAILED && (flags & TG_FLAG_BY_PASSWORD) != 0);
 }
 
 bool tg_finish_request(pam_handle_t *pamh, struct tg_writer *w, size_t *len)

@@ -55,10 +55,11 @@ uint32_t tg_new_request_id(void);
  * answers whatever we asked. Any other frame under that id is malformed and answers nothing. */
 bool tg_answers(const struct tg_frame *frame, uint32_t id);
 
-/* Whether the daemon's answer to a password sent to it (code, flags) rejects it: judged wrong, or
- * not even looked at in back-off; it then goes no further. Any other answer leaves it unjudged,
- * a finger's tries used up included (that answer may cross the password on its way). */
-bool tg_password_rejected(const struct tg_frame *frame, int32_t code, int32_t flags);
+/* Whether the daemon's answer to a password sent to it (code, flags) rejects it: judged wrong
+ * (BY_PASSWORD set: the daemon alone says so, never its reason), or not even looked at in
+ * back-off; it then goes no further. Any other answer leaves it unjudged, a finger's tries used up
+ * included (that answer may cross the password on its way). */
+bool tg_password_rejected(int32_t code, int32_t flags);
 
 /* Finishes an encoded request; false (logged) if it cannot be encoded. */
 bool tg_finish_request(pam_handle_t *pamh, struct tg_writer *w, size_t *len);

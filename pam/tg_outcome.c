@@ -37,7 +37,7 @@ int tg_outcome_to_pam(int32_t code, int32_t flags)
     case TG_ERR_NOT_INTERACTIVE:
     case TG_ERR_PASSWORD_NOT_SET:
     case TG_ERR_INVALID_CONTEXT:
-    case TG_ERR_NOT_PERMITTED:    /* e.g. a remote session the daemon refuses */
+    case TG_ERR_NOT_PERMITTED:    /* e.g. a request for another user's account */
     case TG_ERR_TEMPLATE_DAMAGED: /* re-enroll that finger; the password works meanwhile */
     case TG_ERR_BUSY: /* too many connections: an attacker's flood must not lock anyone out */
         return PAM_AUTHINFO_UNAVAIL;

@@ -172,7 +172,7 @@ static int judge(struct tg_call *c, const struct tg_frame *frame, const char *pa
         tg_say(c, PAM_ERROR_MSG, text); /* "Wrong password", how long the back-off lasts, … */
     /* The password goes on unless the daemon judged it wrong (or refused to look, in back-off):
      * verified, it serves later modules; unjudged, pam_unix try_first_pass judges it. */
-    if (!tg_password_rejected(frame, code, flags))
+    if (!tg_password_rejected(code, flags))
         tg_hand_over(c, password);
     DEBUG(c, "password step: code %d flags %#x -> %s", (int)code, (unsigned)flags,
           pam_strerror(c->pamh, rc));

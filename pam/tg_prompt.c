@@ -118,7 +118,7 @@ static int on_result(struct prompt *p, const struct tg_frame *frame)
     int rc = tg_outcome_to_pam(code, flags);
     /* A password sent here is judged by a success (verified) or a rejection, as at the password
      * step; any other answer leaves it unjudged. */
-    bool rejected = tg_password_rejected(frame, code, flags);
+    bool rejected = tg_password_rejected(code, flags);
     if (rc == PAM_SUCCESS && by_password && p->password_sent)
         tg_hand_over(p->c,
                      p->line.buf); /* verified: later modules (pam_gnome_keyring) may use it */

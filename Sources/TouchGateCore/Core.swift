@@ -230,7 +230,8 @@ public struct CoreSetup: Sendable {
             return Refusal(.biometryNotAvailable, reason: .remote, text: .remoteSession)
         }
         let info = await readerInfo(reader)
-        let stored = await states.load(user)
+        // A full storage queue is not a state that cannot be trusted: `internal` (docs/spec.md §9).
+        guard let stored = try? await states.read(user) else { return Self.storageFailure }
         guard case .state(let state) = stored else {
             return Refusal(.biometryLockout, reason: .stateUnreadable, text: .stateUnreadable)
         }

@@ -118,10 +118,9 @@ struct Delete: ParsableCommand {
         } else {
             say(L("Deleted all fingers for %s.", cli, user))
         }
-        // Deleted here; a match-on-chip reader kept its own copy: the daemon's sentence says so.
-        if result.string(.reason) == Reason.notDeletedFromReader.rawValue,
-            let line = result.string(.message)?.split(separator: "\n").last
-        {
+        // The daemon's first line says what was deleted, as the lines above do; any line after it
+        // is a note (a match-on-chip reader kept its own copy), shown without reading its reason.
+        for line in result.string(.message)?.split(separator: "\n").dropFirst() ?? [] {
             complain("touchgate: \(line)")
         }
     }

@@ -113,4 +113,21 @@ import TouchGateWire
             #expect(bed.passwords.calls == 5)
         }
     }
+
+    @Test func aStateThatCannotBeReadYetIsAnInternalRefusalNotALockout() async throws {
+        try await withTestBed { bed in
+            let before = try bed.makeCore()
+            try await bed.readyUser(before)
+            await before.states.flush()
+
+            // A fresh daemon whose storage queue is full: the state is not untrustworthy, only not
+            // read yet (docs/spec.md §9), and nothing is cached, so the next prompt reads it.
+            let core = try bed.makeCore()
+            let release = try #require(await fill(core.storagePool, queueLimit: 1024))
+            #expect(await core.preflight("alice") == Core.storageFailure)
+
+            await release()
+            #expect(await core.preflight("alice") == nil)
+        }
+    }
 }

@@ -211,7 +211,7 @@
 #define TG_ERR_USER_UNKNOWN           (-2001)  /* no such account */
 #define TG_ERR_NOT_PERMITTED          (-2002)  /* the peer may not do this (SO_PEERCRED) */
 #define TG_ERR_BAD_REQUEST            (-2003)  /* malformed, oversized or unknown message */
-#define TG_ERR_INTERNAL               (-2004)  /* storage or reader failure inside the daemon */
+#define TG_ERR_INTERNAL               (-2004)  /* a failure inside the daemon (storage, password service) */
 #define TG_ERR_NOT_FOUND              (-2005)  /* no such finger enrolled */
 #define TG_ERR_TIMEOUT                (-2006)  /* no finger within `timeout` seconds */
 #define TG_ERR_TEMPLATE_DAMAGED       (-2007)  /* every enrolled print of the user is damaged; FINGER names them */
