@@ -86,6 +86,13 @@ extension Core {
         let ticket = queue.enqueue()
         defer { queue.leave(ticket) }
         if !ticket.granted.isSet {
+            // A client that reads no keys (a graphical stack, a polkit agent) cannot let the person
+            // leave a wait for the reader, and its password module runs only after this one: it is
+            // refused at once, as fprintd refuses a second claim, and the password follows
+            // (docs/spec.md §3). At a terminal the wait says so, and Enter leaves it.
+            if r.noTerminal {
+                return .reply(Refusal(.biometryNotAvailable, reason: .busy, text: .readerBusy), method: nil)
+            }
             client.show(r.offering(ProgressEvent(.queued, .queued(ahead: queue.ahead(ticket)))))
             if case .second(let interrupt) = await firstOf(ticket.granted, prompt.interrupt) {
                 return ended(by: interrupt)

@@ -13,6 +13,7 @@ import pytest
 import harness
 import wire
 from harness import PROMPT, RETRY_TOO_SHORT, PASSWORD_AFTER_BOOT, no_match, not_recognised, queued
+from clients import HINT_ENTER
 
 # Each test that uses the reader runs on each of libfprint's three kinds of reader (readers.py).
 pytestmark = pytest.mark.usefixtures("reader_kind")
@@ -308,7 +309,7 @@ def test_client_killed_mid_prompt_frees_the_reader(world, alice):
 def test_concurrent_prompts_queue_and_both_succeed(world, alice):
     first = world.pam("alice")
     first.wait_for(PROMPT)
-    second = world.pam("alice")
+    second = world.pam("alice", ctty=True)  # at a terminal, where Enter would leave the wait
     second.wait_for(queued(1))
     assert PROMPT not in second.messages(), second.transcript()
 
@@ -319,7 +320,19 @@ def test_concurrent_prompts_queue_and_both_succeed(world, alice):
     second.wait_for(PROMPT)
     scan_and_wait(world, second, alice)
     assert second.result == "PAM_SUCCESS", second.transcript()
-    assert second.messages() == [queued(1), PROMPT]
+    assert second.messages() == [queued(1), HINT_ENTER, PROMPT], second.transcript()
+
+
+def test_a_prompt_without_a_terminal_is_not_queued_but_sent_to_the_password_at_once(world, alice):
+    first = world.pam("alice")
+    first.wait_for(PROMPT)
+    # No terminal: nothing could cut a wait short, and the password module after it would wait too.
+    second = world.pam("alice").wait()
+    assert second.result == "PAM_AUTHINFO_UNAVAIL", second.transcript()
+    assert second.messages() == ["The fingerprint reader is busy: use your password"], second.transcript()
+
+    scan_and_wait(world, first, alice)
+    assert first.result == "PAM_SUCCESS", first.transcript()
 
 
 def test_deleted_finger_no_longer_authenticates(world, alice):

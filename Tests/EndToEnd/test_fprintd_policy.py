@@ -138,7 +138,7 @@ def test_a_pam_prompt_waits_behind_a_dbus_verify_and_is_told_so(bus_world, bus_d
     verify = world.tool("fprintd-verify", "alice")
     verify.out.wait_for("Verify started!")
     world.root.wait_finger_needed(True, start=mark)
-    pam = world.pam("alice")
+    pam = world.pam("alice", ctty=True)  # at a terminal: one without is refused at once (test_e2e)
     pam.wait_for(queued(1))
     world.reader.scan(ALICE_PRINT)
     assert verify.wait().lines()[-1] == "Verify result: verify-match (done)", verify.transcript()

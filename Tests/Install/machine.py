@@ -37,6 +37,34 @@ ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8", "HOME": "/roo
        "DEBIAN_FRONTEND": "noninteractive", "TERM": "dumb"}
 
 
+class OutsideDaemon:
+    """A process outside the root whose executable reads as DAEMON from inside it, as a host's
+    touchgated does from a chroot: python in a mount namespace of its own, where a tmpfs over
+    /usr/libexec holds a copy of it under that name. It says "ready" once it runs as that path,
+    and lives until closed."""
+
+    def __init__(self):
+        script = ("mount -t tmpfs tmpfs /usr/libexec && mkdir -p %s && cp %s %s && "
+                  "PYTHONHOME=/usr exec %s -c 'import sys; print(\"ready\", flush=True); sys.stdin.read()'"
+                  % (os.path.dirname(DAEMON), sys.executable, DAEMON, DAEMON))
+        self.proc = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        self.log = LineLog("outside daemon")
+        threading.Thread(target=harness._pump_lines, args=(lambda: self.proc.stdout.read1(4096), self.log),
+                         daemon=True).start()
+        self.log.wait_for("ready", 10)
+        assert os.readlink("/proc/%d/exe" % self.proc.pid) == DAEMON
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def close(self):
+        if self.alive():
+            self.proc.stdin.close()
+            self.proc.wait(10)
+
+
 def log(text):
     print(text, flush=True)
 

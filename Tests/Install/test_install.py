@@ -22,7 +22,7 @@ LOCKED = "Fingerprint locked after 5 failed attempts: enter your password"
 PASSWORD_PROMPT = "Password: "
 USER, PASSWORD, PRINT = "tgtest", "tgtest-Secret-4711", "tgtest-right-index"
 ENABLED_COMMON_AUTH = [  # what pam-auth-update --enable touchgate writes (fields of each line)
-    ["auth", "[success=2", "default=ignore]", "pam_touchgate.so"],
+    ["auth", "[success=2", "default=ignore]", "pam_touchgate.so", "timeout=10"],
     ["auth", "[success=1", "default=ignore]", "pam_unix.so", "nullok", "try_first_pass"],
     ["auth", "requisite", "pam_deny.so"],
     ["auth", "required", "pam_permit.so"],
@@ -294,8 +294,13 @@ def test_13_disable_gives_back_common_auth_byte_for_byte(machine, state):
 
 
 def test_14_remove_keeps_the_state_and_a_broken_config_does_not_fail_the_install(machine, state):
-    machine.run("apt-get", "remove", "-y", "-q", "touchgate", "libpam-touchgate", limit=300)
-    assert machine.pids_of(m.DAEMON) == [], "the removal left the daemon running"
+    outside = m.OutsideDaemon()  # the host's touchgated, as a chroot sees it: not the root's to stop
+    try:
+        machine.run("apt-get", "remove", "-y", "-q", "touchgate", "libpam-touchgate", limit=300)
+        assert machine.pids_of(m.DAEMON) == [], "the removal left the daemon running"
+        assert outside.alive(), "the removal in the root stopped a touchgated outside it"
+    finally:
+        outside.close()
     state["activator"].kill()
     state["activator"].wait(10)
     assert machine.read("/etc/pam.d/common-auth") == state["original_common_auth"]
@@ -344,7 +349,8 @@ def test_15_purge_stops_the_running_daemon_and_leaves_no_file(machine, state):
     p = machine.run("apt-get", "purge", "-y", "-q", "touchgate", "libpam-touchgate", limit=300)
     assert machine.pids_of(m.DAEMON) == [], "purge left the daemon running"
     assert daemon.wait(10) == 0, daemon.log.dump()  # it stopped on SIGTERM, cleanly
-    assert [f.name for f in machine.path("/var/lib/touchgate").iterdir()] == ["sealed-key"]
+    kept = sorted(f.name for f in machine.path("/var/lib/touchgate").iterdir())
+    assert kept == ["prints-left-sealed", "sealed-key"], kept  # the record: for a purge after a reinstall
     said = p.stdout + p.stderr
     assert "prints still sealed in /var/lib/fprint: 1; in /var/lib/tgprints: 1;" in said, said
     m.log("purge with prints still sealed in two stores: the key kept")

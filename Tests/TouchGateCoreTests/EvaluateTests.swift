@@ -33,6 +33,25 @@ import TouchGateWire
         }
     }
 
+    /// A client that reads no keys could not leave the wait, and its password module waits on it:
+    /// refused at once while another prompt holds the reader, as fprintd refuses a second claim.
+    @Test func aPromptWhoseClientReadsNoKeysIsNotQueuedButRefusedAtOnce() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            bed.reader.script(.hold)
+            let (holder, holderClient, holderInput) = core.startEvaluate()
+            #expect(await holderClient.waitFor(.prompt))
+            let (keyless, keylessClient, _) = core.startEvaluate(noTerminal: true)
+            #expect(await keyless.value() == Refusal(.biometryNotAvailable, reason: .busy, text: .readerBusy))
+            #expect(!keylessClient.kinds().contains(.queued))
+            #expect(bed.reader.verifications.count == 1)
+
+            holderInput.deliver(.cancel)
+            #expect(await holder.value() == Refusal(.appCancel, reason: .cancelled, text: .cancelled))
+        }
+    }
+
     /// Root locks alice while her prompt listens, before its first scan or after a failed match
     /// (the prompt's own change to her state must not hide the lock): the next match is refused.
     @Test(arguments: [false, true])
