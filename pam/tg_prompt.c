@@ -32,9 +32,27 @@ static void keep_password(struct prompt *p, const char *why)
     tg_line_wipe(&p->line);
 }
 
+/* How a line still being typed ends with the prompt (docs/spec.md §10): a match drops its rest;
+ * any other end leaves it to be finished at the terminal (tg_prompt_run), or its rest would be read
+ * next as a password of its own. One already too long to send stays so: finished, it is refused as
+ * any overlong line is, and nothing of it is sent. Before the terminal is put back. A line sent as
+ * a password is not this one's to settle. */
+static void settle_line(struct prompt *p, bool matched)
+{
+    if (!p->keys || p->password_sent || p->line.len == 0)
+        return;
+    if (matched) {
+        tg_tty_drop_line(&p->c->tty, tg_deadline_after(DROP_CAP_MS), DROP_IDLE_MS);
+        tg_line_wipe(&p->line);
+    } else {
+        p->typing = true;
+    }
+}
+
 static int protocol_error(struct prompt *p, enum tg_failure failure, const char *what)
 {
     keep_password(p, what);
+    settle_line(p, false);
     tg_prompt_finish_keys(p);
     pam_syslog(p->c->pamh, LOG_ERR, "bad reply from touchgated: %s", what);
     tg_say(p->c, PAM_ERROR_MSG,
@@ -47,6 +65,7 @@ static int daemon_silent(struct prompt *p, enum tg_io_status io)
     if (io == TG_IO_MALFORMED)
         return protocol_error(p, TG_FAIL_MALFORMED_REPLY, tg_io_strerror(io));
     keep_password(p, tg_io_strerror(io));
+    settle_line(p, false);
     tg_prompt_finish_keys(p);
     pam_syslog(p->c->pamh, LOG_WARNING, "touchgated not responding (%s): falling back",
                tg_io_strerror(io));
@@ -101,9 +120,7 @@ static int on_result(struct prompt *p, const struct tg_frame *frame)
         return protocol_error(p, TG_FAIL_MALFORMED_REPLY, "result without CODE");
     tg_frame_int(frame, TG_TAG_FLAGS, &flags); /* absent: 0, every flag "no" */
     bool by_password = (flags & TG_FLAG_BY_PASSWORD) != 0;
-    if (code == TG_OK && !by_password && p->keys && p->line.len > 0)
-        tg_tty_drop_line(&p->c->tty, tg_deadline_after(DROP_CAP_MS),
-                         DROP_IDLE_MS); /* its rest goes too */
+    settle_line(p, code == TG_OK && !by_password);
     tg_prompt_finish_keys(
         p); /* the daemon decided: the terminal is put back before anything is shown */
     if (code == TG_ERR_BUSY) {
@@ -130,10 +147,7 @@ static int on_result(struct prompt *p, const struct tg_frame *frame)
      * back-off); a success needs no second step, and under noinput the module asks nothing,
      * whatever a reply says (its own fact, docs/spec.md §6). */
     p->ask_password = code != TG_OK && (flags & TG_FLAG_ASK_PASSWORD) != 0 && !p->c->opt->noinput;
-    /* A half-typed line is dropped when a match ends the prompt; a refusal leaves it to be
-     * finished (tg_prompt_run), or its rest would be read next as a password of its own. */
-    p->typing = rc != PAM_SUCCESS && !p->password_sent && p->line.len > 0 && !p->line.overflow;
-    if (!p->typing)
+    if (!p->typing) /* a line still being typed was settled above */
         tg_line_wipe(&p->line);
     DEBUG(p, "result code %d flags %#x -> %s%s", (int)code, (unsigned)flags,
           pam_strerror(p->c->pamh, rc), p->ask_password ? ", password next" : "");

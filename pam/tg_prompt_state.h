@@ -23,7 +23,7 @@ struct prompt {
     bool password_sent;  /* a PASSWORD went out: the RESULT judges it */
     bool takes_password; /* the daemon said a password typed at this prompt is sent to it */
     bool ask_password;   /* the RESULT asks for the password step */
-    bool typing;         /* a refusal came while a password was half-typed: it goes on */
+    bool typing;         /* ended, not by a match, mid-password: the line goes on */
     struct tg_line line; /* the typed password, wiped on every way out */
 };
 

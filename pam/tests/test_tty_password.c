@@ -136,6 +136,53 @@ static void test_refused_while_typing(bool asks)
     }
 }
 
+/* The daemon fails while a password is half-typed (it hangs up, or goes silent past its deadline):
+ * the line is finished at the terminal and handed to the password module whole, and nothing of it
+ * is left for the next program to read as a password of its own. */
+static void test_daemon_fails_while_typing(enum daemon_act act, const char *name)
+{
+    struct daemon d = { .act = act };
+    struct outcome o;
+    struct script s = { "tg-tty-bop", TEXT_HINT_BOP, "hun", TEXT_TYPING };
+
+    child_reads_leftover = true;
+    then_wait_for = TEXT_NOT_RESPONDING;
+    then_keys = "ter2\r";
+    run_tty(&s, &d, &o);
+    then_keys = NULL;
+    child_reads_leftover = false;
+    expect_restored(&o, name);
+    CHECK(o.rep.rc == PAM_AUTHINFO_UNAVAIL, "%s: %d", name, o.rep.rc);
+    CHECK(o.rep.has_authtok && strcmp(o.rep.authtok, "hunter2") == 0, "%s: PAM_AUTHTOK '%s'", name,
+          o.rep.has_authtok ? o.rep.authtok : "");
+    CHECK(strstr(o.rep.leftover, "ter2") == NULL, "%s: left for the next program: '%s'", name,
+          o.rep.leftover);
+}
+
+/* A line already too long to send when the refusal comes: finished, it is refused as any overlong
+ * line is; its rest is never sent as a password (nor is anything of it). */
+static void test_overlong_line_refused_while_typing(void)
+{
+    static char keys[TG_LINE_MAX + 9];
+    struct daemon d = { .act = REFUSE_ON_GO,
+                        .refusal = TG_ERR_AUTHENTICATION_FAILED,
+                        .refusal_flags = TG_FLAG_ASK_PASSWORD,
+                        .answer = TG_OK,
+                        .answer_reason = TG_REASON_PASSWORD };
+    struct outcome o;
+
+    memset(keys, 'a', sizeof(keys) - 1);
+    struct script s = { "tg-tty-bop", TEXT_HINT_BOP, keys, TEXT_TYPING };
+    then_wait_for = TEXT_PASSWORD;
+    then_keys = "xyz\r";
+    run_tty(&s, &d, &o);
+    then_keys = NULL;
+    expect_restored(&o, "overlong line");
+    CHECK(!d.verify_came, "overlong line: the daemon was sent '%s'", d.password);
+    CHECK(o.rep.rc == PAM_AUTHINFO_UNAVAIL, "overlong line: %d", o.rep.rc);
+    CHECK(!o.rep.has_authtok, "overlong line: PAM_AUTHTOK '%s'", o.rep.authtok);
+}
+
 static void test_line_editor(void)
 {
     struct tg_line line = { 0 };
@@ -181,6 +228,9 @@ int main(int argc, char **argv)
         test_password_step_in_chinese();
         test_refused_while_typing(true);
         test_refused_while_typing(false);
+        test_daemon_fails_while_typing(HANG_UP_ON_GO, "daemon hung up while typing");
+        test_daemon_fails_while_typing(GO_SILENT, "daemon silent while typing");
+        test_overlong_line_refused_while_typing();
         tty_bed_teardown();
     }
     return check_summary("test_tty_password");
