@@ -232,7 +232,7 @@ public struct CoreSetup: Sendable {
         let info = await readerInfo(reader)
         // A full storage queue is not a state that cannot be trusted: `internal` (docs/spec.md §9).
         guard let stored = try? await states.read(user) else { return Self.storageFailure }
-        guard case .state(let state) = stored else {
+        guard case .state(var state) = stored else {
             return Refusal(.biometryLockout, reason: .stateUnreadable, text: .stateUnreadable)
         }
         let list = await prints.list(user, device: info?.deviceKey)
@@ -241,6 +241,9 @@ public struct CoreSetup: Sendable {
             return Refusal(.biometryNotAvailable, reason: .printsUnsafe, text: .printsUnsafe)
         }
         let env = await environment(user, prints: list.prints, readerAvailable: info != nil)
+        // Judged on the state as it is after those reads, which may have waited for the storage
+        // threads: a lock, a disable or a failed match that came meanwhile counts (docs/spec.md §3).
+        if case .state(let now)? = states.cached(user) { state = now }
         if env.enrolledHere && !state.enabled {
             return Refusal(.biometryNotEnrolled, reason: .notEnabled, text: .notEnabled)
         }

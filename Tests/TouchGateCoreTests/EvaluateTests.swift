@@ -110,6 +110,31 @@ import TouchGateWire
         }
     }
 
+    /// The match is judged again at once, but that judgement reads the prints, which may wait for
+    /// the storage threads (a chip's listing changed, so nothing is cached): a lock made in that
+    /// wait still refuses the finger.
+    @Test func aLockMadeWhileTheMatchIsJudgedAgainRefusesIt() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            bed.reader.script(.matchOnRelease)
+            let (running, client, _) = core.startEvaluate()
+            #expect(await client.waitFor(.prompt))
+            bed.reader.chipListingChanged()  // every cached list of prints dropped
+            let hold = try #require(await PoolHold(core.storagePool, threads: 2))
+            bed.reader.releaseScan()
+            _ = await loopUntil { core.storagePool.waiting > 0 }  // the judgement's read of the prints
+            let before = core.states.version("alice")
+            let locking = Running { await core.lock(user: "alice", origin: Origin(), caller: .root) }
+            _ = await loopUntil { core.states.version("alice") != before }
+            #expect(core.states.version("alice") != before)  // the lock is decided, in memory
+            await hold.release()
+            #expect(await locking.value()?.isSuccess == true)
+            let reply = try #require(await running.value())
+            #expect(reply.outcome == .passwordRequired && reply.reason == .adminLock, "\(reply)")
+        }
+    }
+
     @Test func aPrintDeletedWhileThePromptListensMatchesNoMore() async throws {
         try await withTestBed { bed in
             let core = try bed.makeCore()
