@@ -92,7 +92,11 @@ public struct CoreSetup: Sendable {
     var sealingRetry: LoopTimer?
     /// Log lines a client causes at will (refused connections and requests, malformed ones),
     /// within one limit per uid for every front-end (LogThrottle).
-    public let clientNotices = LogThrottle()
+    public let clientNotices = LogThrottle<UInt32> { "uid \($0)" }
+    /// The journal's outcome lines of refusals that judged no finger and no password (a remote
+    /// session, no prints, a lockout, a back-off, a cancel): a client can cause them at will too.
+    /// Limited per caller and user, so one user cannot push others' records past journald's limit.
+    let refusalNotices = LogThrottle<RefusalSource> { "uid \($0.uid) for \($0.user)" }
 
     public init(_ setup: CoreSetup) throws(StorageError) {
         config = setup.policy
@@ -345,8 +349,23 @@ public struct CoreSetup: Sendable {
             e.failedMatches = s.consecutiveFailedMatches
             e.wrongPasswords = s.consecutiveWrongPasswords
         }
-        events.publish(e)
+        // A success or a failed match or password judged something, and each takes a finger or a
+        // password check (one at a time, backed off): always recorded. Any other outcome only to
+        // the limit, the lines left out said in one ordinary line (docs/logging.md).
+        var inJournal = true
+        if outcome != .success && outcome != .authenticationFailed {
+            let note = refusalNotices.admit(RefusalSource(uid: ctx.byUID, user: ctx.user))
+            inJournal = note != nil
+            if let note, !note.isEmpty { log.notice("outcome records of refusals\(note)") }
+        }
+        events.publish(e, inJournal: inJournal)
     }
+}
+
+/// Whose refusals an outcome line counts against: the caller, and the account it asked for.
+struct RefusalSource: Hashable {
+    var uid: UInt32
+    var user: String
 }
 
 /// Who asked, for whom and from where: for events and audit.

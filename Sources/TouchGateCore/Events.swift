@@ -112,8 +112,9 @@ public struct AuthEvent: Codable, Sendable, Equatable {
 
     var subscriberCount: Int { subscribers.count }
 
-    func publish(_ event: AuthEvent) {
-        audit.notice("\(event.auditLine)", metadata: event.logMetadata)
+    /// `inJournal: false`: to Linux audit and the monitors only (a line past its limit).
+    func publish(_ event: AuthEvent, inJournal: Bool = true) {
+        if inJournal { audit.notice("\(event.auditLine)", metadata: event.logMetadata) }
         linuxAudit?(event)
         guard !subscribers.isEmpty else { return }
         let json = event.json

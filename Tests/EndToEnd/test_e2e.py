@@ -227,6 +227,9 @@ def test_retry_hint_is_shown_then_match_succeeds(world, alice):
     pam.wait_for(PROMPT)
     world.reader.retry(1)  # swipe too short: a hint, not a failed match
     pam.wait_for(RETRY_TOO_SHORT)
+    # Not counted toward a lockout either (a match would clear the count: looked at before it).
+    counted = json.loads(world.cli("status", "--user", "alice", "--json").stdout)["failedMatches"]
+    assert counted == 0, counted
     scan_and_wait(world, pam, alice)
     assert pam.result == "PAM_SUCCESS", pam.transcript()
     assert pam.messages() == [PROMPT, RETRY_TOO_SHORT]
@@ -285,8 +288,9 @@ def test_frozen_daemon_gives_up_within_seconds(world, alice):
     assert pam.result == "PAM_AUTHINFO_UNAVAIL", pam.transcript()
     assert pam.messages() == ["Fingerprint service not responding: use your password"]
     elapsed = harness.ms(pam.ended - pam.auth_started())
-    # TG_SILENCE_DEADLINE_MS (1.5 s), not the 30 s of a scan
-    assert 1500 <= elapsed < 4000, "gave up after %.0f ms" % elapsed
+    # TG_SILENCE_DEADLINE_MS (1.5 s), not the 30 s of a scan. Measured from the line pamtester
+    # prints before it calls PAM, read by another thread (so later, under load): a little slack below.
+    assert 1200 <= elapsed < 4000, "gave up after %.0f ms" % elapsed
 
 
 def test_client_killed_mid_prompt_frees_the_reader(world, alice):

@@ -181,7 +181,7 @@ def test_a_state_file_writable_by_others_or_owned_by_another_user_is_not_trusted
         os.chown(state, 0, 0)
 
 
-def test_a_state_directory_others_can_write_stops_the_daemon(world):
+def test_a_state_directory_owned_by_another_user_stops_the_daemon(world):
     world.state.mkdir(mode=0o700)
     os.chown(world.state, ALICE_UID, ALICE_UID)
     result = harness.run_daemon_once(world, "/nonexistent")

@@ -2,12 +2,15 @@
 import Synchronization
 import Testing
 @testable import TouchGateCore
+import TouchGateTestSupport
 
 @Suite("Core: log lines clients cause")
 @CoreActor struct LogThrottleTests {
     @Test func eachUserGetsABurstPerWindowAndTheNextWindowSaysHowManyWereLeftOut() {
         let clock = Mutex<Int64>(0)
-        let throttle = LogThrottle(burst: 3, windowMilliseconds: 10_000, now: { clock.withLock { $0 } })
+        let throttle = LogThrottle<UInt32>(burst: 3, windowMilliseconds: 10_000, now: { clock.withLock { $0 } }) {
+            "uid \($0)"
+        }
         #expect(throttle.admit(1000) == "")
         #expect(throttle.admit(1000) == "")
         #expect(throttle.admit(1000) == " (more like it from uid 1000 are left out for 10 s)")
@@ -19,5 +22,28 @@ import Testing
         clock.withLock { $0 = 10_000 }
         #expect(throttle.admit(1000) == " (101 more like it were left out)")
         #expect(throttle.admit(1000) == "")
+    }
+
+    /// A refusal that judged nothing is the client's to repeat at will: its outcome lines stop at
+    /// the limit, with one line that says so, while a judged outcome is always recorded.
+    @Test func refusalsAClientCausesAtWillReachTheJournalOnlyToTheLimit() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            for _ in 0..<20 {
+                let (refused, _, _) = core.startEvaluate("bob", caller: .bob)  // bob has no prints
+                #expect(await refused.value()?.outcome == .biometryNotEnrolled)
+            }
+            #expect(bed.audit.all.filter { $0.hasPrefix("event=outcome user=bob ") }.count == 5)
+            #expect(
+                bed.logged.all.contains(
+                    "outcome records of refusals (more like it from uid 1001 for bob are left out for 10 s)"))
+
+            bed.reader.script(.match)
+            let (matched, _, _) = core.startEvaluate()
+            #expect(await matched.value()?.isSuccess == true)
+            #expect(
+                bed.audit.all.contains { $0.hasPrefix("event=outcome user=alice ") && $0.contains("outcome=success") })
+        }
     }
 }

@@ -64,8 +64,8 @@ struct PrintSealingTests {
         PrintFiles(root: try Directory.openRoot("\(dir)/prints"), reader: reader)
     }
 
-    func path(_ dir: String, _ finger: Finger = .rightIndex) -> String {
-        "\(dir)/prints/alice/stub/stub-0/\(PrintFiles.fileName(finger))"
+    func path(_ dir: String, _ finger: Finger = .rightIndex, user: String = "alice") -> String {
+        "\(dir)/prints/\(user)/stub/stub-0/\(PrintFiles.fileName(finger))"
     }
 
     @Test func aSealedPrintOnDiskHoldsNoneOfItsBytesAndOpensBackWithTheSameDigest() async throws {
@@ -118,6 +118,14 @@ struct PrintSealingTests {
             // The key is had, so no later try opens it: a damaged print to enroll again, not a
             // TPM away (the person is told which finger, not to wait for the TPM).
             #expect(!moved.closed && moved.needsEnrolling)
+
+            // The same finger's file under another user: bound to alice, it opens for nobody else.
+            try plantDirectory("\(dir)/prints/bob")
+            try plantDirectory("\(dir)/prints/bob/stub")
+            try plantDirectory("\(dir)/prints/bob/stub/stub-0")
+            try plantFile(path(dir, user: "bob"), try #require(contents(path(dir))))
+            let taken = try #require(store.list("bob", device: device).prints.first { $0.finger == .rightIndex })
+            #expect(taken.damaged && taken.problem?.contains("does not open with this machine's data key") == true)
         }
     }
 
