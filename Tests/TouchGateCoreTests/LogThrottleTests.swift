@@ -8,9 +8,8 @@ import TouchGateTestSupport
 @CoreActor struct LogThrottleTests {
     @Test func eachUserGetsABurstPerWindowAndTheNextWindowSaysHowManyWereLeftOut() {
         let clock = Mutex<Int64>(0)
-        let throttle = LogThrottle<UInt32>(burst: 3, windowMilliseconds: 10_000, now: { clock.withLock { $0 } }) {
-            "uid \($0)"
-        }
+        let throttle = LogThrottle<UInt32>(
+            burst: 3, windowMilliseconds: 10_000, now: { clock.withLock { $0 } }, source: { "uid \($0)" })
         #expect(throttle.admit(1000) == "")
         #expect(throttle.admit(1000) == "")
         #expect(throttle.admit(1000) == " (more like it from uid 1000 are left out for 10 s)")
