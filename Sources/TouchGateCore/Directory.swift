@@ -164,9 +164,16 @@ public final class Directory: Sendable {
     }
 
     /// The names in the directory, "." and ".." excepted.
-    public func entries() -> [String] {
+    public func entries() -> [String] { (try? listedEntries()) ?? [] }
+
+    /// The names in it; throws when they cannot be listed (where nothing would be taken for none).
+    public func listedEntries() throws(StorageError) -> [String] {
         let copy = dup(fd)
-        guard copy >= 0, let d = fdopendir(copy) else { if copy >= 0 { close(copy) }; return [] }
+        guard copy >= 0, let d = fdopendir(copy) else {
+            let e = errno
+            if copy >= 0 { close(copy) }
+            throw .io("list \(path)", e)
+        }
         defer { closedir(d) }
         rewinddir(d)
         var names: [String] = []

@@ -207,13 +207,19 @@ public struct PrintFiles: Sendable {
     }
 
     /// Every print of every user on `device`, as libfprint serialized it; nil when any of them
-    /// cannot be read (sealed and the TPM away, damaged): then nobody can say which prints a
-    /// reader's own storage holds for no one.
+    /// cannot be read (sealed and the TPM away, damaged), nor a user's directory (untrusted, or not
+    /// listed): then nobody can say which prints a reader's own storage holds for no one.
     public func everyTemplate(device: DeviceKey) -> [[UInt8]]? {
         var out: [[UInt8]] = []
-        for user in root.entries() where !Directory.isTemporary(user) {
-            guard let dir = try? deviceDirectory(user, device, create: false) else { continue }
-            for name in dir.entries() {
+        guard let users = try? root.listedEntries() else { return nil }
+        for user in users where !Directory.isTemporary(user) {
+            let found: Directory?
+            do { found = try deviceDirectory(user, device, create: false) } catch { return nil }
+            guard let dir = found, let names = try? dir.listedEntries() else {
+                if found == nil { continue }  // no prints of this user on this reader
+                return nil
+            }
+            for name in names {
                 guard let finger = Self.finger(fileName: name) else { continue }
                 guard case .plain(let bytes) = try? load(dir, name, user: user, device: device, finger: finger),
                     reader.describe(bytes) != nil

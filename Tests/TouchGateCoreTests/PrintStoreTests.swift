@@ -341,4 +341,17 @@ struct PrintStoreTests {
             #expect(entries.contains { $0.hasPrefix("\(Finger.rightIndex.rawValue):") })
         }
     }
+
+    /// What a full match-on-chip reader may delete is judged against every user's prints: a user
+    /// whose directory is not trusted makes that "not known", never "holds none".
+    @Test func everyTemplateIsUnknownWhenOneUsersDirectoryIsNotTrusted() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try files(dir)
+            let alices = try save(store, .rightIndex)
+            let bobs = try save(store, .leftThumb, user: "bob")
+            #expect(Set(try #require(store.everyTemplate(device: device))) == [alices, bobs])
+            #expect(chmod("\(dir)/prints/bob/stub/stub-0", 0o770) == 0)  // writable by its group
+            #expect(store.everyTemplate(device: device) == nil)
+        }
+    }
 }
