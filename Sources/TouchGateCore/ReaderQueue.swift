@@ -34,6 +34,23 @@ import TouchGateReader
     }
 
     var isBusy: Bool { holder != nil }
+
+    /// The reader's thread is still in an operation whose prompt gave up on it (a driver that did
+    /// not end a cancel): it holds the reader next, ahead of every waiting prompt, until the
+    /// operation ends or `capMilliseconds` pass. So the next prompt waits for the thread, and one
+    /// that cannot wait is refused at once, instead of being granted a reader still busy.
+    func holdUntilEnded(_ ended: (@escaping () -> Void) -> Void, capMilliseconds: Int) {
+        let t = Ticket()
+        waiting.insert(t, at: 0)
+        var timer: LoopTimer?
+        let release = { [weak self] in
+            timer?.cancel()
+            timer = nil
+            self?.leave(t)
+        }
+        timer = LoopTimer(after: capMilliseconds) { release() }
+        ended { release() }
+    }
 }
 
 /// Why a prompt was interrupted before its operation ended.
@@ -107,10 +124,16 @@ extension Core {
             defer { timer.cancel() }
             if case .second = await firstOf(op.done, late) {
                 log.notice("the reader did not end a cancelled operation within \(Self.cancelGraceMilliseconds) ms")
+                queue.holdUntilEnded(
+                    { ended in op.done.onSet { _ in ended() } }, capMilliseconds: Self.stuckHoldMilliseconds)
             }
         }
         return first
     }
 
     static let cancelGraceMilliseconds = 1000
+    /// How long the reader is held for an operation its driver did not end on cancel: past it,
+    /// prompts are granted the reader again (their own operations then wait behind it, each within
+    /// the core's deadline for it).
+    static let stuckHoldMilliseconds = 60_000
 }

@@ -195,4 +195,29 @@ enum ReaderStep: String, CaseIterable, Sendable {
             #expect(bed.logged.all.contains { $0 == "stopping: the readers stay closed after sleep" })
         }
     }
+
+    /// A driver that does not end a cancelled scan keeps the reader's thread: the reader is held
+    /// for it, so a prompt that cannot wait is refused at once and one that can waits its turn,
+    /// instead of being granted a reader whose thread is still busy.
+    @Test func aScanTheDriverDoesNotEndOnCancelHoldsTheReaderUntilItEnds() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            bed.reader.script(.matchOnRelease)  // ignores the cancel: ends only when released
+            let (stuck, stuckClient, stuckInput) = core.startEvaluate()
+            #expect(await stuckClient.waitFor(.prompt))
+            stuckInput.deliver(.cancel)
+            #expect(await stuck.value() == Refusal(.appCancel, reason: .cancelled, text: .cancelled))
+
+            let (keyless, _, _) = core.startEvaluate(noTerminal: true)
+            #expect(await keyless.value() == Refusal(.biometryNotAvailable, reason: .busy, text: .readerBusy))
+            bed.reader.script(.match)
+            let (waiting, waitingClient, _) = core.startEvaluate()
+            #expect(await waitingClient.waitFor(.queued))
+            #expect(bed.reader.verifications.count == 1)
+
+            bed.reader.releaseScan()  // the driver ends it at last: the reader is free
+            #expect(await waiting.value() == .success(.recognised))
+        }
+    }
 }

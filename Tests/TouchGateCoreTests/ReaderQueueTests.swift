@@ -102,4 +102,25 @@ import TouchGateTestSupport
         #expect(woken.all == ["b"])
         #expect(queue.ahead(c) == 1)
     }
+
+    /// An operation its prompt gave up on holds the reader next, ahead of those waiting, until it
+    /// ends, or at most until its cap: a driver that never ends it does not keep the reader for good.
+    @Test func anOperationLeftRunningHoldsTheReaderNextUntilItEndsOrItsCap() async {
+        let queue = ReaderQueue(), woken = Collector<String>()
+        let a = join(queue, "a", woken)
+        let b = join(queue, "b", woken)
+        var end: (() -> Void)?
+        queue.holdUntilEnded({ end = $0 }, capMilliseconds: 60_000)
+        queue.leave(a)
+        #expect(!b.granted.isSet && queue.ahead(b) == 1)  // the operation left running is ahead
+        end?()
+        #expect(isGranted(queue, b) && woken.all == ["b"])
+
+        queue.holdUntilEnded({ _ in }, capMilliseconds: 50)  // never ends
+        let c = join(queue, "c", woken)
+        queue.leave(b)
+        #expect(!c.granted.isSet)
+        #expect(await loopUntil(.max, limit: .seconds(10)) { c.granted.isSet })
+        #expect(isGranted(queue, c))
+    }
 }
