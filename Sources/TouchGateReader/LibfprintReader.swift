@@ -83,6 +83,9 @@ public final class LibfprintReader: FingerprintReader, Sendable {
         deviceHandlers = handlers.map { signal, callback in
             g_signal_connect_data(dev, signal, callback, me, nil, GConnectFlags(rawValue: 0))
         }
+        // Reading the chip's prints above ran libfprint's loop: an unplug then came before anyone
+        // listened. Retired now, the reader is forgotten by the job after this one.
+        deviceRemovedNotice(dev)
     }
 
     /// On the reader thread: the device an operation may start on; nil when there is none, for

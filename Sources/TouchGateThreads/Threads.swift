@@ -10,7 +10,11 @@ public final class Semaphore: @unchecked Sendable {
 
     public init() {
         pthread_mutex_init(mutex, nil)
-        pthread_cond_init(condition, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)  // a deadline no clock change moves
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
     }
 
     deinit {
@@ -32,6 +36,22 @@ public final class Semaphore: @unchecked Sendable {
         while count == 0 { pthread_cond_wait(condition, mutex) }
         count -= 1
         pthread_mutex_unlock(mutex)
+    }
+
+    /// Waits at most `milliseconds`; false when no signal came in time.
+    public func wait(milliseconds: Int) -> Bool {
+        var deadline = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &deadline)
+        let nanoseconds = Int(deadline.tv_nsec) + (milliseconds % 1000) * 1_000_000
+        deadline.tv_sec += milliseconds / 1000 + nanoseconds / 1_000_000_000
+        deadline.tv_nsec = nanoseconds % 1_000_000_000
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while count == 0 {
+            if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT && count == 0 { return false }
+        }
+        count -= 1
+        return true
     }
 }
 

@@ -104,13 +104,16 @@ func serve(_ options: DaemonOptions) -> Int32 {
                     + (options.exportPrints ? " (systemctl stop touchgated.socket touchgated.service)" : ""))
         }
     } catch { return startFailure("\(error)") }
-    // The readers only now: a second daemon must not open what the running one holds.
-    let readers = LibfprintReaders { message in log.info("\(message)") }
     // The export makes no print store (a purge would leave it behind): none, nothing to export.
     if options.exportPrints && access(printDirectory, F_OK) != 0 && errno == ENOENT {
         print("touchgated: no print store at \(printDirectory): nothing to export")
         return EXIT_SUCCESS
     }
+    // The readers only now: a second daemon must not open what the running one holds.
+    let readers = LibfprintReaders { message in log.info("\(message)") }
+    // Every way out from here waits until their thread has loaded libfprint and opened them (at
+    // most 10 s): an exit while it does aborts in GLib's type registration (seen as SIGABRT).
+    defer { settle(readers) }
     do { prints = try Directory.openRoot(printDirectory) } catch {
         return startFailure("print store \(printDirectory): \(error)")
     }
@@ -266,6 +269,13 @@ private func printWarning(_ text: String) {
 }
 
 /// A reason the daemon cannot start: one line on stderr and exit status 1 (not a usage error).
+/// Waits, at most 10 s, until the reader thread has done opening: not to exit under it.
+private func settle(_ readers: LibfprintReaders) {
+    let opened = Semaphore()
+    readers.whenOpened { opened.signal() }
+    if !opened.wait(milliseconds: 10_000) { printWarning("the readers did not finish opening within 10 s") }
+}
+
 private func startFailure(_ reason: String) -> Int32 {
     printWarning(reason)
     return EXIT_FAILURE

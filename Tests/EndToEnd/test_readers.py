@@ -4,6 +4,7 @@ can identify, and every error and retry code the virtual readers can produce, ma
 docs/readers.md says. The match-on-chip reader's own storage: test_chip_storage.py."""
 
 import datetime
+import json
 import re
 import subprocess
 
@@ -87,6 +88,10 @@ def test_a_finger_already_enrolled_is_refused_through_the_cli_saying_whose_only_
     rc, cli = enroll_once(world, "bob", alice, "right-index-finger")
     assert rc != 0
     assert "This finger is already enrolled as the right-index-finger of alice" in cli.stderr, cli.stderr
+    # The probes count toward nobody's lockout.
+    for user in ("alice", "bob"):
+        doc = json.loads(world.cli("status", "--user", user, "--json").stdout)
+        assert doc.get("failedMatches") in (0, None), (user, doc)
     assert harness.listed(world, "alice") == ["right-index-finger"]
     assert "right-index-finger" not in harness.listed(world, "bob")
     # Another finger is enrolled as before, the identify scan first.
