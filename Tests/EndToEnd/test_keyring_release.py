@@ -60,6 +60,14 @@ def password_stack(world):
     return "keyring-password"
 
 
+def password_login(world):
+    """A password login through the stack's password module and the report line with authtok."""
+    session = world.pam("alice", service=password_stack(world))
+    session.wait_for("Password")
+    session.type(PASSWORDS["alice"] + "\n")
+    assert session.wait().result == "PAM_SUCCESS", session.transcript()
+
+
 def enroll_and_keep(world):
     rc, cli = harness.enroll(world, "alice", ALICE_PRINT, as_user="alice")
     assert rc == 0, cli.stderr
@@ -143,10 +151,7 @@ def test_an_enrollment_change_voids_it_and_the_next_password_login_renews_it(wor
         assert status(world)["keyring"] == "void"  # pam_exec verified nothing for touchgate
 
         # A password login through the stack's password module and the report line renews it.
-        session = world.pam("alice", service=password_stack(world))
-        session.wait_for("Password")
-        session.type(PASSWORDS["alice"] + "\n")
-        assert session.wait().result == "PAM_SUCCESS", session.transcript()
+        password_login(world)
         world.daemon.log.wait_for("keyring password renewed")
         assert status(world)["keyring"] == "ready"
         session = fingerprint_login(world, stack, scan="alice-left-thumb").wait()
@@ -174,10 +179,7 @@ def test_a_sealed_file_that_may_not_be_trusted_is_unavailable_and_says_why(world
         world.daemon.log.wait_for("keyring password cannot be opened")
 
         # A password login does not write over the file it refused: it says why instead.
-        session = world.pam("alice", service=password_stack(world))
-        session.wait_for("Password")
-        session.type(PASSWORDS["alice"] + "\n")
-        assert session.wait().result == "PAM_SUCCESS", session.transcript()
+        password_login(world)
         world.daemon.log.wait_for("keyring password not renewed")
         assert status(world)["keyring"] == "unavailable"
 
