@@ -133,7 +133,7 @@ extension Core {
 
     static let cancelGraceMilliseconds = 1000
     /// How long the reader is held for an operation its driver did not end on cancel: past it,
-    /// prompts are granted the reader again (their own operations then wait behind it, each within
-    /// the core's deadline for it).
+    /// prompts are granted the reader again (their operations then wait behind it on the reader's
+    /// thread, and their clients' own deadlines end them).
     static let stuckHoldMilliseconds = 60_000
 }
