@@ -322,58 +322,6 @@ public struct CoreSetup: Sendable {
 
     static let storageFailure = Refusal(.internalError, reason: .storage, text: .internalError)
     static let shutdownRefusal = Refusal(.systemCancel, reason: .shutdown, text: .shuttingDown)
-
-    // MARK: events
-
-    func event(_ kind: String, _ ctx: EventContext, method: String?, outcome: Outcome, reason: String?) -> AuthEvent {
-        var e = AuthEvent(event: kind, user: ctx.user, at: clock.now())
-        e.service = ctx.origin.service
-        e.tty = ctx.origin.tty
-        e.rhost = ctx.origin.rhost
-        e.policy = ctx.policy?.name
-        e.method = method
-        e.code = outcome.rawValue
-        e.outcome = outcome.name
-        e.reason = reason
-        e.byUID = ctx.byUID
-        return e
-    }
-
-    func event(_ kind: String, _ ctx: EventContext, method: String?, outcome: Outcome, reason: Reason?) -> AuthEvent {
-        event(kind, ctx, method: method, outcome: outcome, reason: reason?.rawValue)
-    }
-
-    func publishOutcome(_ ctx: EventContext, method: String?, outcome: Outcome, reason: Reason?) {
-        var e = event("outcome", ctx, method: method, outcome: outcome, reason: reason)
-        if case .state(let s)? = states.cached(ctx.user) {
-            e.failedMatches = s.consecutiveFailedMatches
-            e.wrongPasswords = s.consecutiveWrongPasswords
-        }
-        // A success or a failed match or password judged something, and each takes a finger or a
-        // password check (one at a time, backed off): always recorded. Any other outcome only to
-        // the limit, the lines left out said in one ordinary line (docs/logging.md).
-        var inJournal = true
-        if outcome != .success && outcome != .authenticationFailed {
-            let note = refusalNotices.admit(RefusalSource(uid: ctx.byUID, user: ctx.user))
-            inJournal = note != nil
-            if let note, !note.isEmpty { log.notice("outcome records of refusals\(note)") }
-        }
-        events.publish(e, inJournal: inJournal)
-    }
-}
-
-/// Whose refusals an outcome line counts against: the caller, and the account it asked for.
-struct RefusalSource: Hashable {
-    var uid: UInt32
-    var user: String
-}
-
-/// Who asked, for whom and from where: for events and audit.
-struct EventContext: Sendable {
-    var user: String
-    var origin: Origin
-    var policy: EvaluationPolicy?
-    var byUID: UInt32
 }
 
 extension Reason {
