@@ -1,5 +1,5 @@
 /* The calls Swift's Glibc module lacks: accept4 and SO_PEERCRED (they need _GNU_SOURCE), thread
- * names, and the process's own settings (core dumps, malloc arenas, free heap pages). */
+ * names, the process's own settings (core dumps, malloc arenas, free heap pages), and renameat2. */
 #define _GNU_SOURCE
 #include "tg_loop.h"
 
@@ -82,4 +82,9 @@ void tg_one_malloc_arena(void)
 void tg_release_free_heap(void)
 {
     malloc_trim(0);
+}
+
+int tg_exchange_names(int dirfd, const char *a, const char *b)
+{
+    return renameat2(dirfd, a, dirfd, b, RENAME_EXCHANGE);
 }

@@ -1,5 +1,6 @@
 // Files the daemon trusts, reached only from held directory descriptors: never through a symlink,
 // only when owned by the daemon's user and writable by nobody else, written atomically.
+import CTouchGateLoop
 import Glibc
 
 public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -49,11 +50,19 @@ public final class Directory: Sendable {
         return true
     }
 
-    /// A subdirectory; created 0700 when `create` and missing; nil when missing otherwise.
+    /// A subdirectory; created 0700 when `create` and missing; nil when missing otherwise. A new one
+    /// is on disk before it is returned (this directory is synced), so what is written into it
+    /// does not vanish with it in a crash.
     public func subdirectory(_ name: String, create: Bool = false) throws(StorageError) -> Directory? {
         try Self.checkName(name)
         let full = "\(path)/\(name)"
-        if create && mkdirat(fd, name, 0o700) != 0 && errno != EEXIST { throw .io("mkdir \(full)", errno) }
+        if create {
+            if mkdirat(fd, name, 0o700) == 0 {
+                try sync()
+            } else if errno != EEXIST {
+                throw .io("mkdir \(full)", errno)
+            }
+        }
         let sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         if sub < 0 {
             if errno == ENOENT && !create { return nil }
@@ -98,6 +107,39 @@ public final class Directory: Sendable {
     /// the directory. A crash leaves the old file or the new one, and at most a temporary file that
     /// `removeStaleTemporaries` deletes at the next start.
     public func writeAtomically(_ name: String, _ bytes: [UInt8]) throws(StorageError) {
+        let tmp = try writeTemporary(name, bytes)
+        guard renameat(fd, tmp, fd, name) == 0 else {
+            let e = errno; unlinkat(fd, tmp, 0); throw .io("rename \(path)/\(name)", e)
+        }
+        try sync()
+    }
+
+    /// Writes `name` as `writeAtomically` does, and keeps what was there (a file or not) under
+    /// `aside`: the new file and the old entry change places in one step (`RENAME_EXCHANGE`), so
+    /// no moment, crash or failure leaves no entry named `name`. The old one then takes the name
+    /// `aside`; if that fails, or a crash comes first, it stays under the temporary name and is
+    /// removed at the next start. Where the file system cannot exchange, the old entry is renamed
+    /// `aside` just before the new file, already written, takes its place.
+    public func replace(_ name: String, _ bytes: [UInt8], keepingOldAs aside: String) throws(StorageError) {
+        try Self.checkName(aside)
+        let tmp = try writeTemporary(name, bytes)
+        if tg_exchange_names(fd, tmp, name) == 0 {
+            renameat(fd, tmp, fd, aside)
+        } else {
+            let e = errno
+            let cannotExchange = e == EINVAL || e == EOPNOTSUPP || e == ENOSYS
+            if e != ENOENT && !(cannotExchange && renameat(fd, name, fd, aside) == 0) {
+                unlinkat(fd, tmp, 0); throw .io("exchange \(path)/\(name)", e)
+            }
+            guard renameat(fd, tmp, fd, name) == 0 else {
+                let e = errno; unlinkat(fd, tmp, 0); throw .io("rename \(path)/\(name)", e)
+            }
+        }
+        try sync()
+    }
+
+    /// A fresh 0600 temporary file beside `name` holding `bytes`, synced; returns its name.
+    private func writeTemporary(_ name: String, _ bytes: [UInt8]) throws(StorageError) -> String {
         try Self.checkName(name)
         let full = "\(path)/\(name)"
         let random = UInt64.random(in: 1...UInt64.max)
@@ -117,10 +159,7 @@ public final class Directory: Sendable {
         }
         guard fsync(file) == 0 else { let e = errno; close(file); unlinkat(fd, tmp, 0); throw .io("fsync \(full)", e) }
         close(file)
-        guard renameat(fd, tmp, fd, name) == 0 else {
-            let e = errno; unlinkat(fd, tmp, 0); throw .io("rename \(full)", e)
-        }
-        try sync()
+        return tmp
     }
 
     public func sync() throws(StorageError) {
@@ -129,9 +168,14 @@ public final class Directory: Sendable {
 
     /// Removes a file; true when there was one.
     @discardableResult
+    /// Removes a file, on disk before it returns true (the directory is synced): a crash does not
+    /// bring it back.
     public func remove(_ name: String) throws(StorageError) -> Bool {
         try Self.checkName(name)
-        if unlinkat(fd, name, 0) == 0 { return true }
+        if unlinkat(fd, name, 0) == 0 {
+            try sync()
+            return true
+        }
         if errno == ENOENT { return false }
         throw .io("unlink \(path)/\(name)", errno)
     }
@@ -140,19 +184,6 @@ public final class Directory: Sendable {
     @discardableResult
     public func removeEmptySubdirectory(_ name: String) -> Bool {
         (try? Self.checkName(name)) != nil && unlinkat(fd, name, AT_REMOVEDIR) == 0
-    }
-
-    /// A second name for a file, in this directory (a hard link; a symlink is linked, not followed).
-    public func link(_ name: String, as newName: String) throws(StorageError) {
-        try Self.checkName(name)
-        try Self.checkName(newName)
-        guard linkat(fd, name, fd, newName, 0) == 0 else { throw .io("link \(path)/\(name)", errno) }
-    }
-
-    public func rename(_ name: String, to newName: String) throws(StorageError) {
-        try Self.checkName(name)
-        try Self.checkName(newName)
-        guard renameat(fd, name, fd, newName) == 0 else { throw .io("rename \(path)/\(name)", errno) }
     }
 
     /// Whether an entry of that name exists, of any kind (a symlink is not followed). An entry
@@ -167,23 +198,28 @@ public final class Directory: Sendable {
     public func entries() -> [String] { (try? listedEntries()) ?? [] }
 
     /// The names in it; throws when they cannot be listed (where nothing would be taken for none).
+    /// A listing reads through a descriptor of its own: a `dup` of `fd` would share its offset
+    /// with every other listing of this directory, and two threads would each see part of it.
     public func listedEntries() throws(StorageError) -> [String] {
-        let copy = dup(fd)
-        guard copy >= 0, let d = fdopendir(copy) else {
+        let own = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard own >= 0, let d = fdopendir(own) else {
             let e = errno
-            if copy >= 0 { close(copy) }
+            if own >= 0 { close(own) }
             throw .io("list \(path)", e)
         }
         defer { closedir(d) }
-        rewinddir(d)
         var names: [String] = []
-        while let e = readdir(d) {
+        while true {
+            errno = 0
+            guard let e = readdir(d) else {
+                if errno != 0 { throw .io("list \(path)", errno) }
+                return names
+            }
             let name = withUnsafeBytes(of: e.pointee.d_name) {
                 String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
             }
             if name != "." && name != ".." { names.append(name) }
         }
-        return names
     }
 
     /// Deletes what interrupted atomic writes left behind (this layout's and the older

@@ -97,7 +97,7 @@ extension PrintFiles {
         _ body: (Directory, String, String, DeviceKey, Finger) throws(StorageError) -> Bool
     ) -> Int {
         var count = 0
-        for user in root.entries() where !Directory.isTemporary(user) && isValidAccountName(user) {
+        for user in root.entries() where isValidAccountName(user) {
             let keys: [DeviceKey]
             do { keys = try devices(user) } catch {
                 log("\(root.path)/\(user): left as it is: \(error)")

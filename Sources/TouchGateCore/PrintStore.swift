@@ -193,7 +193,7 @@ public struct PrintFiles: Sendable {
     /// against. A user whose files cannot be read or trusted adds nothing (never fails the others).
     public func gallery(device: DeviceKey) -> [GalleryPrint] {
         var out: [GalleryPrint] = []
-        for user in root.entries() where !Directory.isTemporary(user) {
+        for user in root.entries() {
             guard let dir = try? deviceDirectory(user, device, create: false) else { continue }
             for name in dir.entries() {
                 guard let finger = Self.finger(fileName: name),
@@ -212,7 +212,7 @@ public struct PrintFiles: Sendable {
     public func everyTemplate(device: DeviceKey) -> [[UInt8]]? {
         var out: [[UInt8]] = []
         guard let users = try? root.listedEntries() else { return nil }
-        for user in users where !Directory.isTemporary(user) {
+        for user in users {
             let found: Directory?
             do { found = try deviceDirectory(user, device, create: false) } catch { return nil }
             guard let dir = found, let names = try? dir.listedEntries() else {

@@ -278,14 +278,13 @@ public enum Durability: Sendable {
                 return .unsafe("no directory for \(user)")
             }
             if moveAside {
-                // Kept aside by a second name first: the corrupt file stays the state until the new
-                // one replaces it, so a failed write or a crash in between leaves it (refused, fail
-                // closed), never no file, which would read as a fresh state. What cannot be linked
-                // (a directory) is moved.
-                let aside = "\(fileName).corrupt-\(stamp)"
-                if (try? dir.link(fileName, as: aside)) == nil { try? dir.rename(fileName, to: aside) }
+                // The corrupt entry stays the state until the new one takes its place, in one step:
+                // a failed write or a crash leaves it (refused, fail closed), never no file, which
+                // would read as a fresh state.
+                try dir.replace(fileName, Array(data), keepingOldAs: "\(fileName).corrupt-\(stamp)")
+            } else {
+                try dir.writeAtomically(fileName, Array(data))
             }
-            try dir.writeAtomically(fileName, Array(data))
             return nil
         } catch {
             return error

@@ -3,6 +3,8 @@ import Glibc
 import Testing
 @testable import TouchGateCore
 import TouchGateTestSupport
+import Synchronization
+import TouchGateThreads
 
 @Suite("Directory")
 struct DirectoryTests {
@@ -26,22 +28,55 @@ struct DirectoryTests {
         }
     }
 
-    /// How a corrupt state is kept aside: under a second name, while the first still holds it
-    /// until a new file replaces it; a symlink is linked as it is, never followed.
-    @Test func aSecondNameKeepsTheFileWhenTheFirstIsReplaced() async throws {
+    /// How a corrupt state is kept aside: the new file and the old entry change places, whatever
+    /// the old one is (a file, a directory, a symlink, which is moved, never followed).
+    @Test func replaceKeepsTheOldEntryUnderTheAsideName() async throws {
         try await withTemporaryDirectory { dir in
             try plantFile("\(dir)/state.json", "corrupt")
             let d = try Directory.openRoot(dir)
-            try d.link("state.json", as: "state.json.corrupt-1")
-            #expect(contents("\(dir)/state.json") == Array("corrupt".utf8))
-            try d.writeAtomically("state.json", Array("new".utf8))
+            try d.replace("state.json", Array("new".utf8), keepingOldAs: "state.json.corrupt-1")
             #expect(contents("\(dir)/state.json.corrupt-1") == Array("corrupt".utf8))
             #expect(contents("\(dir)/state.json") == Array("new".utf8))
+            #expect(permissions("\(dir)/state.json") == 0o600)
+
+            #expect(mkdir("\(dir)/tree", 0o700) == 0)
+            try d.replace("tree", Array("file".utf8), keepingOldAs: "tree-2")
+            #expect(fileType("\(dir)/tree-2") == S_IFDIR)
+            #expect(contents("\(dir)/tree") == Array("file".utf8))
 
             #expect(symlink("/etc/passwd", "\(dir)/link") == 0)
-            try d.link("link", as: "link-2")
+            try d.replace("link", Array("file".utf8), keepingOldAs: "link-2")
             #expect(fileType("\(dir)/link-2") == S_IFLNK)
-            #expect(throws: StorageError.self) { try d.link("missing", as: "other") }
+            #expect(contents("\(dir)/link") == Array("file".utf8))
+
+            try d.replace("missing", Array("first".utf8), keepingOldAs: "missing-2")
+            #expect(contents("\(dir)/missing") == Array("first".utf8))
+            #expect(
+                directoryEntries(dir) == [
+                    "link", "link-2", "missing", "state.json", "state.json.corrupt-1", "tree", "tree-2",
+                ])
+        }
+    }
+
+    /// Two storage threads list one held directory at once (the print store's root): each sees
+    /// every entry once.
+    @Test func listingsOfOneDirectoryFromTwoThreadsAtOnceAreEachWhole() async throws {
+        try await withTemporaryDirectory { dir in
+            let names = (0..<40).map { "user\($0)" }.sorted()
+            for name in names { #expect(mkdir("\(dir)/\(name)", 0o700) == 0) }
+            let d = try Directory.openRoot(dir)
+            let wrong = Mutex(0)
+            let done = Semaphore()
+            for i in 0..<2 {
+                let started = startThread(name: "tg-list-\(i)") {
+                    let n = (0..<2000).reduce(0) { n, _ in n + ((try? d.listedEntries().sorted()) == names ? 0 : 1) }
+                    wrong.withLock { $0 += n }
+                    done.signal()
+                }
+                #expect(started)
+            }
+            #expect(done.wait(milliseconds: 60_000) && done.wait(milliseconds: 60_000))
+            #expect(wrong.withLock { $0 } == 0)
         }
     }
 

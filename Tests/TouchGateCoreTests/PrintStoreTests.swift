@@ -354,4 +354,18 @@ struct PrintStoreTests {
             #expect(store.everyTemplate(device: device) == nil)
         }
     }
+
+    /// A user whose name looks like a temporary file's (a valid account name) is a user like any
+    /// other: their prints are judged against, kept from a chip's cleanup, and found by the
+    /// duplicate check.
+    @Test func aUserNamedLikeATemporaryFileCountsInEveryTemplateAndTheGallery() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try files(dir)
+            let alices = try save(store, .rightIndex)
+            let theirs = try save(store, .leftThumb, user: "a.tmp.1")
+            let dotted = try save(store, .leftIndex, user: ".x.tmp-y")
+            #expect(Set(try #require(store.everyTemplate(device: device))) == [alices, theirs, dotted])
+            #expect(Set(store.gallery(device: device).map(\.user)) == ["alice", "a.tmp.1", ".x.tmp-y"])
+        }
+    }
 }

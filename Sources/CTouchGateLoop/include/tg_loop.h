@@ -65,4 +65,9 @@ void tg_one_malloc_arena(void);
  * between longer-lived blocks stay resident. Walks the free lists: not for a hot path. */
 void tg_release_free_heap(void);
 
+/* Swaps the entries `a` and `b` of one directory in one step (renameat2 RENAME_EXCHANGE, which
+ * Swift's Glibc module lacks): 0 on success, -1 with errno otherwise (ENOENT when either is
+ * missing; EINVAL where the file system cannot exchange). */
+int tg_exchange_names(int dirfd, const char *a, const char *b);
+
 #endif /* TG_LOOP_H */
