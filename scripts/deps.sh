@@ -13,8 +13,8 @@ packages=(
     git ca-certificates
     # real PAM without touching /etc: pam_wrapper (and its pam_matrix), nss_wrapper users, pamtester
     libpam-wrapper libnss-wrapper pamtester
-    # the end-to-end tests and the demo
-    python3
+    # the end-to-end tests and the demo; strace stops the daemon in the middle of a write
+    python3 strace
     # the real-client tests: sudo, su, login and vlock in a private mount namespace
     sudo vlock login util-linux openssl
     # message catalogs (xgettext, msgfmt), the Chinese locale they are tested in, the manual's lint
