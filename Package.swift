@@ -88,7 +88,7 @@ let package = Package(
             name: "touchgated",
             dependencies: [
                 "TouchGateCore", "TouchGateSocket", "TouchGateDBus", "TouchGateReader", "TouchGateConfig", "CAudit",
-                "CTouchGateLoop",
+                "CTouchGateLoop", "TouchGateWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -8,6 +8,7 @@ extension Core {
     /// while `stopping`. Front-ends send the replies as their requests finish.
     public func beginShutdown() {
         stopping = true
+        stopBegan = monotonicMilliseconds()
         sealingRetry = nil
         cancelPrompts(Self.shutdownRefusal)
     }
@@ -32,7 +33,21 @@ extension Core {
 
     /// Every state change on disk within `shutdownStepMilliseconds`. A write that is still pending
     /// then is one that only relaxes the policy (`.afterReply`): losing it leaves the stricter state.
+    /// A password being verified when the stop began is answered and recorded first (a wrong one
+    /// counts, docs/spec.md §9), until `passwordStopMilliseconds` after the stop began: a PAM stack
+    /// delays a wrong password (pam_unix, 2 s) past the front-ends' drain.
     func flushForShutdown() async {
+        if passwordsBeingVerified > 0 {
+            let verified = OneShot<Void>()
+            passwordsVerified = verified
+            let left = Int(Int64(Self.passwordStopMilliseconds) - (monotonicMilliseconds() - stopBegan))
+            let late = LoopTimer(after: left) { verified.set(()) }
+            await verified.wait()
+            late.cancel()
+            if passwordsBeingVerified > 0 {
+                log.error("a password check still running at exit: its answer is not recorded")
+            }
+        }
         if await !Self.finishes({ done in
             CoreLoop.shared.task {
                 await self.states.flush(); done()
@@ -43,6 +58,8 @@ extension Core {
     }
 
     static let shutdownStepMilliseconds = 1500
+    /// How long after the stop began a password being verified may still be answered and recorded.
+    static let passwordStopMilliseconds = 3000
 
     /// logind's default InhibitDelayMaxSec: it goes to sleep after that whether or not the delay
     /// inhibitor is given back, so waiting longer for the readers before sleep gains nothing.

@@ -18,7 +18,14 @@ extension Core {
     /// any of them recorded its answer, so a burst of wrong passwords would all be checked. A
     /// waiter waits for the checks ahead of it, each bounded by the check's deadline.
     func verifyPassword(_ ctx: EventContext, _ password: String, renewsKeyring: Bool = true) async -> PasswordOutcome {
-        await passwordTurns.run(ctx.user) { await verifyPasswordInTurn(ctx, password, renewsKeyring: renewsKeyring) }
+        passwordsBeingVerified += 1
+        defer {
+            passwordsBeingVerified -= 1
+            if passwordsBeingVerified == 0 { passwordsVerified?.set(()) }
+        }
+        return await passwordTurns.run(ctx.user) {
+            await verifyPasswordInTurn(ctx, password, renewsKeyring: renewsKeyring)
+        }
     }
 
     private func verifyPasswordInTurn(_ ctx: EventContext, _ password: String, renewsKeyring: Bool) async

@@ -86,6 +86,12 @@ public struct CoreSetup: Sendable {
     let passwordTurns = UserTurns()
     /// Users whose password check was given up on at its deadline and is still in PAM.
     var passwordChecksOverdue: Set<String> = []
+    /// Passwords being verified (checked and their answer recorded): the stop waits for them
+    /// before the state's last flush (Core+Lifecycle.swift), told when the last one ends.
+    var passwordsBeingVerified = 0
+    var passwordsVerified: OneShot<Void>?
+    /// When the stop began (monotonic milliseconds): what bounds that wait.
+    var stopBegan: Int64 = 0
     /// Each user's keyring file changes, one at a time (Core+Keyring.swift).
     let keyringTurns = UserTurns()
     /// The next sealing pass, while the TPM could not be used at the last one.

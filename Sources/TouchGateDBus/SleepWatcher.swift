@@ -69,9 +69,11 @@ import TouchGateCore
                 await core.suspend()
                 release()
             } else {
+                // The inhibitor first: a suspend that comes while the readers open again (up to
+                // 5 s) is then delayed until this ends, and its prompts end before the sleep.
                 log.info("resumed")
-                await core.resume()
                 await take()
+                await core.resume()
             }
         }
     }

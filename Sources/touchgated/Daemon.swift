@@ -9,6 +9,7 @@ import TouchGateDBus
 import TouchGateReader
 import TouchGateSocket
 import TouchGateThreads
+import TouchGateWire
 
 /// What the daemon is told at start. A field left nil falls back to the environment systemd sets,
 /// then to the default (docs/spec.md §6, touchgated(8)).
@@ -112,8 +113,10 @@ func serve(_ options: DaemonOptions) -> Int32 {
     // The readers only now: a second daemon must not open what the running one holds.
     let readers = LibfprintReaders { message in log.info("\(message)") }
     // Every way out from here waits until their thread has loaded libfprint and opened them (at
-    // most 10 s): an exit while it does aborts in GLib's type registration (seen as SIGABRT).
-    defer { settle(readers) }
+    // most 10 s; after a stop, until 8 s after the signal, under the prerm's 10 s before SIGKILL):
+    // an exit while it does aborts in GLib's type registration (seen as SIGABRT).
+    var settleWithin = 10_000
+    defer { settle(readers, within: settleWithin) }
     do { prints = try Directory.openRoot(printDirectory) } catch {
         return startFailure("print store \(printDirectory): \(error)")
     }
@@ -215,6 +218,7 @@ func serve(_ options: DaemonOptions) -> Int32 {
 
     var received: Int32 = 0
     sigwait(&signals, &received)
+    let signalled = monotonicMilliseconds()
     log.info("stopping on signal \(received)")
     let stopped = Semaphore()
     CoreLoop.shared.post {
@@ -224,6 +228,7 @@ func serve(_ options: DaemonOptions) -> Int32 {
         }
     }
     stopped.wait()
+    settleWithin = max(0, 8000 - Int(monotonicMilliseconds() - signalled))
     if let boundPath { ListeningSocket.remove(boundPath, ifStill: boundIdentity) }
     return EXIT_SUCCESS
 }
@@ -269,11 +274,13 @@ private func printWarning(_ text: String) {
 }
 
 /// A reason the daemon cannot start: one line on stderr and exit status 1 (not a usage error).
-/// Waits, at most 10 s, until the reader thread has done opening: not to exit under it.
-private func settle(_ readers: LibfprintReaders) {
+/// Waits, at most `within` ms, until the reader thread has done opening: not to exit under it.
+private func settle(_ readers: LibfprintReaders, within: Int) {
     let opened = Semaphore()
     readers.whenOpened { opened.signal() }
-    if !opened.wait(milliseconds: 10_000) { printWarning("the readers did not finish opening within 10 s") }
+    if !opened.wait(milliseconds: within) {
+        printWarning("the readers did not finish opening within \(within) ms; exiting anyway")
+    }
 }
 
 private func startFailure(_ reason: String) -> Int32 {
