@@ -150,6 +150,12 @@ enum tg_io_status tg_send_all(int fd, const uint8_t *buf, size_t len, uint64_t d
     return TG_IO_OK;
 }
 
+enum tg_io_status tg_send_request(int fd, const uint8_t *buf, size_t len, uint64_t deadline)
+{
+    enum tg_io_status st = tg_send_all(fd, buf, len, deadline);
+    return st == TG_IO_EOF ? TG_IO_OK : st;
+}
+
 /* Reads exactly len bytes, waiting at most until the deadline. */
 static enum tg_io_status read_exact(int fd, uint8_t *buf, size_t len, uint64_t deadline)
 {

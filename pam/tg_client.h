@@ -44,6 +44,11 @@ enum tg_io_status tg_connect(const char *path, uint64_t deadline, int *fd);
 /* Sends all len bytes (MSG_NOSIGNAL: a closed daemon must not SIGPIPE the PAM client). */
 enum tg_io_status tg_send_all(int fd, const uint8_t *buf, size_t len, uint64_t deadline);
 
+/* Sends a request as tg_send_all does, but a daemon that hung up (EPIPE) is not yet an answer:
+ * refused at accept (busy), it wrote its refusal before closing without reading anything, and the
+ * read that follows finds it, or the end of the connection. */
+enum tg_io_status tg_send_request(int fd, const uint8_t *buf, size_t len, uint64_t deadline);
+
 /* Reads exactly one frame (length prefix included) into buf; never reads past it.
  * cap must be at least TG_FRAME_BUFFER. Past the deadline, bytes already there are still read:
  * only a wait for more is a timeout. */

@@ -66,7 +66,7 @@ int tg_evaluate_start(const struct tg_call *c, uint32_t id, int *sock)
              "evaluate user %s service %s policy %d rhost %s device %s keys %s request %08x",
              c->user, service != NULL ? service : "", opt->policy, rhost != NULL ? rhost : "-",
              opt->device != NULL ? opt->device : "-", c->tty.fd >= 0 ? "yes" : "no", (unsigned)id);
-    if ((io = tg_send_all(*sock, req, len, deadline)) != TG_IO_OK) {
+    if ((io = tg_send_request(*sock, req, len, deadline)) != TG_IO_OK) {
         TG_DEBUG(opt, c->pamh, "send: %s", tg_io_strerror(io));
         return tg_failure_to_pam(io == TG_IO_TIMEOUT ? TG_FAIL_TIMEOUT : TG_FAIL_DISCONNECTED);
     }

@@ -112,7 +112,7 @@ static enum exchanged exchange(struct tg_call *c, const char *password, uint8_t 
     }
     uint64_t deadline = tg_deadline_after(TG_CONNECT_DEADLINE_MS);
     if ((*io = tg_connect(c->opt->socket, deadline, &fd)) != TG_IO_OK ||
-        (*io = tg_send_all(fd, req, len, deadline)) != TG_IO_OK)
+        (*io = tg_send_request(fd, req, len, deadline)) != TG_IO_OK)
         goto done;
     explicit_bzero(req, sizeof(req));
 

@@ -91,7 +91,7 @@ static void tell_daemon(pam_handle_t *pamh, const struct tg_options *opt, uint8_
         goto done;
     uint64_t deadline = tg_deadline_after(TG_CONNECT_DEADLINE_MS);
     if ((io = tg_connect(opt->socket, deadline, &fd)) != TG_IO_OK ||
-        (io = tg_send_all(fd, req, len, deadline)) != TG_IO_OK) {
+        (io = tg_send_request(fd, req, len, deadline)) != TG_IO_OK) {
         TG_DEBUG(opt, pamh, "%s: %s", what, tg_io_strerror(io));
         goto done;
     }

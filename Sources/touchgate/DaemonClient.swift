@@ -144,6 +144,10 @@ private struct Exchange {
             try connection.send(Frame(kind, requestID: requestID, fields))
         } catch .wire(let problem) {
             throw Failure(L("the request cannot be sent: %s", cli, problem))  // ours, not the daemon's
+        } catch .closed {
+            // Refused at accept (busy), the daemon answered and hung up before reading anything:
+            // its refusal waits to be read, and the receive that follows says it (or that the
+            // connection ended without one).
         } catch {
             throw failure(error, wait: .reply)
         }

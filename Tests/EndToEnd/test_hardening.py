@@ -417,3 +417,17 @@ def test_a_stop_while_the_readers_are_still_opening_ends_before_the_prerms_sigki
     assert daemon.proc.wait(15) == 0, daemon.log.dump()
     assert now() - signalled < 9, daemon.log.dump()
     daemon.log.wait_for("the readers did not finish opening within")
+
+
+def test_the_cli_past_its_users_connections_says_busy_not_a_closed_connection(world, alice):
+    """bob holds every connection he may; each CLI run of his is refused at accept, often before it
+    has sent its request (the send then fails), and still reads and says the refusal."""
+    flood = wire.hold_as(BOB_UID, world.socket, 16)
+    try:
+        assert flood.tally == {"answered": 16, "busy": 0, "other": []}, flood.tally
+        for _ in range(20):
+            listed = world.cli("list", "--user", "bob", as_user="bob")
+            assert listed.returncode == 1, listed
+            assert listed.stderr == "touchgate: Fingerprint service busy: use your password\n", listed
+    finally:
+        flood.release()

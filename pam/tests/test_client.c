@@ -1,5 +1,6 @@
 /* The client's waiting rule with an injected clock: keepalives restart the silence deadline, the
- * overall cap holds whatever arrives. No real time passes. */
+ * overall cap holds whatever arrives (no real time passes); and a refusal the daemon wrote before
+ * hanging up is read after the request's send failed. */
 #include <stdbool.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -86,11 +87,43 @@ static void test_a_passed_deadline_still_reads_what_is_there(void)
     close(sv[1]);
 }
 
+/* Refused at accept: the daemon wrote its refusal and hung up before the module sent anything.
+ * The send fails (EPIPE), and the refusal is still read after it. */
+static void test_a_refusal_written_before_the_request_is_read_after_a_failed_send(void)
+{
+    uint8_t out[TG_FRAME_BUFFER], in[TG_FRAME_BUFFER];
+    struct tg_writer w;
+    size_t len = 0;
+    int sv[2];
+
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+        CHECK(false, "socketpair");
+        return;
+    }
+    tg_writer_init(&w, out, sizeof(out), TG_KIND_RESULT, TG_UNSOLICITED_ID);
+    tg_put_int(&w, TG_TAG_CODE, TG_ERR_BUSY);
+    CHECK(tg_writer_finish(&w, &len) == TG_CODEC_OK &&
+              tg_send_all(sv[1], out, len, tg_deadline_after(1000)) == TG_IO_OK,
+          "cannot send the refusal");
+    close(sv[1]);
+    CHECK(tg_send_all(sv[0], out, len, tg_deadline_after(1000)) == TG_IO_EOF,
+          "a send to a closed daemon is the end of the connection");
+    CHECK(tg_send_request(sv[0], out, len, tg_deadline_after(1000)) == TG_IO_OK,
+          "a request's send to a closed daemon goes on to read its answer");
+    size_t got = 0;
+    enum tg_io_status st = tg_read_frame(sv[0], in, sizeof(in), &got, tg_deadline_after(1000));
+    CHECK(st == TG_IO_OK && got == len, "the refusal is read: %s", tg_io_strerror(st));
+    st = tg_read_frame(sv[0], in, sizeof(in), &got, tg_deadline_after(1000));
+    CHECK(st == TG_IO_EOF, "then the end of the connection: %s", tg_io_strerror(st));
+    close(sv[0]);
+}
+
 int main(void)
 {
     test_keepalives_restart_the_silence_deadline();
     test_the_cap_holds_against_endless_keepalives();
     test_remaining();
     test_a_passed_deadline_still_reads_what_is_there();
+    test_a_refusal_written_before_the_request_is_read_after_a_failed_send();
     return check_summary("test_client");
 }
