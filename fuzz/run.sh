@@ -5,8 +5,9 @@
 #   fuzz/run.sh --runs N     each harness for N executions (the long run)
 #
 # Prints each harness's executions and a "fuzz: N passed, N failed" line; exits non-zero if any
-# harness crashed, timed out or did not build. A crash's input is kept in .build-fuzz/artifacts/
-# and named in the output with the command that replays it. The corpus grows in .build-fuzz/corpus/.
+# harness crashed, timed out, ran no input or did not build. A crash's input is kept in
+# .build-fuzz/artifacts/ and named in the output with the command that replays it. The corpus grows
+# in .build-fuzz/corpus/.
 set -uo pipefail
 # shellcheck source=../scripts/env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/env.sh"
@@ -103,7 +104,8 @@ fuzz() {  # fuzz NAME TITLE BINARY SEEDS MAX_LEN [libFuzzer flags...]: its repor
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
     execs=${execs:-0}
     echo "$execs" >"$out/logs/$name.executions"
-    if [ "$rc" -eq 0 ]; then
+    # A harness that ran no input at all tested nothing: that is a failure, whatever its exit.
+    if [ "$rc" -eq 0 ] && [ "$execs" -gt 0 ]; then
         printf '  %-8s %s: %s executions in %.0f s (%.0f/s), 0 crashes, corpus %s inputs\n' \
             "$name" "$title" "$execs" "$secs" "$(awk -v n="$execs" -v s="$secs" 'BEGIN { print n / s }')" "$(find "$corpus" -mindepth 1 -maxdepth 1 | wc -l)"
         return 0

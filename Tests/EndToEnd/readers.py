@@ -20,7 +20,8 @@ import numpy
 
 from lines import DEFAULT_WAIT, WaitTimeout, now
 
-# How long a frame the driver has not read yet may hold up the next (one no scan wanted, say).
+# How long the driver may take to read a frame once the next is to be sent: one still unread then
+# was never taken (no scan wanted it), and the test that sent it fails there, not at a later frame.
 UNREAD_FRAME_WAIT = 2.0
 
 KINDS = ("virtual_device", "virtual_device_storage", "virtual_image")
@@ -114,28 +115,32 @@ class VirtualReader:
         # becomes active, so a frame sent a moment before that waits in the socket instead of
         # being read (and dropped) by a read left over from the previous scan. A new connection
         # replaces the old one and drops what is unread there, so first the previous frame must
-        # have been read (the socket's send queue is empty), or given up on.
+        # have been read (the socket's send queue is empty).
         deadline = now() + timeout
         if self._image_connection is not None:
-            self._wait_read(self._image_connection, min(deadline, now() + UNREAD_FRAME_WAIT))
-            self._image_connection.close()
-            self._image_connection = None
+            connection, self._image_connection = self._image_connection, None
+            with connection:
+                if not self._wait_read(connection, min(deadline, now() + UNREAD_FRAME_WAIT)):
+                    raise WaitTimeout("the image reader did not read %r within %.1f s, before %r"
+                                      % (self.sent[-1][1], UNREAD_FRAME_WAIT, what))
         self._image_connection = self._connect(deadline, timeout)
         self._image_connection.sendall(data)
         self.sent.append((now(), what))
 
     @staticmethod
     def _wait_read(connection, deadline):
-        """Until the peer has read everything sent on `connection`, or `deadline` (a bounded poll
+        """Whether the peer has read everything sent on `connection` by `deadline` (a bounded poll
         at 5 ms steps: the kernel tells no event for it)."""
         queued = array.array("i", [0])
-        while now() < deadline:
+        while True:
             try:
                 fcntl.ioctl(connection.fileno(), termios.TIOCOUTQ, queued)
             except OSError:
-                return
+                return True  # the connection is gone: nothing of it waits
             if queued[0] == 0:
-                return
+                return True
+            if now() >= deadline:
+                return False
             time.sleep(0.005)
 
     def _image_command(self, code, value, what):

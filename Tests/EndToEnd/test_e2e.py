@@ -208,7 +208,6 @@ def test_started_as_systemd_starts_it_the_settings_come_from_its_variables(world
     config = world.dir / "etc" / "touchgate.conf"
     config.write_text("max_tries = 2\nprint_store = %s\n" % world.prints)
     daemon = world.start_daemon(config=config, as_systemd=True)
-    assert daemon.argv == [str(harness.TOUCHGATED)]
     daemon.log.wait_for("listening on %s" % world.socket)
     assert harness.enroll(world, "alice", "alice-print", as_user="alice")[0] == 0
     assert list(world.prints.glob("alice/%s/*/*" % world.reader_kind)), "the print is in the configured print store"
@@ -303,8 +302,10 @@ def test_client_killed_mid_prompt_frees_the_reader(world, alice):
     second = world.pam("alice")
     i = second.wait_for(PROMPT)
     waited = second.time_of(i) - harness.ms(second.auth_started() - second.started)
-    # Not behind the dead client's scan (30 s): the reader was free at once.
-    assert waited < 5000, "prompt shown %.0f ms after pam_authenticate began" % waited
+    # Not behind the dead client's scan (30 s): the reader was free at once. The daemon gives a
+    # driver 1 s to end a cancelled scan (docs/spec.md §10); the rest is slack for the thread
+    # that reads pamtester's lines.
+    assert waited < 2000, "prompt shown %.0f ms after pam_authenticate began" % waited
     scan_and_wait(world, second, alice)
     assert second.result == "PAM_SUCCESS", second.transcript()
     assert second.messages() == [PROMPT]  # in particular, no "Waiting for the fingerprint reader"

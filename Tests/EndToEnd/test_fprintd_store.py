@@ -11,7 +11,7 @@ from pathlib import Path
 import harness
 from fprintd_world import (ALICE_PRINT, DEBIAN_PYTHON, ERROR, bus_world, enroll_alice,  # noqa: F401
                            enroll_with_tool, password_success, status, verify_with_tool)
-from harness import PROMPT, now
+from harness import PROMPT
 
 DEVICE = ("virtual_device", "0")  # libfprint's virtual reader: driver, device id
 MAKER = Path(__file__).resolve().parent / "fprintd_print.py"
@@ -175,8 +175,7 @@ def test_a_print_store_that_vanishes_or_cannot_be_written_is_an_error_for_those_
 
     # A store that is missing at start is made again (0700), and enrolling works again.
     daemon.stop()
-    t0 = now()
     world.start_daemon()
-    assert stat.S_IMODE(world.prints.stat().st_mode) == 0o700 and now() - t0 < 10
+    assert stat.S_IMODE(world.prints.stat().st_mode) == 0o700
     again = enroll_with_tool(world, "alice-again", "alice")
     assert again.returncode == 0, again.transcript()

@@ -48,7 +48,10 @@ def enroll_alice(world):
 
 
 @pytest.mark.usefixtures("reader_kind")
-def test_a_print_enrolled_with_a_tpm_is_sealed_on_disk_and_matches_after_a_restart(world):
+def test_a_print_enrolled_with_a_tpm_is_sealed_on_disk_and_opens_after_a_restart(world):
+    """Sealed on disk, matched; after a restart the key is unsealed from its blob again and the file
+    opens: matched again where the reader keeps its prints over a restart, and, on the chip (whose
+    prints libfprint's virtual driver keeps in the daemon's memory), not listed as sealed."""
     with SwTPM(world.dir) as tpm:
         conf = configure(world, tpm)
         daemon = world.start_daemon(config=conf)

@@ -5,10 +5,12 @@ rights from the socket peer's credentials."""
 
 import json
 import os
+import select
 import socket
 import struct
 import subprocess
 import sys
+import time
 
 KIND = {"can_evaluate": 0x01, "evaluate": 0x02, "cancel": 0x03, "enroll": 0x04, "list": 0x05,
         "delete": 0x06, "devices": 0x07, "status": 0x08, "enable": 0x09, "disable": 0x0A,
@@ -22,6 +24,9 @@ TAG = {"user": 1, "policy": 2, "service": 3, "max_tries": 4, "timeout": 5, "loca
 INT_TAGS = {2, 4, 5, 10, 11, 13, 14, 15, 16, 19, 20}
 NAME = {v: k for k, v in TAG.items()}
 KEEPALIVE = 6
+# An answer waited for through keepalives (a password check the PAM stack delays, the readers'
+# first opening, the TPM) comes within the CLI's own bound for a short request (docs/spec.md §6).
+REQUEST_DEADLINE = 45.0
 
 
 def encode(kind, request_id, **fields):
@@ -36,10 +41,17 @@ def encode(kind, request_id, **fields):
     return struct.pack(">I", len(body)) + body
 
 
-def read_frame(sock):
+def read_frame(sock, deadline=None):
+    """One frame; each read waits for what is left until `deadline` (time.monotonic()) when given,
+    else for the socket's own timeout."""
     def exactly(n):
         data = b""
         while len(data) < n:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise socket.timeout("timed out")
+                sock.settimeout(left)
             chunk = sock.recv(n - len(data))
             if not chunk:
                 raise EOFError("daemon closed the connection")
@@ -59,15 +71,21 @@ def read_frame(sock):
                               for k, v in fields.items()}
 
 
-def request(socket_path, kind, timeout=5.0, **fields):
-    """Sends one request; returns (RESULT fields, [progress messages]). Keepalives are skipped."""
+def request(socket_path, kind, timeout=REQUEST_DEADLINE, **fields):
+    """Sends one request; returns (RESULT fields, [progress messages]) once the answer has come,
+    within `timeout` seconds in all. Keepalives are skipped."""
+    deadline = time.monotonic() + timeout
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(timeout)
         s.connect(str(socket_path))
         s.sendall(encode(kind, 7, **fields))
         progress = []
         while True:
-            k, rid, f = read_frame(s)
+            try:
+                k, rid, f = read_frame(s, deadline)
+            except socket.timeout:
+                raise TimeoutError("no answer to %s within %.1f s (progress so far: %r)"
+                                   % (kind, timeout, progress)) from None
             assert rid == 7, "reply for another request id: %r" % rid
             if k == PROGRESS:
                 if f.get("progress") != KEEPALIVE:
@@ -128,6 +146,10 @@ def run_as(user_uid, call):
     return json.loads(out.stdout)
 
 
+# As long as `run_as` gives its child: a flood reads one answer per connection.
+HOLD_DEADLINE = 30.0
+
+
 class hold_as:
     """A child process running as `user_uid` that opens `count` connections (see `flood`) and holds
     them until `release()`; `tally` is what `flood` saw."""
@@ -140,7 +162,12 @@ class hold_as:
         self.proc = subprocess.Popen([SYSTEM_PYTHON, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      text=True, user=user_uid, group=user_uid, extra_groups=[], cwd="/",
                                      env={"PATH": "/usr/bin:/bin"})
-        line = self.proc.stdout.readline()  # the child's only line: it ends when the flood is done
+        # The child's only line, written at once: it ends when the flood is done.
+        if not select.select([self.proc.stdout], [], [], HOLD_DEADLINE)[0]:
+            self.proc.kill()
+            self.proc.wait()
+            raise TimeoutError("the flooding child printed nothing within %.0f s" % HOLD_DEADLINE)
+        line = self.proc.stdout.readline()
         assert line, "the flooding child exited early"
         self.tally = json.loads(line)
 

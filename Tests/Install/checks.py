@@ -17,6 +17,8 @@ def lintian(target, label, limit):
     with tempfile.TemporaryDirectory(prefix="tg-lintian-") as tmp:
         p = m.run(["lintian", "-I", "-E", "--pedantic", "--show-overrides", target], limit=limit, check=False,
                   env=dict(os.environ, TMPDIR=tmp))
+    # 1 is lintian reporting tags (the callers judge them); anything else is lintian not having run.
+    assert p.returncode in (0, 1), "lintian exited %d:\n%s%s" % (p.returncode, p.stdout, p.stderr)
     tags = [line for line in p.stdout.splitlines() if re.match(r"^[EWIPXO]: ", line)]
     m.log("lintian (%s, %.0f s): " % (label, m.now() - t0) + ", ".join(
         "%d %s" % (sum(1 for t in tags if t.startswith(k + ":")), name)
@@ -29,7 +31,8 @@ def lintian(target, label, limit):
 def elf_hardening(path):
     """What readelf shows of a binary's hardening: problems found (an empty list when none)."""
     def readelf(*args):
-        return subprocess.run(["readelf", "-W", *args, path], capture_output=True, text=True, check=True).stdout
+        return subprocess.run(["readelf", "-W", *args, path], capture_output=True, text=True, check=True,
+                              timeout=m.COMMAND_LIMIT).stdout
     problems = []
     segments = re.findall(r"^\s+(LOAD|GNU_STACK|GNU_RELRO)\s.*\s([R ][W ][E ])\s+(?:0x[0-9a-f]+|0)$", readelf("-l"), re.M)
     if not any(kind == "GNU_RELRO" for kind, _ in segments):
