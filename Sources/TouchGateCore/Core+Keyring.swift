@@ -5,8 +5,11 @@ import TouchGateWire
 extension Core {
     /// KEYRING_ENABLE: the login password, checked by the daemon (back-off applies), then sealed
     /// under the machine's key and bound to the user's current prints.
-    public func keyringEnable(user: String, password: String, origin: Origin, caller: Caller) async -> Reply {
+    /// The password is needed from root too (it is what is sealed); another user's account is
+    /// refused before it is looked for, so a client sends none there.
+    public func keyringEnable(user: String, password: String?, origin: Origin, caller: Caller) async -> Reply {
         if let refusal = await authorize(caller, user, .selfOrRoot) { return refusal }
+        guard let password else { return Self.passwordNeeded }
         let ctx = EventContext(user: user, origin: origin, policy: nil, byUID: caller.uid)
         if case .refused(let refusal) = await verifyPassword(ctx, password, renewsKeyring: false) { return refusal }
         guard let snapshot = await currentSnapshot(user) else {

@@ -82,7 +82,7 @@ import TouchGateWire
                 caller: caller)
         case .keyringEnable:
             return await core.keyringEnable(
-                user: try frame.requireString(.user), password: try frame.requireString(.password), origin: origin,
+                user: try frame.requireString(.user), password: frame.string(.password), origin: origin,
                 caller: caller)
         case .keyringRenew:
             return await core.keyringRenew(

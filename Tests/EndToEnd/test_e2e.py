@@ -131,7 +131,8 @@ def test_the_cli_speaks_the_callers_language(world, alice):
         assert other.stderr.strip() == "touchgate: Not permitted", (lang, other)
 
 
-@pytest.mark.parametrize("command", [["enable"], ["enroll", "--finger", "left-thumb"], ["delete", "--all"]])
+@pytest.mark.parametrize("command", [["enable"], ["enroll", "--finger", "left-thumb"], ["delete", "--all"],
+                                     ["keyring", "enable"]])
 def test_another_users_account_is_refused_without_asking_a_password(world, alice, command):
     """The daemon refuses another user's account before any password; the CLI asks for none,
     so nobody is invited to type someone else's password (none is on standard input here)."""
