@@ -117,9 +117,11 @@ public final class Connection: @unchecked Sendable {
     }
 
     /// Sends one frame whole; a peer that stops reading makes it fail after `deadlineMilliseconds`.
+    /// The encoded copy is wiped once sent: a frame may carry a password.
     public func send(_ frame: Frame, deadlineMilliseconds: Int = 2000) throws(ConnectionError) {
-        let bytes: [UInt8]
+        var bytes: [UInt8]
         do { bytes = try frame.encoded() } catch { throw .wire(error) }
+        defer { bytes.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
         pthread_mutex_lock(&sendLock)
         defer { pthread_mutex_unlock(&sendLock) }
         guard !closed else { throw .closed }

@@ -25,7 +25,7 @@ enum PasswordPrompt {
         } else {
             bytes = try readLine(fd: STDIN_FILENO)
         }
-        defer { for i in bytes.indices { bytes[i] = 0 } }
+        defer { bytes.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
         // Enter alone is no password: sent, the daemon would count it as a wrong one.
         guard !bytes.isEmpty else { throw Failure(L("no password given", cli)) }
         guard bytes.count <= WireLimits.maxString else {

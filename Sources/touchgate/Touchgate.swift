@@ -28,11 +28,18 @@ struct Touchgate: ParsableCommand {
             valueName: "path"))
     var socket: String?
 
+    func validate() throws {
+        if socket?.isEmpty == true { throw ValidationError(L("--socket needs a path", cli)) }
+    }
+
     /// The socket to use: --socket, else $TOUCHGATE_SOCKET, else the packaged default.
     var socketPath: String { socket ?? Caller.environment("TOUCHGATE_SOCKET") ?? Caller.defaultSocket }
 
     /// Like `ParsableCommand.main()`, but a `Failure` becomes exactly one `touchgate: …` line.
     static func main() {
+        // A reader that goes away (`monitor | head -1`) is an output error said as such (exit
+        // status 1), not a death by SIGPIPE.
+        signal(SIGPIPE, SIG_IGN)
         do {
             var command = try parseAsRoot()
             try command.run()

@@ -70,10 +70,22 @@ def test_output_that_cannot_be_written_fails_the_command(world, alice):
     assert p.stderr == "touchgate: cannot write the output: No space left on device\n", p.stderr
 
 
-def test_a_monitor_whose_output_cannot_be_written_ends_and_says_so(world, alice):
-    with open("/dev/full", "w") as full:
-        mon = subprocess.Popen([str(harness.TOUCHGATE), "monitor"], stdout=full, stderr=subprocess.PIPE, text=True,
-                               env=harness.cli_env(world))
+@pytest.mark.parametrize("output", ["a full disk", "a closed pipe"])
+def test_a_monitor_whose_output_cannot_be_written_ends_and_says_so(world, alice, output):
+    """Into a full disk, or a pipe whose reader went (`monitor | head -1`): exit 1 and the reason,
+    not a death by SIGPIPE."""
+    if output == "a full disk":
+        with open("/dev/full", "w") as full:
+            mon = subprocess.Popen([str(harness.TOUCHGATE), "monitor"], stdout=full, stderr=subprocess.PIPE,
+                                   text=True, env=harness.cli_env(world))
+        reason = "No space left on device"
+    else:
+        read_end, write_end = os.pipe()
+        os.close(read_end)
+        mon = subprocess.Popen([str(harness.TOUCHGATE), "monitor"], stdout=write_end, stderr=subprocess.PIPE,
+                               text=True, env=harness.cli_env(world))
+        os.close(write_end)
+        reason = "Broken pipe"
     deadline = harness.now() + harness.DEFAULT_WAIT
     while True:
         # A refused remote evaluate is an event: the first one after the subscription ends it.
@@ -84,7 +96,13 @@ def test_a_monitor_whose_output_cannot_be_written_ends_and_says_so(world, alice)
         except subprocess.TimeoutExpired:
             assert harness.now() < deadline, "the monitor went on writing into a full disk"
     assert mon.returncode == 1
-    assert mon.stderr.read() == "touchgate: cannot write the output: No space left on device\n"
+    assert mon.stderr.read() == "touchgate: cannot write the output: %s\n" % reason
+
+
+def test_an_empty_socket_path_is_a_usage_error_not_a_path_too_long(world, daemon):
+    result = world.cli("--socket", "", "devices")
+    assert result.returncode == 64, result
+    assert result.stderr.startswith("Error: --socket needs a path\n"), result
 
 
 def test_an_empty_password_is_refused_by_the_cli_and_costs_no_try(world, alice):
