@@ -114,6 +114,12 @@ extension Core {
         client.show(r.offering(ProgressEvent(.prompt, .placeFinger(swipe: info.isSwipe))))
 
         var failures = 0
+        // Failed matches the prompt's own ending does not record (a match after them, a cancel, a
+        // timeout, a typed password): one fingerprint authenticationFailed outcome, before that
+        // ending's, so each judged finger leaves an audit record (docs/logging.md).
+        func recordFailures() {
+            if failures > 0 { publishOutcome(ctx, method: "fingerprint", outcome: .authenticationFailed, reason: nil) }
+        }
         while true {
             let op = ReaderOperation<ScanResult>()
             reader.verify(
@@ -122,6 +128,7 @@ extension Core {
                 completion: op.completion())
             switch await outcome(of: op, or: prompt) {
             case .second(let interrupt):
+                recordFailures()
                 return ended(by: interrupt)
             case .first(.success(.match(let i))):
                 // A lock, a disable or a deletion made while the prompt listened counts, and so
@@ -130,8 +137,10 @@ extension Core {
                 let moved = seen != seenNow(r.user)
                 if let refusal = await stillAllowed(r, template: templates[i], printsMayHaveMoved: moved) {
                     log.notice("a match no longer allowed: \(refusal.outcome.name)", metadata: ["user": "\(r.user)"])
+                    recordFailures()
                     return .reply(refusal, method: "fingerprint")
                 }
+                recordFailures()
                 do {
                     try await states.update(r.user, .afterReply) {
                         policyEngine.recordFingerprintSuccess($0.stateOrFailClosed(policyEngine), at: clock.now())
@@ -162,6 +171,7 @@ extension Core {
                 client.show(ProgressEvent(.noMatch, .noMatch(triesLeft: maxTries - failures), style: .error))
             case .first(.failure(let failure)):
                 log.notice("reader: \(failure)")
+                recordFailures()
                 return .reply(refusal(for: failure, timeout: timeout), method: "fingerprint")
             }
         }

@@ -28,16 +28,15 @@ extension Core {
             e.failedMatches = s.consecutiveFailedMatches
             e.wrongPasswords = s.consecutiveWrongPasswords
         }
-        // A success or a failed match or password judged something, and each takes a finger or a
-        // password check (one at a time, backed off): always recorded. Any other outcome only to
-        // the limit, the lines left out said in one ordinary line (docs/logging.md).
-        var inJournal = true
-        if outcome != .success && outcome != .authenticationFailed {
-            let note = refusalNotices.admit(RefusalSource(uid: ctx.byUID, user: ctx.user))
-            inJournal = note != nil
-            if let note, !note.isEmpty { log.notice("outcome records of refusals\(note)") }
-        }
-        events.publish(e, inJournal: inJournal)
+        // A success or a failed match or password judged something (the failed match that locks
+        // out too), and each takes a finger or a password check (one at a time, backed off):
+        // always recorded. Any other outcome only to the limit, the lines left out said in one
+        // ordinary line after the last one written (docs/logging.md).
+        let judged =
+            outcome == .success || outcome == .authenticationFailed || (outcome == .biometryLockout && method != nil)
+        let note = judged ? "" : refusalNotices.admit(RefusalSource(uid: ctx.byUID, user: ctx.user))
+        events.publish(e, inJournal: note != nil)
+        if let note, !note.isEmpty { log.notice("outcome records of refusals\(note)") }
     }
 }
 

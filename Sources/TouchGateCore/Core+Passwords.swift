@@ -11,7 +11,7 @@ enum PasswordOutcome: Equatable {
 extension Core {
     /// Checks a password the daemon itself received: back-off first (a locked attempt is not even
     /// checked, so there is no oracle), then PAM on the password pool, bounded by a deadline; every
-    /// answer is recorded before it is returned, and every refusal is published here.
+    /// answer is recorded before it is returned, and published here (a success too).
     /// A right password also renews the user's keyring password, after the reply
     /// (`renewsKeyring: false` for the keyring's own set-up, which seals it itself).
     /// One check per user at a time: checks that overlapped would each pass the back-off before
@@ -64,6 +64,7 @@ extension Core {
                 return refused(Self.storageFailure)
             }
             if renewsKeyring { renewKeyringAfterReply(ctx.user, password) }
+            publishOutcome(ctx, method: "password", outcome: .success, reason: nil)
             return .correct
         case .wrong:
             var backoff: Int64?
@@ -196,14 +197,11 @@ extension Core {
     }
 
     /// The answer to a password typed for biometrics-or-password (at the prompt or after a
-    /// refusal): checked with back-off; a success is published here, a refusal by verifyPassword.
+    /// refusal): checked with back-off (verifyPassword publishes the outcome).
     func answerTypedPassword(_ ctx: EventContext, _ password: String) async -> Reply {
         switch await verifyPassword(ctx, password) {
-        case .correct:
-            publishOutcome(ctx, method: "password", outcome: .success, reason: nil)
-            return .passwordVerified
-        case .refused(let refusal):
-            return refusal  // already published by verifyPassword
+        case .correct: return .passwordVerified
+        case .refused(let refusal): return refusal
         }
     }
 

@@ -145,8 +145,9 @@ import TouchGateWire
             #expect(s.consecutiveFailedMatches == 0)
             #expect(!s.biometryLockedOut)
             #expect(s.consecutiveWrongPasswords == 0)
-            #expect(events.all.count == 1)
+            #expect(events.all.count == 2)
             #expect(events.all.first?.contains(#""event":"unlock""#) == true)
+            #expect(events.all.last?.contains(#""outcome":"success""#) == true)
         }
     }
 
@@ -160,8 +161,8 @@ import TouchGateWire
             _ = await core.verifyPassword(context(), "hunter2-typo")
             _ = await core.verifyPassword(context(), "Tr0ub4dor&3")
 
-            #expect(events.all.count == 2)
-            #expect(bed.audit.all.count >= 2)
+            #expect(events.all.count == 3)  // the wrong one; the right one's unlock and outcome
+            #expect(bed.audit.all.count >= 3)
             for line in events.all + bed.audit.all {
                 #expect(!line.contains("hunter2-typo"), "\(line)")
                 #expect(!line.contains("Tr0ub4dor&3"), "\(line)")

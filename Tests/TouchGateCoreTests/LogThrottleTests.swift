@@ -45,4 +45,29 @@ import TouchGateTestSupport
                 bed.audit.all.contains { $0.hasPrefix("event=outcome user=alice ") && $0.contains("outcome=success") })
         }
     }
+
+    /// The failed match that locks the user out judged a finger: its outcome line is written
+    /// however many refusals came before it.
+    @Test func theFailedMatchThatLocksOutIsRecordedPastTheLimit() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            for _ in 1...4 { _ = try await core.recordFailedMatch(context()) }
+            for _ in 0..<6 {
+                bed.reader.script(.hold)
+                let (cancelled, client, input) = core.startEvaluate()
+                #expect(await client.waitFor(.prompt))
+                input.deliver(.cancel)
+                #expect(await cancelled.value()?.isSuccess == false)
+            }
+            bed.reader.script(.noMatch)
+            let (locked, _, _) = core.startEvaluate()
+            #expect(await locked.value()?.outcome == .biometryLockout)
+            #expect(
+                bed.audit.all.contains {
+                    $0.hasPrefix("event=outcome user=alice ") && $0.contains("method=fingerprint")
+                        && $0.contains("outcome=biometryLockout")
+                })
+        }
+    }
 }

@@ -19,6 +19,23 @@ import TouchGateWire
         }
     }
 
+    /// A password the daemon checks for a request of the user's own is an authentication: its
+    /// outcome is recorded whether it was right or wrong.
+    @Test func thePasswordAUsersEnableIsCheckedWithIsRecordedRightOrWrong() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            let outcomes = {
+                bed.audit.all.filter { $0.hasPrefix("event=outcome user=alice ") && $0.contains("method=password") }
+            }
+            #expect(await core.enable(user: "alice", password: "wrong", origin: Origin(), caller: .alice) != .success())
+            #expect(outcomes().count == 1 && outcomes()[0].contains("outcome=authenticationFailed"))
+            let right = bed.passwords.correctPassword
+            #expect(await core.enable(user: "alice", password: right, origin: Origin(), caller: .alice) == .success())
+            #expect(outcomes().count == 2 && outcomes()[1].contains("outcome=success"))
+        }
+    }
+
     @Test func disableTurnsTheFingerprintOffWithoutDeletingAndEnableBringsItBack() async throws {
         try await withTestBed { bed in
             let core = try bed.makeCore()
