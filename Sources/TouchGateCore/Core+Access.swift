@@ -73,7 +73,7 @@ extension Core {
     }
 
     /// A name a client sent, for a log line: at most 64 bytes of it, each outside a plain set as \xHH.
-    static func shownName(_ user: String) -> String {
+    public static func shownName(_ user: String) -> String {
         user.utf8.count <= 64 ? oneWord(user) : oneWord(String(decoding: user.utf8.prefix(64), as: UTF8.self)) + "..."
     }
 

@@ -87,7 +87,8 @@ public struct JournalLogHandler: LogHandler {
         }
         let fields = JournalFields.fields(message: text, level: event.level, audit: audit, metadata: event.metadata)
         if socket.send(JournalFields.encode(fields)) { return }
-        let line = Array((text + "\n").utf8)
+        // stderr is the journal's stream here: its `<N>` prefix keeps the line's priority.
+        let line = Array(("<\(JournalFields.priority(event.level))>" + text + "\n").utf8)
         _ = line.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
     }
 }

@@ -237,7 +237,8 @@ import TouchGateWire
             let sender = call.sender
             let watch = service.watch(sender) { [weak self] in self?.clientVanished(sender) }
             claim = Claim(sender: sender, username: user, caller: caller, watch: watch)
-            service.core.log.info("device claimed over D-Bus", metadata: ["user": "\(user)", "uid": "\(caller.uid)"])
+            service.core.log.info(
+                "device claimed over D-Bus", metadata: ["user": "\(Core.shownName(user))", "uid": "\(caller.uid)"])
             return .success([])
         }
     }

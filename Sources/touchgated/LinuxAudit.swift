@@ -22,7 +22,7 @@ final class LibauditChannel: AuditChannel {
         let type = r.kind == .userAuth ? AUDIT_USER_AUTH : AUDIT_ANOM_LOGIN_FAILURES
         return audit_log_acct_message(
             fd.withLock { $0 }, type, nil, r.operation, r.account, UInt32.max, r.host, r.address,
-            r.terminal, r.success ? 1 : 0)
+            r.terminal ?? "", r.success ? 1 : 0)  // "", not nil: libaudit would put the daemon's own terminal
     }
 
     func close() {
