@@ -9,6 +9,8 @@ import TouchGateWire
     let verify: Bool
     let input = PromptInput()
     let ended = OneShot<Void>()
+    /// A VerifyStop or EnrollStop is under way: a second one is refused, as fprintd refuses it.
+    var stopping = false
     init(verify: Bool) { self.verify = verify }
 
     /// fprintd's refusal of another action while this one runs (its own words).
@@ -290,9 +292,10 @@ extension FprintDevice {
         guard let running = action else {
             return .failure(.noActionInProgress(verify ? "No verification in progress" : "No enrollment in progress"))
         }
-        guard running.verify == verify else {
+        guard running.verify == verify, !running.stopping else {
             return .failure(.alreadyInUse("Another operation is already in progress"))
         }
+        running.stopping = true
         await running.cancelAndWait()
         if action === running { action = nil }
         return .success([])

@@ -24,8 +24,12 @@ import TouchGateWire
     var claim: Claim?
     /// The verify or enroll running (or finished but not yet stopped, as fprintd keeps it).
     var action: DeviceAction?
-    /// A deletion runs (fprintd's ACTION_DELETE): nothing else starts until it has ended.
-    private(set) var deleting = false
+    /// A deletion runs (fprintd's ACTION_DELETE): nothing else starts until it has ended; a
+    /// second deletion waits for it, except on a reader with its own storage (`delete`).
+    private var deletion: OneShot<Void>?
+    var deleting: Bool { deletion != nil }
+    /// A Release runs: as in fprintd, a call of the claim's meanwhile is another user's.
+    private var releasing = false
     /// fprintd's refusal of a start while an action or a deletion runs; nil when none does.
     var busy: BusError? { action?.busy ?? (deleting ? .alreadyInUse("Delete already in progress") : nil) }
     /// A verify or enrollment of this object's listens on the reader (finger-needed).
@@ -215,7 +219,9 @@ import TouchGateWire
     /// nil when `call` comes from the client that claimed the device and nothing else runs.
     func checkClaimed(_ call: Invocation) -> BusError? {
         guard let claim else { return .claimDevice() }
-        guard claim.sender == call.sender else { return .alreadyInUse("Device already in use by another user") }
+        guard claim.sender == call.sender, !releasing else {
+            return .alreadyInUse("Device already in use by another user")
+        }
         return nil
     }
 
@@ -246,6 +252,8 @@ import TouchGateWire
     private func release(_ call: Invocation) async -> Result<[Variant], BusError> {
         if let e = checkClaimed(call) { return .failure(e) }
         let unplugged = gone
+        releasing = true
+        defer { releasing = false }
         await endClaim()
         // As fprintd answers it (Debian's 1.94.2, and upstream's test_removal_during_enroll): the
         // claim ends and the object goes, but the Release of a reader unplugged meanwhile fails.
@@ -301,9 +309,17 @@ import TouchGateWire
                 }
                 finger = named
             }
-            if let busy { return .failure(busy) }  // the running action named
-            deleting = true
-            defer { deleting = false }
+            // On a reader with its own storage fprintd's deletion waits for the chip, and a second
+            // is refused; elsewhere it deletes in one go, so a second one follows the first.
+            if action != nil || info.hasStorage, let busy { return .failure(busy) }  // what runs, named
+            while let running = deletion { await running.wait() }
+            if let busy { return .failure(busy) }  // one begun meanwhile
+            let mine = OneShot<Void>()
+            deletion = mine
+            defer {
+                deletion = nil
+                mine.set(())
+            }
             return await deletePrints(user, caller, finger: finger)
         }
     }

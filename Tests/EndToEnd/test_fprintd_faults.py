@@ -8,6 +8,7 @@ import pytest
 
 from fprintd_world import (ALICE_PRINT, DEVICE_IFACE, ERROR, bus_daemon, bus_world, enroll_alice,  # noqa: F401
                            status)
+from fprintd_tools import BusError
 from harness import PROMPT
 
 NOT_CLAIMED = (ERROR + "ClaimDevice", "Device was not claimed before use")
@@ -329,3 +330,38 @@ def test_a_reader_that_cannot_identify_names_the_one_finger_it_verifies(alice_en
     root.wait_signal("VerifyStatus", lambda a: a == ["verify-match", True], start=mark)
     root.call("VerifyStop")
     root.call("Release")
+
+
+def outcomes(client, *calls):
+    """Each call's reply, as "ok" or its error's name (the calls sent together, then read)."""
+    answers = []
+    for rid in [client.start(method, *args) for method, args in calls]:
+        try:
+            client.result(rid)
+            answers.append("ok")
+        except BusError as e:
+            answers.append(e.name)
+    return answers
+
+
+def test_calls_sent_together_are_answered_as_fprintd_answers_them(alice_enrolled):
+    """Two deletions of different fingers: both done, the second after the first (fprintd deletes
+    in one go where the reader has no storage of its own; on a chip the second is refused,
+    test_chip_storage). Two VerifyStops, two Releases while a verify runs: one is done, the other
+    refused."""
+    world = alice_enrolled
+    enroll_alice(world, ALICE_PRINT + "-thumb", finger="left-thumb")
+    root = world.root
+    root.call("Claim", "alice")
+    assert outcomes(root, ("DeleteEnrolledFinger", ("right-index-finger",)),
+                    ("DeleteEnrolledFinger", ("left-thumb",))) == ["ok", "ok"]
+    listed = world.cli("list", "--user", "alice").stdout
+    assert "right-index-finger" not in listed and "left-thumb" not in listed, listed
+
+    enroll_alice(world)
+    root.call("VerifyStart", "any")
+    stops = outcomes(root, ("VerifyStop", ()), ("VerifyStop", ()))
+    assert stops[0] == "ok" and stops[1] in (ERROR + "AlreadyInUse", ERROR + "NoActionInProgress"), stops
+    root.call("VerifyStart", "any")
+    releases = outcomes(root, ("Release", ()), ("Release", ()))
+    assert releases[0] == "ok" and releases[1] in (ERROR + "AlreadyInUse", ERROR + "ClaimDevice"), releases
