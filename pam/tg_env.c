@@ -138,8 +138,16 @@ done:
 
 int tg_get_user(pam_handle_t *pamh, const struct tg_options *opt, const char **user)
 {
-    int rc = pam_get_user(pamh, user, NULL);
-    if (rc != PAM_SUCCESS) {
+    int rc;
+    /* noinput asks nothing, not even a name (pam_get_user would ask for one): without the
+     * application's user the fingerprint cannot decide, and the service beside it does. */
+    if (opt->noinput) {
+        *user = tg_pam_string(pamh, PAM_USER);
+        if (*user == NULL) {
+            DEBUG(opt, pamh, "noinput and no PAM_USER: nobody to ask for");
+            return PAM_AUTHINFO_UNAVAIL;
+        }
+    } else if ((rc = pam_get_user(pamh, user, NULL)) != PAM_SUCCESS) {
         DEBUG(opt, pamh, "pam_get_user: %s", pam_strerror(pamh, rc));
         return rc == PAM_CONV_AGAIN ? PAM_INCOMPLETE : rc;
     }

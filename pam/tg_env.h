@@ -22,8 +22,8 @@ const char *tg_pam_string(pam_handle_t *pamh, int item);
  * the name service cannot tell, PAM_BUF_ERR without memory. */
 int tg_lookup_user(const char *user);
 
-/* The user to authenticate (pam_get_user), looked up so that an unknown account is refused
- * before any prompt. */
+/* The user to authenticate (pam_get_user; under noinput PAM_USER only, PAM_AUTHINFO_UNAVAIL when
+ * unset), looked up so that an unknown account is refused before any prompt. */
 int tg_get_user(pam_handle_t *pamh, const struct tg_options *opt, const char **user);
 
 #endif /* TG_ENV_H */

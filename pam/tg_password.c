@@ -23,7 +23,8 @@ enum asked {
 
 /* The module's own terminal reader: "Password: ", echo and signals off (the same tg_tty code as
  * the fingerprint prompt), so Ctrl-C and Ctrl-D are keys with a meaning and the terminal is put
- * back exactly as found whatever ends it. A line begun at the fingerprint prompt goes on. */
+ * back exactly as found whatever ends it. A line begun at the fingerprint prompt goes on, the
+ * terminal still raw from there (tg_tty_raw keeps the termios it saved then). */
 static enum asked ask_on_terminal(struct tg_call *c, struct tg_line *line)
 {
     if (!tg_tty_raw(&c->tty))
@@ -152,6 +153,16 @@ done:
     return end;
 }
 
+/* A reply that answers nothing: said as at the fingerprint prompt, and the password, which nobody
+ * judged, goes on to the password module. */
+static int bad_reply(struct tg_call *c, const char *what, const char *password)
+{
+    pam_syslog(c->pamh, LOG_ERR, "password step: bad reply from touchgated: %s", what);
+    tg_say(c, PAM_ERROR_MSG, tg_text(&c->lang, N_("Fingerprint service error: use your password")));
+    tg_hand_over(c, password);
+    return tg_failure_to_pam(TG_FAIL_MALFORMED_REPLY);
+}
+
 /* The daemon's judgement of the password: PAM code, message shown, password handed on or not. */
 static int judge(struct tg_call *c, const struct tg_frame *frame, const char *password)
 {
@@ -159,11 +170,8 @@ static int judge(struct tg_call *c, const struct tg_frame *frame, const char *pa
     int32_t code;
     int32_t flags = 0;
 
-    if (!tg_frame_int(frame, TG_TAG_CODE, &code)) {
-        pam_syslog(c->pamh, LOG_ERR, "bad reply from touchgated: result without CODE");
-        tg_hand_over(c, password);
-        return tg_failure_to_pam(TG_FAIL_MALFORMED_REPLY);
-    }
+    if (!tg_frame_int(frame, TG_TAG_CODE, &code))
+        return bad_reply(c, "result without CODE", password);
     tg_frame_int(frame, TG_TAG_FLAGS, &flags); /* absent: 0, every flag "no" */
     int rc = tg_outcome_to_pam(code, flags);
     if (code == TG_ERR_BUSY)
@@ -231,11 +239,7 @@ int tg_password_step(struct tg_call *c, struct tg_line *typed)
         rc = tg_outcome_to_pam(TG_ERR_USER_FALLBACK, 0);
         break;
     case BAD_ANSWER:
-        pam_syslog(c->pamh, LOG_ERR, "password step: bad reply from touchgated");
-        tg_say(c, PAM_ERROR_MSG,
-               tg_text(&c->lang, N_("Fingerprint service error: use your password")));
-        tg_hand_over(c, line.buf);
-        rc = tg_failure_to_pam(TG_FAIL_MALFORMED_REPLY);
+        rc = bad_reply(c, "malformed or unexpected frame", line.buf);
         break;
     case NO_ANSWER:
         /* AUTHINFO_UNAVAIL with the password handed on: a daemon that died since the refusal

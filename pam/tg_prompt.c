@@ -36,15 +36,19 @@ static void keep_password(struct prompt *p, const char *why)
  * any other end leaves it to be finished at the terminal (tg_prompt_run), or its rest would be read
  * next as a password of its own. One already too long to send stays so: finished, it is refused as
  * any overlong line is, and nothing of it is sent. Before the terminal is put back. A line sent as
- * a password is not this one's to settle. */
+ * a password is not this one's to settle. At a match, keys typed but not read yet (the match is
+ * read first, or came while a message was shown) are a line too: a whole password may wait there,
+ * and the shell would read it next. After any other end the password reader that follows reads
+ * them, as it should. */
 static void settle_line(struct prompt *p, bool matched)
 {
-    if (!p->keys || p->password_sent || p->line.len == 0)
+    if (!p->keys || p->password_sent)
         return;
     if (matched) {
-        tg_tty_drop_line(&p->c->tty, tg_deadline_after(DROP_CAP_MS), DROP_IDLE_MS);
+        if (p->line.len > 0 || tg_tty_pending(&p->c->tty))
+            tg_tty_drop_line(&p->c->tty, tg_deadline_after(DROP_CAP_MS), DROP_IDLE_MS);
         tg_line_wipe(&p->line);
-    } else {
+    } else if (p->line.len > 0) {
         p->typing = true;
     }
 }
@@ -121,8 +125,9 @@ static int on_result(struct prompt *p, const struct tg_frame *frame)
     tg_frame_int(frame, TG_TAG_FLAGS, &flags); /* absent: 0, every flag "no" */
     bool by_password = (flags & TG_FLAG_BY_PASSWORD) != 0;
     settle_line(p, code == TG_OK && !by_password);
-    tg_prompt_finish_keys(
-        p); /* the daemon decided: the terminal is put back before anything is shown */
+    /* The daemon decided: the terminal is put back before anything is shown (but for a line
+     * that goes on, see tg_prompt_finish_keys). */
+    tg_prompt_finish_keys(p);
     if (code == TG_ERR_BUSY) {
         tg_say(p->c, PAM_ERROR_MSG, tg_busy_text(p->c)); /* too many connections: our own words */
     } else if (code != TG_OK && tg_frame_string(frame, TG_TAG_MESSAGE, text, sizeof(text))) {
@@ -248,7 +253,7 @@ int tg_prompt_run(struct tg_call *c, bool *ask_password, struct tg_line *typed)
     int rc = tg_evaluate_start(c, p.id, &p.sock);
     if (rc == PAM_SUCCESS)
         rc = await_result(&p);
-    tg_prompt_finish_keys(&p); /* the terminal exactly as it was found, whatever ended the prompt */
+    tg_prompt_finish_keys(&p); /* the terminal as found, whatever ended it (a line aside) */
     tg_line_wipe(typed);
     if (p.typing) {
         *typed = p.line;

@@ -11,7 +11,9 @@
  * runs the password step (tg_password.h) instead of returning. A password being typed at the
  * terminal when the daemon refused is left in *typed (else it is empty): the rest of it is still
  * to come, and whatever reads the terminal next must not take that rest for a password of its
- * own; the caller goes on with it (tg_password_step, tg_password_finish) and wipes it. */
+ * own; the caller goes on with it (tg_password_step, tg_password_finish) and wipes it. The terminal
+ * is then left raw, so nothing typed meanwhile is echoed: their reader, or tg_tty_close, puts it
+ * back. */
 int tg_prompt_run(struct tg_call *c, bool *ask_password, struct tg_line *typed);
 
 #endif /* TG_PROMPT_H */

@@ -8,14 +8,18 @@
 
 #define CANCEL_DEADLINE_MS 200 /* a CANCEL is a courtesy: closing the socket cancels too */
 
-/* Ends the terminal part: the owed newline, then the exact termios as found. Safe to repeat. */
+/* Ends the terminal part: the owed newline, then the exact termios as found. Safe to repeat.
+ * A line still being typed (p->typing) goes on at the password reader, so the terminal stays as
+ * it is, without echo: the refusal may take a while to show, and keys typed meanwhile must not
+ * appear on the screen. The password reader, or tg_tty_close on any other way out, puts it back. */
 void tg_prompt_finish_keys(struct prompt *p)
 {
     if (p->line_open)
         tg_tty_write(&p->c->tty, "\n"); /* the terminal's next prompt starts on a fresh line */
     p->line_open = false;
     p->keys = false;
-    tg_tty_restore(&p->c->tty);
+    if (!p->typing)
+        tg_tty_restore(&p->c->tty);
 }
 
 /* A message while the prompt goes on; false when the conversation failed. */

@@ -23,13 +23,14 @@ struct prompt {
     bool password_sent;  /* a PASSWORD went out: the RESULT judges it */
     bool takes_password; /* the daemon said a password typed at this prompt is sent to it */
     bool ask_password;   /* the RESULT asks for the password step */
-    bool typing;         /* ended, not by a match, mid-password: the line goes on */
+    bool typing;         /* ended, not by a match, mid-password: the line goes on (raw still) */
     struct tg_line line; /* the typed password, wiped on every way out */
 };
 
 #define DEBUG(p, ...) TG_DEBUG((p)->c->opt, (p)->c->pamh, __VA_ARGS__)
 
-/* Ends the terminal part: the owed newline, then the exact termios as found. Safe to repeat. */
+/* Ends the terminal part: the owed newline, then the exact termios as found (left raw while a line
+ * still being typed goes on at the password reader). Safe to repeat. */
 void tg_prompt_finish_keys(struct prompt *p);
 
 /* A message while the prompt goes on; false when the conversation failed. */

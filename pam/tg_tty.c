@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "tg_client.h"
+#include "tg_codec.h"
 
 #define KEY_CTRL_C    0x03
 #define KEY_CTRL_D    0x04
@@ -89,6 +90,15 @@ enum tg_tty_read tg_tty_read_key(const struct tg_tty *t, uint8_t *key)
     return TG_TTY_GONE;
 }
 
+bool tg_tty_pending(const struct tg_tty *t)
+{
+    struct pollfd pfd = { .fd = t->fd, .events = POLLIN };
+    int n;
+    while ((n = poll(&pfd, 1, 0)) < 0 && errno == EINTR)
+        ;
+    return n == 1 && (pfd.revents & POLLIN) != 0;
+}
+
 void tg_tty_write(const struct tg_tty *t, const char *text)
 {
     size_t len = strlen(text);
@@ -109,12 +119,17 @@ void tg_line_wipe(struct tg_line *line)
     explicit_bzero(line, sizeof(*line));
 }
 
-/* Removes the last character: a UTF-8 sequence's continuation bytes, then its first byte. */
+/* Removes the last character: a whole UTF-8 sequence (up to three continuation bytes and the
+ * first byte before them, valid together), else one byte. In an 8-bit charset 0x80-0xBF are
+ * characters of their own ("£°" in Latin-1), not pieces of the character before them. */
 static void erase_last(struct tg_line *line)
 {
-    while (line->len > 0 && ((uint8_t)line->buf[line->len - 1] & 0xC0) == 0x80)
-        line->buf[--line->len] = '\0';
-    if (line->len > 0)
+    size_t n = 1;
+    while (n < 4 && n < line->len && ((uint8_t)line->buf[line->len - n] & 0xC0) == 0x80)
+        n++;
+    if (n > 1 && tg_string_check((const uint8_t *)line->buf + line->len - n, n) != TG_CODEC_OK)
+        n = 1;
+    while (n-- > 0 && line->len > 0)
         line->buf[--line->len] = '\0';
 }
 

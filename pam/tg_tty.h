@@ -41,6 +41,9 @@ enum tg_tty_read {
 /* Reads one byte, never more: input after an Enter stays queued for whoever reads next. */
 enum tg_tty_read tg_tty_read_key(const struct tg_tty *t, uint8_t *key);
 
+/* Whether a key waits to be read, without waiting for one. */
+bool tg_tty_pending(const struct tg_tty *t);
+
 /* Best effort, never blocks (opened O_NONBLOCK): output stopped with ^S loses the text. */
 void tg_tty_write(const struct tg_tty *t, const char *text);
 
@@ -77,8 +80,8 @@ enum tg_line_end {
 enum tg_line_end tg_tty_read_line(const struct tg_tty *t, struct tg_line *line, uint64_t deadline,
                                   int idle_ms);
 
-/* After a match while a password was being typed: the rest of that line, up to its Enter, is read
- * and dropped, so it never reaches what reads the terminal next (a shell would run it and keep it
+/* After a match while a password was being typed (or keys wait unread): the rest of that line, up
+ * to its Enter, is read and dropped, so it never reaches what reads the terminal next (a shell would run it and keep it
  * in its history). Ends as tg_tty_read_line does, after idle_ms without a key or at `deadline`.
  * The terminal must be raw. */
 void tg_tty_drop_line(const struct tg_tty *t, uint64_t deadline, int idle_ms);

@@ -45,6 +45,7 @@ enum behaviour {
     PASSWORD_BACKOFF,  /* passwordBackoff "backoff" SECONDS 60 */
     PASSWORD_NOT_SET,  /* passwordNotSet "passwordNotSet" */
     PASSWORD_INTERNAL, /* TG_ERR_INTERNAL "passwordService" */
+    PASSWORD_NO_CODE,  /* a RESULT without CODE (a malformed reply) */
 };
 
 #define FAKE_MAX_CONNS 3

@@ -278,6 +278,15 @@ static void test_noinput(void)
     CHECK(r.shown.n == 1, "conversation error: %d conversation calls", r.shown.n);
     CHECK(sv.conn[0].saw_close, "conversation error: the daemon saw no hang-up");
 
+    /* noinput asks for nothing, not even a user name: without PAM_USER the module gives way at
+     * once (the conversation would answer, and nothing may be asked of it). */
+    struct run_setup answers = { .wait_fd = -1, .answer = "root" };
+    write_service("tg-noinput-absent", "socket=/nonexistent/touchgate/touchgated.sock noinput");
+    fake_run_pam(&env, "tg-noinput-absent", NULL, &answers, &r);
+    CHECK(r.rc == PAM_AUTHINFO_UNAVAIL, "noinput without a user: %d", r.rc);
+    CHECK(r.shown.n == 0 && r.shown.prompts == 0, "noinput without a user: %d prompts, first '%s'",
+          r.shown.prompts, r.shown.text[0]);
+
     /* Without a terminal there is no need for the option. */
     run_against(&sv, PROMPT_THEN_MATCH, "tg-server", NULL, &r);
     CHECK(r.rc == PAM_SUCCESS && r.shown.n == 1, "no terminal: %d, %d messages", r.rc, r.shown.n);

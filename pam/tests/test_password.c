@@ -224,6 +224,15 @@ static void test_daemon_fails_after_the_refusal(void)
           "unsolicited success: '%s'", r.shown.text[2]);
     CHECK(r.has_authtok && strcmp(r.authtok, PASSWORD) == 0,
           "unsolicited success: PAM_AUTHTOK '%s'", r.authtok);
+
+    /* A RESULT without CODE answers nothing: said as every other bad reply is, never silently. */
+    two_steps(&sv, ASK_LOCKOUT, PASSWORD_NO_CODE, &setup, &r);
+    CHECK(r.rc == PAM_SYSTEM_ERR, "no code: %d", r.rc);
+    CHECK(r.shown.n == 3 && r.shown.style[2] == PAM_ERROR_MSG &&
+              strcmp(r.shown.text[2], TEXT_SERVICE_ERROR) == 0,
+          "no code: %d messages, last '%s'", r.shown.n, r.shown.text[r.shown.n - 1]);
+    CHECK(r.has_authtok && strcmp(r.authtok, PASSWORD) == 0, "no code: PAM_AUTHTOK '%s'",
+          r.authtok);
 }
 
 /* A password that is not UTF-8 cannot be sent: nothing reaches the daemon, no "service error" (the

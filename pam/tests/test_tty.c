@@ -273,6 +273,29 @@ static void test_match_mid_password_drops_its_rest(void)
     CHECK(strstr(o.after, "ter2") == NULL, "match mid-password: echoed: '%s'", o.after);
 }
 
+/* A match read while keys typed before it still wait unread (the person typed a whole password
+ * while a note was shown): they were the prompt's, and none of them reaches what reads the
+ * terminal next; a line typed ahead after their Enter does. */
+static void test_match_with_keys_unread(void)
+{
+    struct daemon d = { .act = MATCH_ON_GO, .note = TEXT_KEYRING };
+    struct outcome o;
+    struct script s = { "tg-tty-bio", TEXT_HINT_BIO, "", "" };
+
+    child_reads_leftover = true;
+    conv_waits_for = then_wait_for = TEXT_KEYRING;
+    then_keys = "hunter2\rnext\n";
+    run_tty(&s, &d, &o);
+    then_keys = conv_waits_for = NULL;
+    child_reads_leftover = false;
+    expect_restored(&o, "match with keys unread");
+    CHECK(o.rep.rc == PAM_SUCCESS, "match with keys unread: %d", o.rep.rc);
+    CHECK(!o.rep.has_authtok, "match with keys unread: PAM_AUTHTOK set");
+    CHECK(strcmp(o.rep.leftover, "next\n") == 0, "match with keys unread: the client read '%s'",
+          o.rep.leftover);
+    CHECK(strstr(o.after, "hunter2") == NULL, "match with keys unread: echoed: '%s'", o.after);
+}
+
 static void test_daemon_gone(void)
 {
     struct daemon d = { .act = HANG_UP_ON_GO };
@@ -334,6 +357,7 @@ int main(int argc, char **argv)
         test_match_while_idle();
         test_match_while_typing();
         test_match_mid_password_drops_its_rest();
+        test_match_with_keys_unread();
         test_daemon_gone();
         test_daemon_silent();
         test_noinput_on_terminal();

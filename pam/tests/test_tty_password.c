@@ -102,10 +102,14 @@ static enum tg_key_action type(struct tg_line *line, const char *keys)
 
 /* A refusal while a password is half-typed at the fingerprint prompt: the rest of it is not a
  * password of its own. The password step goes on with the line, or, when the daemon asks no
- * password, the whole line is handed to the password module that follows. */
-static void test_refused_while_typing(bool asks)
+ * password, the whole line is handed to the password module that follows. The rest is typed at
+ * "Password: ", or while the refusal is still being shown (a slow conversation): not echoed either
+ * way. */
+static void test_refused_while_typing(bool asks, bool during_refusal)
 {
-    const char *name = asks ? "refused while typing, password step" : "refused while typing";
+    char name[96];
+    snprintf(name, sizeof(name), "refused while typing%s%s", asks ? ", password step" : "",
+             during_refusal ? ", rest typed during the refusal" : "");
     struct daemon d = { .act = REFUSE_ON_GO,
                         .refusal = asks ? TG_ERR_AUTHENTICATION_FAILED : TG_ERR_TIMEOUT,
                         .refusal_flags = asks ? TG_FLAG_ASK_PASSWORD : 0,
@@ -114,10 +118,11 @@ static void test_refused_while_typing(bool asks)
     struct outcome o;
     struct script s = { "tg-tty-bop", TEXT_HINT_BOP, "hun", TEXT_TYPING };
 
-    then_wait_for = TEXT_PASSWORD;
+    then_wait_for = during_refusal ? TEXT_REFUSED : TEXT_PASSWORD;
+    conv_waits_for = during_refusal ? TEXT_REFUSED : NULL;
     then_keys = "ter2\r";
     run_tty(&s, &d, &o);
-    then_keys = NULL;
+    then_keys = conv_waits_for = NULL;
     expect_restored(&o, name);
     CHECK(strstr(o.after, TEXT_REFUSED) != NULL &&
               strstr(o.after, TEXT_REFUSED) < strstr(o.after, TEXT_PASSWORD),
@@ -136,27 +141,30 @@ static void test_refused_while_typing(bool asks)
     }
 }
 
-/* The daemon fails while a password is half-typed (it hangs up, or goes silent past its deadline):
- * the line is finished at the terminal and handed to the password module whole, and nothing of it
- * is left for the next program to read as a password of its own. */
-static void test_daemon_fails_while_typing(enum daemon_act act, const char *name)
+/* The daemon fails while a password is half-typed (it hangs up, goes silent past its deadline, or
+ * sends a reply the module cannot read): the line is finished at the terminal and handed to the
+ * password module whole, and nothing of it is left for the next program to read as a password of
+ * its own. Its rest is typed while the failure is shown by a slow conversation: not echoed. */
+static void test_daemon_fails_while_typing(enum daemon_act act, const char *said, int rc,
+                                           const char *name)
 {
     struct daemon d = { .act = act };
     struct outcome o;
     struct script s = { "tg-tty-bop", TEXT_HINT_BOP, "hun", TEXT_TYPING };
 
     child_reads_leftover = true;
-    then_wait_for = TEXT_NOT_RESPONDING;
+    conv_waits_for = then_wait_for = said;
     then_keys = "ter2\r";
     run_tty(&s, &d, &o);
-    then_keys = NULL;
+    then_keys = conv_waits_for = NULL;
     child_reads_leftover = false;
     expect_restored(&o, name);
-    CHECK(o.rep.rc == PAM_AUTHINFO_UNAVAIL, "%s: %d", name, o.rep.rc);
+    CHECK(o.rep.rc == rc, "%s: %d", name, o.rep.rc);
     CHECK(o.rep.has_authtok && strcmp(o.rep.authtok, "hunter2") == 0, "%s: PAM_AUTHTOK '%s'", name,
           o.rep.has_authtok ? o.rep.authtok : "");
     CHECK(strstr(o.rep.leftover, "ter2") == NULL, "%s: left for the next program: '%s'", name,
           o.rep.leftover);
+    CHECK(strstr(o.after, "ter2") == NULL, "%s: echoed: '%s'", name, o.after);
 }
 
 /* A line already too long to send when the refusal comes: finished, it is refused as any overlong
@@ -200,6 +208,22 @@ static void test_line_editor(void)
     type(&line, "x\xc3\xa9");
     CHECK(tg_line_key(&line, 0x7f) == TG_KEY_NONE && strcmp(line.buf, "x") == 0,
           "DEL of a UTF-8 character left '%s'", line.buf);
+    /* In an 8-bit charset (Latin-1 "£°"), bytes 0x80-0xBF are characters of their own: one DEL
+     * takes one, unless the bytes before it make a whole UTF-8 sequence with it. */
+    type(&line, "\x15pa\xa3\xb0");
+    CHECK(tg_line_key(&line, 0x7f) == TG_KEY_NONE && strcmp(line.buf, "pa\xa3") == 0,
+          "DEL of an 8-bit character left '%s'", line.buf);
+    type(&line, "\x15\xc3\xa9\xa9");
+    CHECK(tg_line_key(&line, 0x7f) == TG_KEY_NONE && strcmp(line.buf, "\xc3\xa9") == 0,
+          "DEL of a byte after a whole UTF-8 sequence left '%s'", line.buf);
+    CHECK(tg_line_key(&line, 0x7f) == TG_KEY_NONE && line.len == 0,
+          "DEL of the UTF-8 sequence left '%s'", line.buf);
+    type(&line, "x\xe2\x82\xac\xf0\x9f\x94\x91"); /* "x€🔑" */
+    CHECK(type(&line, "\x7f\x7f") == TG_KEY_NONE && strcmp(line.buf, "x") == 0,
+          "DEL of 3- and 4-byte UTF-8 characters left '%s'", line.buf);
+    type(&line, "\x15\xe2\x82"); /* a sequence cut short: its bytes go one by one */
+    CHECK(tg_line_key(&line, 0x7f) == TG_KEY_NONE && strcmp(line.buf, "\xe2") == 0,
+          "DEL of a cut-short sequence left '%s'", line.buf);
     CHECK(type(&line, "\x15") == TG_KEY_NONE && line.len == 0, "Ctrl-U");
     CHECK(type(&line, "p w\t\n") == TG_KEY_SUBMIT && strcmp(line.buf, "p w\t") == 0, "submit '%s'",
           line.buf);
@@ -226,10 +250,16 @@ int main(int argc, char **argv)
         test_password_step_wrong();
         test_password_step_cancelled();
         test_password_step_in_chinese();
-        test_refused_while_typing(true);
-        test_refused_while_typing(false);
-        test_daemon_fails_while_typing(HANG_UP_ON_GO, "daemon hung up while typing");
-        test_daemon_fails_while_typing(GO_SILENT, "daemon silent while typing");
+        test_refused_while_typing(true, false);
+        test_refused_while_typing(false, false);
+        test_refused_while_typing(true, true);
+        test_refused_while_typing(false, true);
+        test_daemon_fails_while_typing(HANG_UP_ON_GO, TEXT_NOT_RESPONDING, PAM_AUTHINFO_UNAVAIL,
+                                       "daemon hung up while typing");
+        test_daemon_fails_while_typing(GO_SILENT, TEXT_NOT_RESPONDING, PAM_AUTHINFO_UNAVAIL,
+                                       "daemon silent while typing");
+        test_daemon_fails_while_typing(NO_CODE_ON_GO, TEXT_SERVICE_ERROR, PAM_SYSTEM_ERR,
+                                       "bad reply while typing");
         test_overlong_line_refused_while_typing();
         tty_bed_teardown();
     }

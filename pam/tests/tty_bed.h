@@ -27,6 +27,8 @@
 #define TEXT_HINT_BIO_ZH    "（或按回车键使用密码）"
 #define TEXT_TYPING         "(typing password — press Enter)"
 #define TEXT_NOT_RESPONDING "Fingerprint service not responding: use your password"
+#define TEXT_SERVICE_ERROR  "Fingerprint service error: use your password"
+#define TEXT_KEYRING        "Keyring not unlocked: type your password once"
 #define TEXT_WRONG          "Wrong password"
 #define TEXT_QUEUED         "Waiting for the fingerprint reader (1 ahead in the queue)"
 #define TEXT_LOCKED         "Fingerprint locked after 5 failed attempts: enter your password"
@@ -54,6 +56,9 @@ struct child_report {
 
 /* Set before the fork: the child reads the terminal after pam_authenticate. */
 static bool child_reads_leftover;
+/* Set before the fork: a message with this text is shown by a slow conversation, which returns
+ * only once a key can be read from the terminal (the test types while it is shown; 5 s at most). */
+static const char *conv_waits_for;
 
 /* Shows messages on the terminal as a console client does (misc_conv style). */
 static inline int tty_conv(int num, const struct pam_message **msg, struct pam_response **resp,
@@ -72,6 +77,10 @@ static inline int tty_conv(int num, const struct pam_message **msg, struct pam_r
         if (write(fd, msg[i]->msg, strlen(msg[i]->msg)) < 0 || write(fd, "\n", 1) < 0) {
             free(r);
             return PAM_CONV_ERR;
+        }
+        if (conv_waits_for != NULL && strcmp(msg[i]->msg, conv_waits_for) == 0) {
+            struct pollfd pfd = { .fd = 0, .events = POLLIN };
+            poll(&pfd, 1, 5000);
         }
     }
     *resp = r;

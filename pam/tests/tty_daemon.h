@@ -7,13 +7,15 @@
 
 enum daemon_act {
     ANSWER_INPUT,  /* PROMPT, then waits for the client's next frame; a PASSWORD gets `answer` */
-    MATCH_ON_GO,   /* PROMPT, then RESULT TG_OK when the test says go */
+    MATCH_ON_GO,   /* PROMPT, then RESULT TG_OK when the test says go (with `note`, a NOTE just
+                    * before it, as the keyring's) */
     HANG_UP_ON_GO, /* PROMPT, then closes the connection when the test says go */
     GO_SILENT,     /* PROMPT, then nothing at all (no keepalives) until the client hangs up */
     ASK_PASSWORD,  /* no PROMPT: RESULT lockout with ASK_PASSWORD; then a VERIFY_PASSWORD, if one
                     * comes before the test's "go", gets `answer` */
     REFUSE_ON_GO,  /* PROMPT, then RESULT `refusal` with `refusal_flags` when the test says go;
                     * with ASK_PASSWORD among them, a VERIFY_PASSWORD then gets `answer` */
+    NO_CODE_ON_GO, /* PROMPT, then a RESULT without CODE (a malformed reply) when the test says go */
 };
 
 struct daemon {
@@ -26,6 +28,7 @@ struct daemon {
     bool unjudged;          /* a password's answer lacks BY_PASSWORD (as from an older daemon) */
     int32_t refusal;        /* REFUSE_ON_GO: the RESULT's code, */
     int32_t refusal_flags;  /* and its FLAGS */
+    const char *note;       /* MATCH_ON_GO: a NOTE's text sent before the RESULT, or NULL */
     enum { ANSWERS, HANGS_UP, FALLS_SILENT } after_password; /* what a PASSWORD gets */
     int listen_fd;
     int go[2]; /* pipe: the test's "go" */
@@ -154,8 +157,20 @@ static inline void *daemon_main(void *arg)
         answer_input(d, fd, id);
         break;
     case MATCH_ON_GO:
-        if (wait_go(d))
-            fake_result(fd, id, TG_OK, NULL, "Fingerprint recognised");
+        if (!wait_go(d))
+            break;
+        if (d->note != NULL)
+            fake_progress(fd, id, TG_PROGRESS_NOTE, TG_STYLE_INFO, d->note);
+        fake_result(fd, id, TG_OK, NULL, "Fingerprint recognised");
+        break;
+    case NO_CODE_ON_GO:
+        if (wait_go(d)) {
+            uint8_t buf[TG_FRAME_BUFFER];
+            struct tg_writer w;
+            tg_writer_init(&w, buf, sizeof(buf), TG_KIND_RESULT, id);
+            tg_put_string(&w, TG_TAG_MESSAGE, TEXT_REFUSED);
+            fake_send(fd, &w);
+        }
         break;
     case REFUSE_ON_GO:
         if (!wait_go(d))
