@@ -30,6 +30,7 @@ extension Core {
                 return .failure(refusal(for: .removed, timeout: 0))
             }
             await makeRoomForReplacement(user: user, finger: finger, on: served)
+            await clearStorageBeforeFirstEnrollment(served)
             let scans = info.enrollScans
             client.show(ProgressEvent(.prompt, .enrollPrompt(finger: finger, stages: scans)))
             // A reader that can identify spends the first scan on refusing a finger already
@@ -116,6 +117,26 @@ extension Core {
         // shown once they are done (a deadline as for a full reader's reclaim).
         if await deletedFromReader(served.reader, held, within: Self.readerReclaimMilliseconds) {
             log.info("replacing \(finger.rawValue): the reader's own copy of the old print is deleted")
+        }
+    }
+
+    /// A reader whose own storage cannot be listed may hold prints no user here owns (an earlier
+    /// installation's), which no full chip's reclaim can find: before the first print of this
+    /// reader is enrolled, its storage is cleared, as fprintd clears it. Only when the store says
+    /// for certain it holds no print of this reader: one it cannot read may be on the chip.
+    private func clearStorageBeforeFirstEnrollment(_ served: ServedReader) async {
+        guard served.info.hasStorage, !served.info.listsStorage,
+            let every = try? await prints.everyTemplate(device: served.info.deviceKey), every.isEmpty
+        else { return }
+        let log = self.log
+        let cleared = await Self.result(
+            within: Self.readerReclaimMilliseconds,
+            { done in served.reader.clearStorage { why in CoreLoop.shared.post { done(why) } } },
+            late: { why in log.notice("the reader cleared its storage late: \(why ?? "done")") })
+        switch cleared {
+        case nil: log.error("the reader did not clear its storage within \(Self.readerReclaimMilliseconds) ms")
+        case nil?: log.notice("cleared the reader's own storage before its first enrollment")
+        case let why??: log.notice("cannot clear the reader's own storage before its first enrollment: \(why)")
         }
     }
 

@@ -18,6 +18,8 @@ public struct ReaderInfo: Sendable, Equatable {
     /// A match-on-chip reader that keeps its own copy of each print it enrolled (libfprint's
     /// storage feature): a deletion deletes that copy too.
     public var hasStorage = false
+    /// Whether such a reader can list what its storage holds (libfprint's storage-list feature).
+    public var listsStorage = false
 
     /// Scans an enrollment takes: the driver's stages, and on a reader that can identify one more
     /// first, which checks that the finger is not enrolled already (fprintd counts it the same way).
@@ -140,6 +142,10 @@ public protocol FingerprintReader: AnyObject, Sendable {
     /// install's), as fprintd does; `completion` tells whether one was deleted.
     func deleteOnePrintNotIn(_ owned: [[UInt8]], completion: @escaping @Sendable (Bool) -> Void)
 
+    /// Match-on-chip readers: deletes every print the reader's own storage holds; `completion`
+    /// gets nil when done, else why not.
+    func clearStorage(completion: @escaping @Sendable (String?) -> Void)
+
     /// One scan identified against every print of `gallery` (which may be empty), on a reader that
     /// can identify: the first scan of an enrollment. Retry hints restart the wait; no timeout.
     /// `.match(i)` is an index into `gallery`. With `wholeGallery` (it holds every print the store
@@ -167,6 +173,7 @@ extension FingerprintReader {
     public func deleteOnePrintNotIn(_ owned: [[UInt8]], completion: @escaping @Sendable (Bool) -> Void) {
         completion(false)
     }
+    public func clearStorage(completion: @escaping @Sendable (String?) -> Void) { completion(nil) }
 }
 
 /// Every reader the daemon serves: libfprint's whole list, and the ones plugged in later.

@@ -99,9 +99,25 @@ extension LibfprintReader {
         }
     }
 
-    /// On the reader thread: what a match-on-chip reader holds now.
+    public func clearStorage(completion: @escaping @Sendable (String?) -> Void) {
+        submit { [self] in
+            guard let dev = device else { return completion("the reader is closed") }
+            guard tgfp_device_has_storage(dev) != 0 else { return completion(nil) }
+            var error: UnsafeMutablePointer<GError>?
+            guard tgfp_device_clear_storage_sync(dev, nil, &error) != 0 else {
+                defer { g_error_free(error) }
+                return completion(Self.message(error))
+            }
+            readChipPrints()
+            completion(nil)
+        }
+    }
+
+    /// On the reader thread: what a match-on-chip reader holds now (not known where it cannot list).
     func readChipPrints() {
-        guard let dev = device, tgfp_device_has_storage(dev) != 0 else { return setChipPrints(nil) }
+        guard let dev = device, tgfp_device_has_storage(dev) != 0,
+            tgfp_device_has_feature(dev, FP_DEVICE_FEATURE_STORAGE_LIST) != 0
+        else { return setChipPrints(nil) }
         var error: UnsafeMutablePointer<GError>?
         guard let list = tgfp_device_list_prints_sync(dev, nil, &error) else {
             log("cannot list the prints on the reader: \(Self.message(error))")

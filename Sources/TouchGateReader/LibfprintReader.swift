@@ -52,6 +52,7 @@ public final class LibfprintReader: FingerprintReader, Sendable {
             supportsIdentify: tgfp_device_has_feature(dev, FP_DEVICE_FEATURE_IDENTIFY) != 0,
             isSwipe: tgfp_device_get_scan_type(dev) == FP_SCAN_TYPE_SWIPE)
         info.hasStorage = tgfp_device_has_storage(dev) != 0
+        info.listsStorage = tgfp_device_has_feature(dev, FP_DEVICE_FEATURE_STORAGE_LIST) != 0
         info.fingerWanted = tgfp_device_get_finger_status(dev).rawValue & FP_FINGER_STATUS_NEEDED.rawValue != 0
         current.withLock { $0 = info }
         readChipPrints()

@@ -237,3 +237,25 @@ def test_nothing_starts_on_the_device_while_a_deletion_runs(reader_kind, bus_wor
         if len(refused) == len(calls):
             break
     assert refused == {method for method, _, _ in calls}
+
+
+@pytest.mark.parametrize("reader_kind", ["virtual_device_storage"])
+def test_a_chip_that_cannot_list_its_prints_is_cleared_before_its_first_enrollment(reader_kind, world):
+    """As fprintd's EnrollStart: a chip that cannot list what it holds may hold an earlier
+    installation's prints, which no full chip's reclaim could find. Before the first print of that
+    reader is enrolled here, it is cleared; once the store has one, nothing on it is touched."""
+    # libfprint's virtual chip without the listing feature: the same driver on its own variable.
+    world.start_daemon(prefix=["env", "-u", "FP_VIRTUAL_DEVICE_STORAGE",
+                               "FP_VIRTUAL_DEVICE_STORAGE_NO_LIST=%s" % world.reader.path])
+    world.reader.send("INSERT earlier-install")  # taken by the driver's next operation, the clearing
+    world.reader.send("CONT 0")  # the virtual chip's answer to the clearing: done
+    rc, cli = harness.enroll(world, "alice", ALICE_PRINT, as_user="alice")
+    assert rc == 0, cli.stderr
+    world.daemon.log.wait_for("cleared the reader's own storage before its first enrollment")
+    assert world.reader.send("LIST").split() == [ALICE_PRINT]
+
+    world.reader.send("INSERT another-system")
+    rc, cli = harness.enroll(world, "alice", "alice-left-thumb", finger="left-thumb", as_user="alice")
+    assert rc == 0, cli.stderr
+    assert sorted(world.reader.send("LIST").split()) == sorted([ALICE_PRINT, "another-system", "alice-left-thumb"])
+    assert len([t for t in world.daemon.log.texts() if "cleared the reader's own storage" in t]) == 1

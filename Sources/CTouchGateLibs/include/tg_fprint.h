@@ -49,6 +49,7 @@ bool tg_fprint_load(const char **error);
     X(gboolean, fp_print_equal, (FpPrint *a, FpPrint *b), (a, b))                                   \
     X(gboolean, fp_device_delete_print_sync, (FpDevice *d, FpPrint *p, GCancellable *k, GError **e), \
       (d, p, k, e))                                                                                 \
+    X(gboolean, fp_device_clear_storage_sync, (FpDevice *d, GCancellable *k, GError **e), (d, k, e)) \
     X(FpPrint *, fp_print_new, (FpDevice *d), (d))                                                  \
     XV(fp_print_set_finger, (FpPrint *p, FpFinger f), (p, f))                                       \
     XV(fp_print_set_username, (FpPrint *p, const gchar *u), (p, u))                                 \
