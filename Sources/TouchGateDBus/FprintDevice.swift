@@ -313,6 +313,7 @@ import TouchGateWire
             // is refused; elsewhere it deletes in one go, so a second one follows the first.
             if action != nil || info.hasStorage, let busy { return .failure(busy) }  // what runs, named
             while let running = deletion { await running.wait() }
+            if needsClaim || claim != nil, let e = checkClaimed(call) { return .failure(e) }  // released meanwhile
             if let busy { return .failure(busy) }  // one begun meanwhile
             let mine = OneShot<Void>()
             deletion = mine

@@ -58,12 +58,21 @@ static void test_remaining(void)
     CHECK(left > 0 && left <= 60000, "remaining %d", left);
 }
 
+/* Writes a RESULT with `code` under request `id` to fd; its bytes stay in out[*len]. */
+static bool send_result(int fd, uint32_t id, int32_t code, uint8_t *out, size_t *len)
+{
+    struct tg_writer w;
+    tg_writer_init(&w, out, TG_FRAME_BUFFER, TG_KIND_RESULT, id);
+    tg_put_int(&w, TG_TAG_CODE, code);
+    return tg_writer_finish(&w, len) == TG_CODEC_OK &&
+           tg_send_all(fd, out, *len, tg_deadline_after(1000)) == TG_IO_OK;
+}
+
 /* A passed deadline still looks: a frame that already arrived (while the module was busy in its
  * conversation) is read; only an empty socket is a timeout. */
 static void test_a_passed_deadline_still_reads_what_is_there(void)
 {
     uint8_t out[TG_FRAME_BUFFER], in[TG_FRAME_BUFFER];
-    struct tg_writer w;
     size_t len = 0;
     int sv[2];
 
@@ -74,11 +83,7 @@ static void test_a_passed_deadline_still_reads_what_is_there(void)
     uint64_t passed = tg_now_ms() - 1;
     CHECK(tg_read_frame(sv[0], in, sizeof(in), &len, passed) == TG_IO_TIMEOUT,
           "an empty socket past the deadline is not a timeout");
-    tg_writer_init(&w, out, sizeof(out), TG_KIND_RESULT, 7);
-    tg_put_int(&w, TG_TAG_CODE, TG_OK);
-    CHECK(tg_writer_finish(&w, &len) == TG_CODEC_OK &&
-              tg_send_all(sv[1], out, len, tg_deadline_after(1000)) == TG_IO_OK,
-          "cannot send the frame");
+    CHECK(send_result(sv[1], 7, TG_OK, out, &len), "cannot send the frame");
     size_t got = 0;
     enum tg_io_status st = tg_read_frame(sv[0], in, sizeof(in), &got, passed);
     CHECK(st == TG_IO_OK && got == len, "a waiting frame past the deadline: %s",
@@ -92,7 +97,6 @@ static void test_a_passed_deadline_still_reads_what_is_there(void)
 static void test_a_refusal_written_before_the_request_is_read_after_a_failed_send(void)
 {
     uint8_t out[TG_FRAME_BUFFER], in[TG_FRAME_BUFFER];
-    struct tg_writer w;
     size_t len = 0;
     int sv[2];
 
@@ -100,11 +104,7 @@ static void test_a_refusal_written_before_the_request_is_read_after_a_failed_sen
         CHECK(false, "socketpair");
         return;
     }
-    tg_writer_init(&w, out, sizeof(out), TG_KIND_RESULT, TG_UNSOLICITED_ID);
-    tg_put_int(&w, TG_TAG_CODE, TG_ERR_BUSY);
-    CHECK(tg_writer_finish(&w, &len) == TG_CODEC_OK &&
-              tg_send_all(sv[1], out, len, tg_deadline_after(1000)) == TG_IO_OK,
-          "cannot send the refusal");
+    CHECK(send_result(sv[1], TG_UNSOLICITED_ID, TG_ERR_BUSY, out, &len), "cannot send the refusal");
     close(sv[1]);
     CHECK(tg_send_all(sv[0], out, len, tg_deadline_after(1000)) == TG_IO_EOF,
           "a send to a closed daemon is the end of the connection");
