@@ -52,9 +52,20 @@ public struct PasswordServiceReview: Equatable, Sendable {
     public let problems: [StackProblem]
 }
 
+/// Another fingerprint module's line (pam_fprintd's, say) whose module is not installed: left
+/// behind when its package went (libpam-fprintd goes with fprintd), it fails in that service.
+public struct LeftoverLine: Equatable, Sendable {
+    public let service: String
+    public let module: String
+    public let origin: String
+}
+
 public struct PAMReview: Equatable, Sendable {
     /// Services offering the fingerprint, sorted by name.
     public let services: [ServiceReview]
+    /// In the services that offer no touchgate fingerprint: other fingerprint modules' lines whose
+    /// module is not installed.
+    public let leftoverLines: [LeftoverLine]
     /// Whether common-auth holds the fingerprint line and the report line (pam-auth-update profiles).
     public let commonAuthFingerprint: Bool
     public let commonAuthReport: Bool
@@ -71,16 +82,22 @@ public struct PAMReview: Equatable, Sendable {
         let pam = PAMDirectory(root: root)
         let missing: (StackEntry) -> Bool = { entry in modules.map { !$0.exists(entry.module) } ?? false }
         var services: [ServiceReview] = []
+        var leftovers: [LeftoverLine] = []
         var faillock = false
         for name in pam.services() where !name.hasPrefix("common-") && name != passwordService {
             let stack = pam.stack(service: name, type: "auth")
             if stack.modules.contains(where: { ModuleRole($0).isFaillock }) { faillock = true }
-            if let review = reviewService(name, stack, missing) { services.append(review) }
+            if let review = reviewService(name, stack, missing) {
+                services.append(review)
+            } else {
+                leftovers += stack.modules.filter { ModuleRole($0) == .otherFingerprint && missing($0) }
+                    .map { LeftoverLine(service: name, module: $0.module, origin: $0.origin) }
+            }
         }
         let common = pam.hasFile("common-auth") ? pam.stack(service: "common-auth", type: "auth").modules : []
         if common.contains(where: { ModuleRole($0).isFaillock }) { faillock = true }
         return PAMReview(
-            services: services,
+            services: services, leftoverLines: leftovers,
             commonAuthFingerprint: common.contains { ModuleRole($0).isFingerprint },
             commonAuthReport: common.contains { ModuleRole($0) == .report },
             faillockInUse: faillock,

@@ -93,6 +93,9 @@ enum DoctorChecks {
                 checks.append(stackProblem(problem, in: service.service))
             }
         }
+        for line in review.leftoverLines {
+            checks.append(stackProblem(.missingModule(module: line.module, origin: line.origin), in: line.service))
+        }
         return checks
     }
 

@@ -1,4 +1,5 @@
 // What the doctor finds in whole pam.d trees: the packaged setup is clean; each mistake is named.
+import Glibc
 import Testing
 @testable import TouchGatePAMStack
 
@@ -193,5 +194,32 @@ let packaged: [String: String] = [
         let login = try #require(r.services.first { $0.service == "login" })
         #expect(login.problems.contains(.missingModule(module: "pam_touchgate.so", origin: "common-auth:2")))
         #expect(r.passwordService.problems.isEmpty)
+    }
+
+    /// libpam-fprintd goes with fprintd: a service left with its line (GDM's fingerprint service)
+    /// fails there, and doctor names it although it offers no touchgate fingerprint.
+    @Test func anotherFingerprintModulesLineLeftWithoutItsModuleIsNamed() throws {
+        let root = try FixtureRoot(packaged)
+        try root.write("etc/pam.d/gdm-fingerprint", "auth required pam_fprintd.so\n")
+        try root.write("etc/pam.d/kde-fingerprint", "auth required pam_fprintd.so\n")
+        try root.makeDirectory("lib")
+        try root.makeDirectory("lib/x86_64-linux-gnu")
+        try root.makeDirectory("lib/x86_64-linux-gnu/security")
+        for m in ["pam_unix.so", "pam_deny.so", "pam_permit.so", "pam_touchgate.so", "pam_fprintd.so"] {
+            try root.write("lib/x86_64-linux-gnu/security/\(m)", "")
+        }
+        let installed = PAMReview.review(
+            root: root.path, passwordService: "touchgate", modules: ModuleLocator(root: root.path))
+        #expect(installed.leftoverLines == [])
+
+        #expect(unlink(root.path + "/lib/x86_64-linux-gnu/security/pam_fprintd.so") == 0)
+        let gone = PAMReview.review(
+            root: root.path, passwordService: "touchgate", modules: ModuleLocator(root: root.path))
+        #expect(
+            gone.leftoverLines == [
+                LeftoverLine(service: "gdm-fingerprint", module: "pam_fprintd.so", origin: "gdm-fingerprint:1"),
+                LeftoverLine(service: "kde-fingerprint", module: "pam_fprintd.so", origin: "kde-fingerprint:1"),
+            ])
+        #expect(!gone.services.contains { $0.service == "gdm-fingerprint" })
     }
 }
