@@ -41,8 +41,9 @@ packages=(
     # find <string>
     libicu-dev libcurl4-openssl-dev libedit-dev libsqlite3-dev libncurses-dev
     libpython3-dev libxml2-dev uuid-dev tzdata gnupg2 libstdc++-12-dev
-    # the Debian packages and their install test: build, lintian, manual pages, a throwaway root
-    debhelper dpkg-dev lintian mmdebstrap debian-archive-keyring
+    # the Debian packages and their install test: build (dpkg-buildpackage requires build-essential
+    # of every source package), lintian, manual pages, a throwaway root
+    build-essential debhelper dpkg-dev lintian mmdebstrap debian-archive-keyring
     # scripts/lint.sh: the C formatter's check and the shell linter (swift-format comes with Swift)
     clang-format shellcheck
     # the system test: a Debian guest booted under QEMU (qemu-img makes its copy-on-write disk)
