@@ -63,7 +63,15 @@ extension Core {
                     completion: op.completion())
                 switch await outcome(of: op, or: prompt) {
                 case .second(let interrupt): return interrupted(interrupt)
-                case .first(.success(let template)): return .success(template)
+                case .first(.success(let template)):
+                    // Stored while the reader is still held: the next enrollment's duplicate check,
+                    // a full chip's reclaim and a first enrollment's clearing of the chip then judge
+                    // a store that has this print (a chip already holds it).
+                    do { try await prints.save(template, user: user, device: info.deviceKey, finger: finger) } catch {
+                        log.error("cannot store template: \(error)")
+                        return .failure(Self.storageFailure)
+                    }
+                    return .success(template)
                 case .first(.failure(let failure)):
                     // As fprintd: a full chip gives up one print nobody here owns, and the
                     // enrollment starts again (the scans so far were not stored).
@@ -79,20 +87,15 @@ extension Core {
             }
         }
         guard let scanned else { return Refusal(.appCancel, reason: .clientGone, text: .cancelled) }
-        let template: [UInt8]
-        switch scanned {
-        case .failure(let reply): return reply
-        case .success(let t): template = t
-        }
+        if case .failure(let reply) = scanned { return reply }
         do {
-            try await prints.save(template, user: user, device: info.deviceKey, finger: finger)
             // Enrolling opts in. A user who proved their password to the daemon just now has seen
             // the new set of prints; after root, or a polkit grant the daemon cannot see into,
             // changes them, the password is asked once (a grant never clears a lockout).
             try await adminChange(ctx, action: "enroll:\(finger.rawValue)") { policyEngine.enable($0) }
             if !caller.isRoot && !caller.grants.contains(.changePrints) { try await recordOwnPrintChange(ctx) }
         } catch {
-            log.error("cannot store template: \(error)")
+            log.error("cannot record the enrollment: \(error)")
             return Self.storageFailure
         }
         events.publish(

@@ -242,16 +242,18 @@ extension Core {
 
     /// nil when a match against `template` still stands: the user's state allows a fingerprint
     /// now, and the print is still enrolled, unchanged (both read from the caches: microseconds).
+    /// The template's own check first, then the state's: preflight takes the state again after
+    /// its last wait, so a lock or a disable decided while either read waited is seen.
     private func stillAllowed(_ r: EvaluateRequest, template: [UInt8], printsMayHaveMoved: Bool) async -> Refusal? {
-        if let refusal = await preflight(user: r.user, rhost: r.origin.rhost, reader: r.reader) { return refusal }
-        guard printsMayHaveMoved else { return nil }  // the template matched is one judged usable
-        let digest = PrintFiles.digest(template)
-        let device = await readerInfo(r.reader)?.deviceKey
-        let now = await prints.list(r.user, device: device).prints
-        guard now.contains(where: { $0.digest == digest && !$0.damaged }) else {
-            return Refusal(.biometryNotEnrolled, reason: .noPrints, text: .notEnrolled)
+        if printsMayHaveMoved {  // else the template matched is one judged usable
+            let digest = PrintFiles.digest(template)
+            let device = await readerInfo(r.reader)?.deviceKey
+            let now = await prints.list(r.user, device: device).prints
+            guard now.contains(where: { $0.digest == digest && !$0.damaged }) else {
+                return Refusal(.biometryNotEnrolled, reason: .noPrints, text: .notEnrolled)
+            }
         }
-        return nil
+        return await preflight(user: r.user, rhost: r.origin.rhost, reader: r.reader)
     }
 
     private func ended(by interrupt: Interrupt) -> ScanOutcome {

@@ -308,4 +308,32 @@ import TouchGateWire
             #expect(await core.preflight() == nil)
         }
     }
+
+    /// An enrollment stores its print before it lets the reader go: the enrollment behind it
+    /// judges a store that has the print (its duplicate check, a chip's reclaim or clearing).
+    @Test func theNextEnrollmentWaitsUntilThePrintBeforeItIsStored() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            bed.reader.scriptEnrollment(.complete, .complete)
+            let hold = try #require(await PoolHold(core.storagePool, threads: 2))
+            let first = CollectingClient(), second = CollectingClient()
+            @CoreActor func enrolling(_ user: String, _ client: CollectingClient) -> Running<Reply> {
+                Running {
+                    await core.enroll(
+                        user: user, finger: .leftThumb, password: nil, origin: Origin(service: "touchgate"),
+                        caller: .root, client: client, input: PromptInput())
+                }
+            }
+            let alices = enrolling("alice", first)
+            _ = await loopUntil { core.storagePool.waiting > 0 }  // her print waits for a storage thread
+            #expect(core.storagePool.waiting == 1 && first.kinds().contains(.prompt))
+            let bobs = enrolling("bob", second)
+            #expect(await second.waitFor(.queued))
+            #expect(!second.kinds().contains(.prompt))
+            await hold.release()
+            #expect(await alices.value() == .success(.enrolled(.leftThumb)))
+            #expect(await bobs.value() == .success(.enrolled(.leftThumb)))
+        }
+    }
 }
