@@ -224,13 +224,20 @@ def test_kill_9_during_writes_leaves_a_whole_state_and_no_temporary_files(world,
     state = world.state / "users" / "alice" / "state.json"
     before = state.read_text()
     world.daemon.stop()
-    world.start_daemon(prefix=["strace", "-f", "-qq", "-o", "/dev/null", "-e", "trace=rename,renameat,renameat2",
-                               "-e", "inject=rename,renameat,renameat2:signal=KILL"])
-    session = world.pam("alice")
-    session.wait_for(PROMPT)
-    world.reader.scan("stranger")
-    assert world.daemon.proc.wait(10) == -signal.SIGKILL, world.daemon.log.dump()
-    session.wait()
+    traced = world.start_daemon(prefix=["strace", "-f", "-qq", "-o", "/dev/null", "-e",
+                                        "trace=rename,renameat,renameat2", "-e",
+                                        "inject=rename,renameat,renameat2:signal=KILL"])
+    try:
+        session = world.pam("alice")
+        session.wait_for(PROMPT)
+        world.reader.scan("stranger")
+        assert traced.proc.wait(10) == -signal.SIGKILL, traced.log.dump()
+        session.wait()
+    finally:  # a daemon strace left alive (the test failed) must not outlive it: its process group
+        try:
+            os.killpg(traced.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     assert [p.name for p in state.parent.iterdir() if ".tmp" in p.name] != []
     assert state.read_text() == before
     world.start_daemon()
