@@ -166,10 +166,9 @@ public final class Directory: Sendable {
         guard fsync(fd) == 0 else { throw .io("fsync \(path)", errno) }
     }
 
-    /// Removes a file; true when there was one.
+    /// Removes a file; true when there was one. It is gone on disk before that (the directory is
+    /// synced): a crash does not bring it back.
     @discardableResult
-    /// Removes a file, on disk before it returns true (the directory is synced): a crash does not
-    /// bring it back.
     public func remove(_ name: String) throws(StorageError) -> Bool {
         try Self.checkName(name)
         if unlinkat(fd, name, 0) == 0 {

@@ -273,7 +273,6 @@ private func printWarning(_ text: String) {
     _ = line.withCString { write(STDERR_FILENO, $0, strlen($0)) }
 }
 
-/// A reason the daemon cannot start: one line on stderr and exit status 1 (not a usage error).
 /// Waits, at most `within` ms, until the reader thread has done opening: not to exit under it.
 private func settle(_ readers: LibfprintReaders, within: Int) {
     let opened = Semaphore()
@@ -283,6 +282,7 @@ private func settle(_ readers: LibfprintReaders, within: Int) {
     }
 }
 
+/// A reason the daemon cannot start: one line on stderr and exit status 1 (not a usage error).
 private func startFailure(_ reason: String) -> Int32 {
     printWarning(reason)
     return EXIT_FAILURE
