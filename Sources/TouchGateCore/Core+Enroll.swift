@@ -118,7 +118,7 @@ extension Core {
         guard !held.isEmpty else { return }
         // The enrollment holds the reader, so its deletion and listing run now; the prompt is
         // shown once they are done (a deadline as for a full reader's reclaim).
-        if await deletedFromReader(served.reader, held, within: Self.readerReclaimMilliseconds) {
+        if await deletedFromReader(served.reader, held, within: Self.readerReclaimMilliseconds, holdingReader: true) {
             log.info("replacing \(finger.rawValue): the reader's own copy of the old print is deleted")
         }
     }
@@ -132,7 +132,7 @@ extension Core {
             let every = try? await prints.everyTemplate(device: served.info.deviceKey), every.isEmpty
         else { return }
         let log = self.log
-        let cleared = await Self.result(
+        let cleared = await chipStep(
             within: Self.readerReclaimMilliseconds,
             { done in served.reader.clearStorage { why in CoreLoop.shared.post { done(why) } } },
             late: { why in log.notice("the reader cleared its storage late: \(why ?? "done")") })
@@ -141,6 +141,29 @@ extension Core {
         case nil?: log.notice("cleared the reader's own storage before its first enrollment")
         case let why??: log.notice("cannot clear the reader's own storage before its first enrollment: \(why)")
         }
+    }
+
+    /// A chip operation an enrollment runs while it holds the reader, awaited for at most `within`
+    /// ms. One that answers later holds the reader after the enrollment until it ends (at most
+    /// `stuckHoldMilliseconds`), as a scan its driver did not end on cancel does: the next prompt
+    /// is not granted a reader whose thread is still busy, and one without a terminal is refused
+    /// as busy at once rather than waiting behind it.
+    private func chipStep<T: Sendable>(
+        within: Int, _ step: (@escaping @CoreActor (T) -> Void) -> Void, late: @escaping @CoreActor (T) -> Void
+    ) async -> T? {
+        let ended = OneShot<Void>()
+        let value = await Self.result(
+            within: within,
+            { done in
+                step { v in
+                    ended.set(())
+                    done(v)
+                }
+            }, late: late)
+        if value == nil {
+            queue.holdUntilEnded({ e in ended.onSet { _ in e() } }, capMilliseconds: Self.stuckHoldMilliseconds)
+        }
+        return value
     }
 
     /// The identify scan before an enrollment: nil when the finger is not enrolled yet, else the
@@ -205,7 +228,7 @@ extension Core {
             return false
         }
         let log = self.log
-        let deleted = await Self.result(
+        let deleted = await chipStep(
             within: Self.readerReclaimMilliseconds,
             { done in served.reader.deleteOnePrintNotIn(owned) { d in CoreLoop.shared.post { done(d) } } },
             late: { d in log.notice("the full reader answered late: \(d ? "one print deleted" : "nothing deleted")") })
@@ -313,8 +336,11 @@ extension Core {
     /// A match-on-chip reader's copy of prints whose files went, deleted there, as fprintd does;
     /// false when the reader refused (the log says why). One that has not answered in time is
     /// not waited for: it is deleted when the reader is free, and its answer is logged then.
+    /// `holdingReader`: asked by an enrollment that holds the reader (a late answer then holds it
+    /// on, `chipStep`).
     private func deletedFromReader(
-        _ reader: any FingerprintReader, _ held: [[UInt8]], within milliseconds: Int = readerDeletionMilliseconds
+        _ reader: any FingerprintReader, _ held: [[UInt8]], within milliseconds: Int = readerDeletionMilliseconds,
+        holdingReader: Bool = false
     ) async -> Bool {
         let log = self.log
         let told: @CoreActor (ChipDeletion) -> Bool = { result in
@@ -323,10 +349,13 @@ extension Core {
             log.error("the reader's storage keeps a deleted print: \(failure)")
             return false
         }
-        let result = await Self.result(
-            within: milliseconds,
-            { done in reader.deleteFromDevice(held) { result in CoreLoop.shared.post { done(result) } } },
-            late: { _ = told($0) })
+        let step: (@escaping @CoreActor (ChipDeletion) -> Void) -> Void = { done in
+            reader.deleteFromDevice(held) { result in CoreLoop.shared.post { done(result) } }
+        }
+        let result =
+            holdingReader
+            ? await chipStep(within: milliseconds, step, late: { _ = told($0) })
+            : await Self.result(within: milliseconds, step, late: { _ = told($0) })
         guard let result else {
             log.notice("the reader is busy: its own copy of the deleted prints goes once it is free")
             return true

@@ -220,4 +220,32 @@ enum ReaderStep: String, CaseIterable, Sendable {
             #expect(await waiting.value() == .success(.recognised))
         }
     }
+
+    /// The same for a chip's own operation an enrollment runs (here clearing a chip that cannot
+    /// list, before its first enrollment) when the chip answers after the enrollment's deadline:
+    /// the enrollment goes on, and the reader stays held after it until the chip has answered.
+    @Test func aChipOperationAnsweredLateHoldsTheReaderAfterTheEnrollmentUntilItEnds() async throws {
+        var chip = StubReader.defaultInfo
+        chip.hasStorage = true
+        try await withTestBed(reader: StubReader(info: chip)) { bed in
+            let core = try bed.makeCore()
+            bed.reader.holdChip()
+            bed.reader.scriptEnrollment(.complete)
+            let enrolled = await core.enroll(
+                user: "alice", finger: .rightIndex, password: nil, origin: Origin(service: "touchgate"),
+                caller: .root, client: CollectingClient(), input: PromptInput())
+            #expect(enrolled == .success(.enrolled(.rightIndex)))
+            #expect(bed.logged.all.contains { $0.hasPrefix("the reader did not clear its storage within") })
+            try await core.recordPasswordSuccess(context())
+
+            let (keyless, _, _) = core.startEvaluate(noTerminal: true)
+            #expect(await keyless.value() == Refusal(.biometryNotAvailable, reason: .busy, text: .readerBusy))
+            bed.reader.script(.match)
+            let (waiting, waitingClient, _) = core.startEvaluate()
+            #expect(await waitingClient.waitFor(.queued))
+            bed.reader.releaseChip()  // the chip answers at last: the reader is free
+            #expect(await waiting.value() == .success(.recognised))
+            #expect(bed.reader.chipClears == 1)
+        }
+    }
 }

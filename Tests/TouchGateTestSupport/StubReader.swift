@@ -38,10 +38,13 @@ public final class StubReader: FingerprintReader, FingerprintReaders, Sendable {
         var chipDeletions: [ChipDeletion] = []
         var chipDeleted: [[[UInt8]]] = []
         var chipListing = 0
+        var chipHeld = false
+        var chipClears = 0
     }
 
     private let state: Mutex<State>
     private let released = Semaphore()
+    private let chipReleased = Semaphore()
 
     /// Lets a `.matchOnRelease` scan end.
     public func releaseScan() { released.signal() }
@@ -72,6 +75,30 @@ public final class StubReader: FingerprintReader, FingerprintReaders, Sendable {
             return s.chipDeletions.isEmpty ? ChipDeletion(deleted: templates.count) : s.chipDeletions.removeFirst()
         }
         completion(result)
+    }
+
+    /// Makes the next clearing of the reader's own storage wait until `releaseChip()`, on a thread
+    /// of its own (a chip that answers late).
+    public func holdChip() { state.withLock { $0.chipHeld = true } }
+    public func releaseChip() { chipReleased.signal() }
+    /// How many clearings of the reader's own storage ended.
+    public var chipClears: Int { state.withLock { $0.chipClears } }
+
+    public func clearStorage(completion: @escaping @Sendable (String?) -> Void) {
+        let held = state.withLock { s in
+            defer { s.chipHeld = false }
+            return s.chipHeld
+        }
+        let clear: @Sendable () -> Void = { [self] in
+            state.withLock { $0.chipClears += 1 }
+            completion(nil)
+        }
+        guard held else { return clear() }
+        let released = chipReleased
+        _ = startThread(name: "stub-chip") {
+            released.wait()
+            clear()
+        }
     }
 
     /// The templates each verification was given, in order.
