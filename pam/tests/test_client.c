@@ -58,6 +58,14 @@ static void test_remaining(void)
     CHECK(left > 0 && left <= 60000, "remaining %d", left);
 }
 
+/* A connected pair of stream sockets: the module's end [0], the daemon's [1]. */
+static bool socket_pair(int sv[2])
+{
+    bool made = socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0;
+    CHECK(made, "socketpair");
+    return made;
+}
+
 /* Writes a RESULT with `code` under request `id` to fd; its bytes stay in out[*len]. */
 static bool send_result(int fd, uint32_t id, int32_t code, uint8_t *out, size_t *len)
 {
@@ -76,10 +84,8 @@ static void test_a_passed_deadline_still_reads_what_is_there(void)
     size_t len = 0;
     int sv[2];
 
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-        CHECK(false, "socketpair");
+    if (!socket_pair(sv))
         return;
-    }
     uint64_t passed = tg_now_ms() - 1;
     CHECK(tg_read_frame(sv[0], in, sizeof(in), &len, passed) == TG_IO_TIMEOUT,
           "an empty socket past the deadline is not a timeout");
@@ -100,10 +106,8 @@ static void test_a_refusal_written_before_the_request_is_read_after_a_failed_sen
     size_t len = 0;
     int sv[2];
 
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-        CHECK(false, "socketpair");
+    if (!socket_pair(sv))
         return;
-    }
     CHECK(send_result(sv[1], TG_UNSOLICITED_ID, TG_ERR_BUSY, out, &len), "cannot send the refusal");
     close(sv[1]);
     CHECK(tg_send_all(sv[0], out, len, tg_deadline_after(1000)) == TG_IO_EOF,
