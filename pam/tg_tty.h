@@ -81,9 +81,9 @@ enum tg_line_end tg_tty_read_line(const struct tg_tty *t, struct tg_line *line, 
                                   int idle_ms);
 
 /* After a match while a password was being typed (or keys wait unread): the rest of that line, up
- * to its Enter, is read and dropped, so it never reaches what reads the terminal next (a shell would run it and keep it
- * in its history). Ends as tg_tty_read_line does, after idle_ms without a key or at `deadline`.
- * The terminal must be raw. */
+ * to its Enter, is read and dropped, so it never reaches what reads the terminal next (a shell
+ * would run it and keep it in its history). Ends as tg_tty_read_line does, after idle_ms without
+ * a key or at `deadline`. The terminal must be raw. */
 void tg_tty_drop_line(const struct tg_tty *t, uint64_t deadline, int idle_ms);
 
 #endif /* TG_TTY_H */

@@ -175,13 +175,11 @@ public struct PrintFiles: Sendable {
                 guard let userDir = try root.subdirectory(user), let driverDir = try userDir.subdirectory(key.driver),
                     let dir = try driverDir.subdirectory(key.deviceID)
                 else { continue }
-                var here = false
-                for f in fingers {
+                for f in fingers {  // each removal is on disk once it returns
                     do throws(StorageError) {
-                        if try dir.remove(Self.fileName(f)) { removed.insert(f); here = true }
+                        if try dir.remove(Self.fileName(f)) { removed.insert(f) }
                     } catch { failure = failure ?? error }
                 }
-                if here { try dir.sync() }
                 if driverDir.removeEmptySubdirectory(key.deviceID) { userDir.removeEmptySubdirectory(key.driver) }
             } catch { failure = failure ?? error }
         }

@@ -48,8 +48,7 @@ public enum StartUp {
                         continue
                     }
                     try files.save(bytes, user: user, device: device, finger: finger)
-                    try dir.remove(name)
-                    try dir.sync()
+                    try dir.remove(name)  // on disk once it returns
                     log("moved \(user)'s \(finger.rawValue) to the print store")
                 } catch {
                     log("\(dir.path)/\(name): cannot move it to the print store: \(error)")
