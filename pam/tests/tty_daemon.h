@@ -159,8 +159,24 @@ static inline void *daemon_main(void *arg)
     case MATCH_ON_GO:
         if (!wait_go(d))
             break;
-        if (d->note != NULL)
-            fake_progress(fd, id, TG_PROGRESS_NOTE, TG_STYLE_INFO, d->note);
+        if (d->note != NULL) {
+            /* The NOTE and the RESULT in one send: the RESULT waits in the socket while the note
+             * is shown, as a daemon's does when both leave together, never a moment later. */
+            uint8_t buf[2 * TG_FRAME_BUFFER];
+            size_t note_len = 0, result_len = 0;
+            struct tg_writer w;
+            tg_writer_init(&w, buf, TG_FRAME_BUFFER, TG_KIND_PROGRESS, id);
+            tg_put_int(&w, TG_TAG_PROGRESS, TG_PROGRESS_NOTE);
+            tg_put_int(&w, TG_TAG_STYLE, TG_STYLE_INFO);
+            tg_put_string(&w, TG_TAG_MESSAGE, d->note);
+            bool encoded = tg_writer_finish(&w, &note_len) == TG_CODEC_OK;
+            tg_writer_init(&w, buf + note_len, TG_FRAME_BUFFER, TG_KIND_RESULT, id);
+            tg_put_int(&w, TG_TAG_CODE, TG_OK);
+            tg_put_string(&w, TG_TAG_MESSAGE, "Fingerprint recognised");
+            if (encoded && tg_writer_finish(&w, &result_len) == TG_CODEC_OK)
+                tg_send_all(fd, buf, note_len + result_len, tg_deadline_after(2000));
+            break;
+        }
         fake_result(fd, id, TG_OK, NULL, "Fingerprint recognised");
         break;
     case NO_CODE_ON_GO:
