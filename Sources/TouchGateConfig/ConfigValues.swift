@@ -95,6 +95,10 @@ enum ConfigValues {
         if text == "none" { return [] }
         var names: [String] = []
         for item in text.split(separator: ",", omittingEmptySubsequences: false).map({ trimmed($0) }) {
+            // "none" in a list is a slip, not a service of that name: the line means one or the other.
+            guard item.lowercased() != "none" else {
+                throw ValueProblem(reason: "must be none alone or a list of services, got '\(text)'")
+            }
             let name = try serviceName(item)
             if !names.contains(name) { names.append(name) }
         }

@@ -48,6 +48,8 @@ import TouchGateConfig
         #expect(try ConfigFile.parse("keyring_services = login, sddm,login").keyringServices == ["login", "sddm"])
         #expect(try ConfigFile.parse("keyring_services = none").keyringServices == [])
         #expect(throws: ConfigError.self) { try ConfigFile.parse("keyring_services = login,../x") }
+        #expect(throws: ConfigError.self) { try ConfigFile.parse("keyring_services = none,login") }
+        #expect(throws: ConfigError.self) { try ConfigFile.parse("keyring_services = login, none") }
         #expect(try ConfigFile.parse("keyring_without_tpm = yes").keyringWithoutTPM)
     }
 
