@@ -39,11 +39,10 @@ import TouchGateWire
                 return f
             }
             guard all != (named != nil) else { throw .missingField(.finger) }
-            var reply = await core.delete(
+            // The answer names each finger deleted (FINGER), so `delete --all` can tell none.
+            return await core.delete(
                 user: try frame.requireString(.user), fingers: named.map { [$0] } ?? [], all: all,
                 password: frame.string(.password), origin: origin, caller: caller, reader: reader)
-            reply.fingers = []  // the count is in the message; the wire answer carries no list
-            return reply
         case .devices:
             return await core.devices()
         case .status:

@@ -115,6 +115,8 @@ struct Delete: ParsableCommand {
             .delete, [Field(.user, user), which] + reader.fields + (try PasswordPrompt.fieldIfNeeded(for: user)))
         if let finger {
             say(L("Deleted %s for %s.", cli, finger, user))
+        } else if result.strings(.finger).isEmpty {
+            say(L("No fingers enrolled for %s.", cli, user))
         } else {
             say(L("Deleted all fingers for %s.", cli, user))
         }

@@ -104,6 +104,15 @@ def test_another_user_may_not_list(world, alice):
     assert len(result.stderr.splitlines()) == 1, result
 
 
+def test_delete_all_says_what_it_deleted_and_when_there_was_nothing(world, alice):
+    """`delete --all` after the last finger went says there was none, not that it deleted them."""
+    gone = world.cli("delete", "--user", "alice", "--all")
+    assert gone.returncode == 0 and gone.stdout == "Deleted all fingers for alice.\n", gone
+    again = world.cli("delete", "--user", "alice", "--all")
+    assert again.returncode == 0 and again.stdout == "No fingers enrolled for alice.\n", again
+    assert again.stderr == "", again
+
+
 def test_devices_lists_the_virtual_reader(world, daemon):
     result = world.cli("devices")
     assert result.returncode == 0, result

@@ -54,7 +54,8 @@
 #define TG_KIND_CANCEL           0x03  /* (no fields) request_id = the request to cancel */
 #define TG_KIND_ENROLL           0x04  /* USER FINGER [PASSWORD] [DEVICE]  (PASSWORD: needed unless the caller is root) */
 #define TG_KIND_LIST             0x05  /* USER [DEVICE] */
-#define TG_KIND_DELETE           0x06  /* USER (FINGER | ALL=1) [PASSWORD] [DEVICE]  (as ENROLL) */
+#define TG_KIND_DELETE           0x06  /* USER (FINGER | ALL=1) [PASSWORD] [DEVICE]  (as ENROLL);
+                                        * RESULT: a FINGER for each finger deleted */
 #define TG_KIND_DEVICES          0x07  /* (no fields) */
 #define TG_KIND_STATUS           0x08  /* USER [DEVICE] */
 #define TG_KIND_ENABLE           0x09  /* USER [PASSWORD]  (as ENROLL) */
