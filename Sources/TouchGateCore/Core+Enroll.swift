@@ -62,7 +62,9 @@ extension Core {
                     },
                     completion: op.completion())
                 switch await outcome(of: op, or: prompt) {
-                case .second(let interrupt): return interrupted(interrupt)
+                case .second(let interrupt):
+                    await forgetOnChip(op.done.value, on: served, after: interrupt)
+                    return interrupted(interrupt)
                 case .first(.success(let template)):
                     // Stored while the reader is still held: the next enrollment's duplicate check,
                     // a full chip's reclaim and a first enrollment's clearing of the chip then judge
@@ -102,6 +104,24 @@ extension Core {
             event("enrollmentChanged", ctx, method: nil, outcome: .success, reason: "enrolled:\(finger.rawValue)"))
         log.notice("enrolled", metadata: ["user": "\(user)", "finger": "\(finger.rawValue)"])
         return .success(.enrolled(finger))
+    }
+
+    /// An enrollment the driver completed as it was cancelled left its print on a reader that keeps
+    /// its own copy, and nobody owns it: it is deleted there at once, while the reader is still
+    /// held, so the chip neither fills with it nor holds it against the next enrollment. Not for
+    /// the daemon's own stop or sleep, which must not wait on the chip (the next enrollment's
+    /// clearing, or a full chip's reclaim, takes such a print).
+    private func forgetOnChip(
+        _ result: Result<[UInt8], ReaderFailure>?, on served: ServedReader, after interrupt: Interrupt
+    ) async {
+        guard served.info.hasStorage, case .success(let template)? = result else { return }
+        if case .systemCancel = interrupt {
+            log.notice("an enrollment cancelled for the stop completed: its print stays on the reader, unowned")
+            return
+        }
+        log.notice("an enrollment completed as it was cancelled: its print is deleted from the reader")
+        _ = await deletedFromReader(
+            served.reader, [template], within: Self.readerReclaimMilliseconds, holdingReader: true)
     }
 
     /// Enrolling a finger the user already has on this reader replaces its print, as in fprintd.

@@ -123,6 +123,25 @@ import TouchGateWire
         }
     }
 
+    /// A chip that completed the enrollment as the cancel came holds the print: it goes from there.
+    @Test func anEnrollmentCompletedAsItWasCancelledLeavesNoPrintOnTheChip() async throws {
+        try await withChipReader { bed, core in
+            bed.reader.scriptEnrollment(.completeOnCancel)
+            let client = CollectingClient(), input = PromptInput()
+            let running = Running {
+                await core.enroll(
+                    user: "alice", finger: .leftThumb, password: nil, origin: Origin(),
+                    caller: .root, client: client, input: input)
+            }
+            #expect(await client.waitFor(.prompt))
+            input.deliver(.cancel)
+            #expect(await running.value() == Refusal(.appCancel, reason: .cancelled, text: .cancelled))
+            let deleted = bed.reader.chipDeletions.flatMap { $0 }.compactMap { StubPrint($0) }
+            #expect(deleted.map(\.finger) == [Finger.leftThumb.fpFinger], "\(deleted)")
+            #expect(!exists(bed.printPath("alice", .leftThumb)))
+        }
+    }
+
     @Test func enrollingWithoutAReaderIsRefused() async throws {
         try await withTestBed(reader: StubReader(info: nil)) { bed in
             let core = try bed.makeCore()

@@ -24,6 +24,9 @@ public final class StubReader: FingerprintReader, FingerprintReaders, Sendable {
         case complete
         case fail(ReaderFailure)
         case hold
+        /// Waits for the cancellation, then completes all the same (a chip that finished as the
+        /// cancel came: its print is stored on it).
+        case completeOnCancel
     }
 
     private struct State {
@@ -208,6 +211,7 @@ public final class StubReader: FingerprintReader, FingerprintReaders, Sendable {
                 completion(.success(template))
             case .fail(let failure): completion(.failure(failure))
             case .hold: waitForCancellation(cancellation) { self.finishCancelled(completion) }
+            case .completeOnCancel: waitForCancellation(cancellation) { completion(.success(template)) }
             }
         }
     }
