@@ -63,7 +63,13 @@ extension Core {
                     completion: op.completion())
                 switch await outcome(of: op, or: prompt) {
                 case .second(let interrupt):
-                    await forgetOnChip(op.done.value, on: served, after: interrupt)
+                    if case .systemCancel = interrupt {
+                        // The stop or the sleep must not wait on the chip: a print left there is
+                        // unowned, and the next enrollment's clearing or a full chip's reclaim takes it.
+                        if served.info.hasStorage { log.notice("an enrollment was cancelled for the stop or sleep") }
+                    } else {
+                        await forgetOnChip(op, on: served, "an enrollment cancelled as it completed")
+                    }
                     return interrupted(interrupt)
                 case .first(.success(let template)):
                     // Stored while the reader is still held: the next enrollment's duplicate check,
@@ -71,6 +77,7 @@ extension Core {
                     // a store that has this print (a chip already holds it).
                     do { try await prints.save(template, user: user, device: info.deviceKey, finger: finger) } catch {
                         log.error("cannot store template: \(error)")
+                        await forgetOnChip(op, on: served, "an enrollment whose print cannot be stored")
                         return .failure(Self.storageFailure)
                     }
                     return .success(template)
@@ -106,20 +113,26 @@ extension Core {
         return .success(.enrolled(finger))
     }
 
-    /// An enrollment the driver completed as it was cancelled left its print on a reader that keeps
-    /// its own copy, and nobody owns it: it is deleted there at once, while the reader is still
-    /// held, so the chip neither fills with it nor holds it against the next enrollment. Not for
-    /// the daemon's own stop or sleep, which must not wait on the chip (the next enrollment's
-    /// clearing, or a full chip's reclaim, takes such a print).
-    private func forgetOnChip(
-        _ result: Result<[UInt8], ReaderFailure>?, on served: ServedReader, after interrupt: Interrupt
-    ) async {
-        guard served.info.hasStorage, case .success(let template)? = result else { return }
-        if case .systemCancel = interrupt {
-            log.notice("an enrollment cancelled for the stop completed: its print stays on the reader, unowned")
+    /// A print the driver made that nobody will own (`why`: its enrollment was cancelled as it
+    /// completed, or the print could not be stored) is deleted from a reader that keeps its own
+    /// copy, while the reader is still held: the chip neither fills with it nor holds it against
+    /// the next enrollment. An enrollment still in the driver past the cancel's grace (the reader
+    /// stays held for it) has its print deleted when it ends, before the reader is handed on.
+    private func forgetOnChip(_ op: ReaderOperation<[UInt8]>, on served: ServedReader, _ why: String) async {
+        guard served.info.hasStorage else { return }
+        guard let result = op.done.value else {
+            let reader = served.reader, log = self.log
+            op.done.onSet { result in
+                guard case .success(let template) = result else { return }
+                log.notice("\(why), late: its print is deleted from the reader")
+                reader.deleteFromDevice([template]) { d in
+                    if let failure = d.failure { log.error("the reader's storage keeps an unowned print: \(failure)") }
+                }
+            }
             return
         }
-        log.notice("an enrollment completed as it was cancelled: its print is deleted from the reader")
+        guard case .success(let template) = result else { return }
+        log.notice("\(why): its print is deleted from the reader")
         _ = await deletedFromReader(
             served.reader, [template], within: Self.readerReclaimMilliseconds, holdingReader: true)
     }

@@ -142,6 +142,45 @@ import TouchGateWire
         }
     }
 
+    /// The chip stored the print, and its file cannot be written: the chip's copy goes too.
+    @Test func aPrintThatCannotBeStoredGoesFromTheChip() async throws {
+        try await withChipReader { bed, core in
+            let bobs = "\(bed.storePath)/bob"
+            #expect(close(open(bobs, O_CREAT | O_WRONLY, 0o600)) == 0)  // a file where bob's directory goes
+            let reply = await within {
+                await core.enroll(
+                    user: "bob", finger: .leftThumb, password: nil, origin: Origin(), caller: .root,
+                    client: CollectingClient(), input: PromptInput())
+            }
+            #expect(reply == Core.storageFailure)
+            let deleted = bed.reader.chipDeletions.flatMap { $0 }.compactMap { StubPrint($0) }
+            #expect(deleted.map(\.user) == ["bob"], "\(deleted)")
+        }
+    }
+
+    /// The driver ends the cancelled enrollment only after the grace, and completes it: its print
+    /// goes from the chip once it ends.
+    @Test func anEnrollmentCompletedLateAfterItsCancelLeavesNoPrintOnTheChip() async throws {
+        try await withChipReader { bed, core in
+            bed.reader.scriptEnrollment(.completeOnRelease)
+            let client = CollectingClient(), input = PromptInput()
+            let running = Running {
+                await core.enroll(
+                    user: "alice", finger: .leftThumb, password: nil, origin: Origin(),
+                    caller: .root, client: client, input: input)
+            }
+            #expect(await client.waitFor(.prompt))
+            input.deliver(.cancel)
+            #expect(await running.value() == Refusal(.appCancel, reason: .cancelled, text: .cancelled))
+            #expect(bed.reader.chipDeletions.isEmpty)
+            bed.reader.releaseScan()
+            #expect(await loopUntil(.max, limit: .seconds(10)) { !bed.reader.chipDeletions.isEmpty })
+            let deleted = bed.reader.chipDeletions.flatMap { $0 }.compactMap { StubPrint($0) }
+            #expect(deleted.map(\.finger) == [Finger.leftThumb.fpFinger], "\(deleted)")
+            #expect(!exists(bed.printPath("alice", .leftThumb)))
+        }
+    }
+
     @Test func enrollingWithoutAReaderIsRefused() async throws {
         try await withTestBed(reader: StubReader(info: nil)) { bed in
             let core = try bed.makeCore()

@@ -27,6 +27,8 @@ public final class StubReader: FingerprintReader, FingerprintReaders, Sendable {
         /// Waits for the cancellation, then completes all the same (a chip that finished as the
         /// cancel came: its print is stored on it).
         case completeOnCancel
+        /// Waits until the test calls `releaseScan()`, cancelled or not, then completes.
+        case completeOnRelease
     }
 
     private struct State {
@@ -49,7 +51,7 @@ public final class StubReader: FingerprintReader, FingerprintReaders, Sendable {
     private let released = Semaphore()
     private let chipReleased = Semaphore()
 
-    /// Lets a `.matchOnRelease` scan end.
+    /// Lets a `.matchOnRelease` scan, or a `.completeOnRelease` enrollment, end.
     public func releaseScan() { released.signal() }
 
     public static let defaultInfo = ReaderInfo(
@@ -212,6 +214,9 @@ public final class StubReader: FingerprintReader, FingerprintReaders, Sendable {
             case .fail(let failure): completion(.failure(failure))
             case .hold: waitForCancellation(cancellation) { self.finishCancelled(completion) }
             case .completeOnCancel: waitForCancellation(cancellation) { completion(.success(template)) }
+            case .completeOnRelease:
+                released.wait()
+                completion(.success(template))
             }
         }
     }
