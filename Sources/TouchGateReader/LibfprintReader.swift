@@ -27,12 +27,16 @@ public final class LibfprintReader: FingerprintReader, Sendable {
 
     private init(readers: LibfprintReaders) { self.readers = readers }
 
-    /// On the reader thread: opens `dev`; nil (said in the log) when it cannot be opened.
-    static func open(_ dev: UnsafeMutablePointer<FpDevice>, readers: LibfprintReaders) -> LibfprintReader? {
+    /// On the reader thread: opens `dev`; nil (said in the log unless `quiet`) when it cannot be opened.
+    static func open(_ dev: UnsafeMutablePointer<FpDevice>, readers: LibfprintReaders, quiet: Bool = false)
+        -> LibfprintReader?
+    {
         var error: UnsafeMutablePointer<GError>?
         guard tgfp_device_open_sync(dev, nil, &error) != 0 else {
-            readers.log(
-                "cannot open fingerprint reader \(String(cString: tgfp_device_get_name(dev))): \(message(error))")
+            if !quiet {
+                readers.log(
+                    "cannot open fingerprint reader \(String(cString: tgfp_device_get_name(dev))): \(message(error))")
+            }
             g_error_free(error)
             return nil
         }

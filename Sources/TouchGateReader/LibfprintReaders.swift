@@ -23,6 +23,15 @@ public final class LibfprintReaders: FingerprintReaders, Sendable {
     /// meanwhile is opened then, not now (reader thread only).
     nonisolated(unsafe) var closedAll = false
     nonisolated(unsafe) var context: UnsafeMutablePointer<FpContext>?
+    /// A reader libfprint lists failed to open (not ready yet at boot or after a resume): the next
+    /// try is due after this many ms, doubled each time up to a minute; reader thread only.
+    nonisolated(unsafe) var openRetryDelay = LibfprintReaders.firstOpenRetry
+    nonisolated(unsafe) var openRetryArmed = false
+    /// Tries made since the last open that worked; past `quietAfter` a failure is not logged again.
+    nonisolated(unsafe) var openRetries = 0
+    static let firstOpenRetry: UInt32 = 1000
+    static let lastOpenRetry: UInt32 = 60_000
+    static let quietAfter = 8
 
     public var served: [any FingerprintReader] { open.withLock { $0.filter { $0.info != nil } } }
 
@@ -98,15 +107,24 @@ public final class LibfprintReaders: FingerprintReaders, Sendable {
         }
         for dev in listed { _ = cfp_object_ref(dev) }
         defer { for dev in listed { cfp_object_unref(dev) } }
+        var failed = false
         for dev in listed {
             if cfp_device_removed(dev) != 0 || givenUp.contains(dev) { continue }
             if open.withLock({ $0.contains { $0.device == dev } }) { continue }
-            if let reader = LibfprintReader.open(dev, readers: self) {
+            if let reader = LibfprintReader.open(dev, readers: self, quiet: openRetries > Self.quietAfter) {
                 open.withLock { $0.append(reader) }
                 // Its chip was listed while it was not in the list yet: a print judged meanwhile
                 // was judged without it.
                 chipListings.withLock { $0 += 1 }
+            } else {
+                failed = true
             }
+        }
+        if failed {
+            retryOpeningLater()
+        } else {
+            openRetryDelay = Self.firstOpenRetry
+            openRetries = 0
         }
         // In libfprint's order, whatever the order they were opened in: the default reader is the
         // first it lists, after a resume as at start.
@@ -115,6 +133,31 @@ public final class LibfprintReaders: FingerprintReaders, Sendable {
             readers.sort { rank($0) < rank($1) }
         }
         return !served.isEmpty
+    }
+
+    /// On the reader thread: a reader that would not open is tried again later, as fprintd opens
+    /// its reader again at each claim; one not ready when the daemon started (or resumed) is then
+    /// served once it is, without being plugged in again. Not while every reader is closed.
+    private func retryOpeningLater() {
+        guard !openRetryArmed else { return }
+        openRetryArmed = true
+        let delay = openRetryDelay
+        openRetryDelay = min(delay * 2, Self.lastOpenRetry)
+        openRetries += 1
+        if openRetries == Self.quietAfter + 1 {
+            log("a fingerprint reader still cannot be opened: tried again every minute, failures no longer logged")
+        }
+        g_timeout_add_full(
+            G_PRIORITY_DEFAULT, delay,
+            { data in
+                let readers = Unmanaged<LibfprintReaders>.fromOpaque(data!).takeRetainedValue()
+                readers.openRetryArmed = false
+                guard !readers.closedAll else { return 0 }  // reopen tries them all on resume
+                let before = readers.served.count
+                readers.openDevices()
+                if readers.served.count != before { readers.announce() }
+                return 0
+            }, Unmanaged.passRetained(self).toOpaque(), nil)
     }
 
     /// On the reader thread: a reader was closed (unplugged, given up): it leaves the list.
@@ -210,6 +253,8 @@ public final class LibfprintReaders: FingerprintReaders, Sendable {
             for dev in givenUp { cfp_object_unref(dev) }
             givenUp = []
             closedAll = false
+            openRetryDelay = Self.firstOpenRetry
+            openRetries = 0
             let any = openDevices()
             // After a sleep the readers may be others, or none, and their state has moved on.
             announce()

@@ -265,3 +265,19 @@ def test_prints_on_two_readers_are_one_enrollment_moving_between_them_asks_no_pa
     world.reader = first
     pam = harness.finger_success(world, "alice-on-the-first", reader=first)
     assert pam.messages() == [harness.PROMPT], pam.transcript()
+
+
+def test_a_reader_that_would_not_open_at_start_is_served_once_it_opens(world):
+    """A reader libfprint lists but that fails to open (not ready yet at boot) is tried again, as
+    fprintd opens its reader again at each claim: served once it opens, without a replug or a sleep."""
+    later = world.dir / "later"
+    world.reader.path = str(later / "vdev.sock")  # its directory does not exist yet: the open fails
+    world.start_daemon()
+    log = world.daemon.log
+    failed = log.wait_for(re.compile("cannot open fingerprint reader"))
+    assert world.cli("devices").returncode != 0
+    later.mkdir()
+    log.wait_for(SERVED, start=failed + 1)
+    assert world.cli("devices").stdout.splitlines() == ["%s (%s)" % (world.reader.name, world.reader.kind)]
+    rc, cli = harness.enroll(world, "alice", ALICE_PRINT, as_user="alice")
+    assert rc == 0, cli.stderr
