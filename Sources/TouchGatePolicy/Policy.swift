@@ -63,12 +63,9 @@ public struct Policy: Sendable, Equatable {
 
     /// Biometrics are locked until a password success: by the flag, by a count already at the
     /// threshold (e.g. the threshold was lowered), or by a state that cannot be trusted.
+    /// A back-off step beyond the configured steps is not one of those: `password_backoff` may have
+    /// been shortened since, and the step reads as the last one (`appliedStepIndex`).
     public func isLockedOut(_ s: UserState) -> Bool {
-        s.biometryLockedOut || s.consecutiveFailedMatches >= config.lockoutThreshold || !isConsistent(s)
-    }
-
-    /// `UserState.isConsistent`, plus a back-off step that exists in this config.
-    public func isConsistent(_ s: UserState) -> Bool {
-        s.isConsistent && s.backoffStep < max(config.passwordBackoff.count, 1)
+        s.biometryLockedOut || s.consecutiveFailedMatches >= config.lockoutThreshold || !s.isConsistent
     }
 }

@@ -58,7 +58,7 @@ public struct UserState: Sendable, Equatable {
 
     /// False for values no sequence of transitions can produce (a corrupt or tampered file).
     /// The policy then refuses biometrics with `.lockout` until a password success rewrites the state.
-    /// Whether `backoffStep` fits the configured steps is checked by `Policy.isConsistent(_:)`.
+    /// A `backoffStep` beyond the configured steps is consistent: it reads as the last step.
     public var isConsistent: Bool {
         consecutiveFailedMatches >= 0
             && consecutiveWrongPasswords >= 0

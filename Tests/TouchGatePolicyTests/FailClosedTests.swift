@@ -12,30 +12,34 @@ import TouchGatePolicy
         var failed = ok; failed.consecutiveFailedMatches = -1
         var wrong = ok; wrong.consecutiveWrongPasswords = .min
         var negativeStep = ok; negativeStep.backoffStep = -1; negativeStep.backoffUntil = t0
-        var beyond = ok; beyond.backoffStep = 4; beyond.backoffUntil = t0
         var stepWithoutBackoff = ok; stepWithoutBackoff.backoffStep = 2
         return [
             ("negative failed matches", failed), ("negative wrong passwords", wrong),
-            ("negative back-off step", negativeStep), ("back-off step beyond the configured steps", beyond),
-            ("back-off step without a back-off", stepWithoutBackoff),
+            ("negative back-off step", negativeStep), ("back-off step without a back-off", stepWithoutBackoff),
         ]
     }()
 
     @Test(arguments: impossible)
     func anImpossibleStateIsRefusedAsLockout(label: String, s: UserState) {
-        #expect(!policy.isConsistent(s), "\(label)")
+        #expect(!s.isConsistent, "\(label)")
         #expect(policy.canEvaluateBiometrics(s, in: environment(at: t0 + 1)) == .refused(.lockout), "\(label)")
         // A password success rewrites the state into a trusted one.
         let healed = policy.recordPasswordSuccess(s, in: environment(at: t0 + 2))
-        #expect(policy.isConsistent(healed))
+        #expect(healed.isConsistent)
         #expect(policy.canEvaluateBiometrics(healed, in: environment(at: t0 + 3)) == .available)
     }
 
-    @Test func aStepOutOfRangeIsOnlyCaughtByThePolicyThatKnowsTheSteps() {
-        let s = UserState(backoffStep: 4, backoffUntil: t0)
-        #expect(s.isConsistent)
-        #expect(!policy.isConsistent(s))
-        #expect(Policy(config: PolicyConfig(passwordBackoff: [1, 2, 3, 4, 5])).isConsistent(s))
+    /// `password_backoff` shortened after a user's back-off went past its new length: their
+    /// fingerprint stays usable (no lockout, which would say "locked after 5 failed attempts" with
+    /// none), and the step reads as the last one.
+    @Test func aStepBeyondAShortenedListIsItsLastStepNotALockout() {
+        var s = healthyUser()
+        s.consecutiveWrongPasswords = 8
+        s.backoffStep = 3
+        s.backoffUntil = t0
+        let shortened = Policy(config: PolicyConfig(passwordBackoff: [60, 300]))
+        #expect(shortened.canEvaluateBiometrics(s, in: environment(at: t0 + 1)) == .available)
+        #expect(shortened.recordWrongPassword(s, at: t0 + 1).backoff == 300)
     }
 
     @Test func aFailedMatchTurnsAnImpossibleStateIntoAPersistedLockout() {
