@@ -147,7 +147,8 @@ extension Core {
             doc.stateReadable = true
             doc.enabled = s.enabled
             doc.failedMatches = s.consecutiveFailedMatches
-            doc.lockedOut = s.biometryLockedOut
+            // Locked by the flag, or by a count at a threshold lowered since: what preflight refuses.
+            doc.lockedOut = policyEngine.isLockedOut(s)
             doc.adminLocked = s.adminLocked
             doc.wrongPasswords = s.consecutiveWrongPasswords
             doc.passwordRequired = policyEngine.passwordRequiredReasons(s, in: env).map(\.rawValue)

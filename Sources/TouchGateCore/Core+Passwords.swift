@@ -140,13 +140,16 @@ extension Core {
         try await states.update(ctx.user, .afterReply) { stored in
             var s: UserState
             switch stored {
-            case .state(let current): s = current
+            case .state(let current):
+                s = current
+                wasLocked = policyEngine.isLockedOut(s) || s.adminLocked
             case .corrupt:
-                // Start afresh, opted in when prints exist (enrolling is what opts in).
+                // Start afresh, opted in when prints exist (enrolling is what opts in). Its
+                // fingerprint was refused as locked (stateUnreadable): this lifts that.
                 s = UserState()
                 s.enabled = env.enrollmentSnapshot != nil
+                wasLocked = true
             }
-            wasLocked = s.biometryLockedOut || s.adminLocked
             if enable { s = policyEngine.enable(s) }
             return policyEngine.recordPasswordSuccess(s, in: env)
         }

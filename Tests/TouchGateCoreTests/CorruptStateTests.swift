@@ -34,9 +34,11 @@ import TouchGateWire
             let core = try bed.makeCore()
             #expect(await core.preflight() == stateUnreadableRefusal)
 
+            let events = await core.collectEvents()
             #expect(await core.verifyPassword(context(), bed.passwords.correctPassword) == .correct)
 
             #expect(await core.preflight() == nil)
+            #expect(events.all.first?.contains(#""event":"unlock""#) == true, "\(events.all)")
             await core.states.flush()
             #expect(await (try bed.makeCore()).preflight() == nil)
             let aside = directoryEntries("\(bed.statePath)/users/alice").filter { $0.hasPrefix("state.json.corrupt-") }

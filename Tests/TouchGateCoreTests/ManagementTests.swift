@@ -2,6 +2,7 @@
 import FoundationEssentials
 import Testing
 @testable import TouchGateCore
+import TouchGatePolicy
 import TouchGateTestSupport
 import TouchGateWire
 
@@ -105,6 +106,25 @@ import TouchGateWire
             #expect(status.backoffSecondsLeft == 0)
             #expect(status.lastPasswordSuccess == bed.clock.now())
             #expect(status.canEvaluate == .init(code: 0, name: "success", reason: ""))
+        }
+    }
+
+    /// Three failed matches, then the daemon restarted with `lockout_threshold = 3`: the user is
+    /// locked, status says so, and the password that lifts it is an unlock.
+    @Test func aLockoutByAThresholdLoweredSinceIsToldAndItsLiftingIsAnUnlock() async throws {
+        try await withTestBed { bed in
+            let before = try bed.makeCore()
+            try await bed.readyUser(before)
+            for _ in 1...3 { _ = try await before.recordFailedMatch(context()) }
+            await before.states.flush()
+
+            let core = try bed.makeCore(policy: PolicyConfig(lockoutThreshold: 3))
+            let status = try #require(try await statusDocument(core, "alice"))
+            #expect(status.lockedOut == true)
+            #expect(status.canEvaluate.name == "biometryLockout")
+            let events = await core.collectEvents()
+            #expect(await core.verifyPassword(context(), bed.passwords.correctPassword) == .correct)
+            #expect(events.all.first?.contains(#""event":"unlock""#) == true, "\(events.all)")
         }
     }
 
