@@ -154,7 +154,7 @@ public enum Text: Sendable, Equatable {
             switch reason {
             case .boot: return L("Enter your password: it is required once after the computer starts", l)
             case .idle: return L("Enter your password: fingerprint has not been used for a long time", l)
-            case .interval: return L("Enter your password: it has not been entered for several days", l)
+            case .interval: return L("Enter your password: it has not been entered for a while", l)
             case .enrollmentChanged: return L("Enter your password: the enrolled fingerprints changed", l)
             case .adminLock: return L("Enter your password: the administrator locked fingerprint authentication", l)
             }
