@@ -83,10 +83,13 @@ public final class KeyringKey: Sendable {
 
     /// Whether keyring passwords are kept under the root-only key file (doctor warns about it).
     /// Blocking, as `key()`.
+    /// A TPM that failed now (`unavailable`) does not count: `key()` then refuses rather than
+    /// falling back to the file.
     func usesKeyFile() -> Bool {
         guard withoutTPM else { return false }
-        if let sealing, case .ready = sealing.keyState() { return false }
-        return true
+        guard let sealing else { return true }
+        if case .off = sealing.keyState() { return true }
+        return false
     }
 }
 

@@ -63,6 +63,11 @@ struct KeyringStoreTests {
             }
             guard case .keyFailed? = failed else { Issue.record("TPM failing: \(String(describing: failed))"); return }
             #expect(!exists("\(dir)/state/users/alice/keyring"))
+            // With keyring_without_tpm too: the file is not the key while the TPM fails, so doctor
+            // is not told it is.
+            let fallback = try files(dir, sealer: tpm, withoutTPM: true)
+            #expect(throws: KeyringSealFailure.self) { try fallback.seal("alice", password: "pw", snapshot: "s") }
+            #expect(!fallback.key.usesKeyFile())
         }
     }
 
