@@ -229,7 +229,7 @@ extension FprintDevice {
                 return .success([])
             }
             if self.action === action { self.action = nil }
-            return .failure(Self.error(for: refusal))
+            return .failure(readerGone(refusal) ? Self.removedError : Self.error(for: refusal))
         }
         // After the answer, as fprintd orders them: the finger it listens for, then the rest.
         CoreLoop.shared.task { [self] in
@@ -264,25 +264,40 @@ extension FprintDevice {
         let action = DeviceAction(verify: false)
         self.action = action
         let signals = DeviceSignals(device: self, verify: false)
-        let finished = OneShot<Void>()
+        let finished = OneShot<Reply>()
         CoreLoop.shared.task { [self] in
             let reply = await core.enroll(
                 user: claim.username, finger: finger, password: nil,
                 origin: Origin(service: FprintNames.bus), caller: caller,
                 client: signals, input: action.input, reader: info.selector)
+            finished.set(reply)
+            // Its reader went before it began: refused as a call on a reader gone (below).
+            if !signals.begun.isSet && readerGone(reply) {
+                action.ended.set(())
+                return
+            }
             signals.afterAnswer { [self] in
                 setFingerNeeded(false)
                 emit("EnrollStatus", [V.string(FprintStatus.enrollResult(reply)), V.bool(true)])
                 action.ended.set(())
             }
-            finished.set(())
         }
         // Answered once the enrollment listens (or waits behind another client) or has ended, as
         // fprintd answers EnrollStart only after the print it replaces is deleted.
-        _ = await firstOf(signals.begun, finished)
+        if case .second(let reply) = await firstOf(signals.begun, finished), readerGone(reply) {
+            if self.action === action { self.action = nil }
+            return .failure(Self.removedError)
+        }
         CoreLoop.shared.task { signals.answered() }  // after the answer
         return .success([])
     }
+
+    /// The core found no reader for this object while the machine is awake: its reader was unplugged
+    /// between the call's arrival and the object's removal (or marking, when claimed), and the call
+    /// is answered as one on a reader gone is (`handle`), not as an internal error.
+    private func readerGone(_ reply: Reply) -> Bool { reply.reason == .noReader && !core.asleep }
+
+    static let removedError = BusError.noSuchDevice("The fingerprint reader was removed")
 
     /// VerifyStop / EnrollStop: cancels what still runs and waits until its result is in.
     func stop(_ call: Invocation, verify: Bool) async -> Result<[Variant], BusError> {

@@ -127,7 +127,7 @@ import TouchGateWire
 
     func handle(_ call: Invocation) {
         if gone && !["Release", "VerifyStop", "EnrollStop"].contains(call.method) {
-            return call.fail(.noSuchDevice("The fingerprint reader was removed"))
+            return call.fail(Self.removedError)
         }
         CoreLoop.shared.task { [self] in
             switch call.method {

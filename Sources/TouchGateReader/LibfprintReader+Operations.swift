@@ -157,7 +157,10 @@ extension LibfprintReader {
             }
             switch result {
             case .done(let r):
-                return report.takeUnretainedValue().finish(keptOnChip ? .failure(.duplicate) : .success(r))
+                // A print kept because the reader went while it was being deleted: that is the
+                // reader removed, not a finger enrolled already.
+                let kept: ReaderFailure = cfp_device_removed(dev) != 0 ? .removed : .duplicate
+                return report.takeUnretainedValue().finish(keptOnChip ? .failure(kept) : .success(r))
             // DATA_NOT_FOUND: the reader knows none of the prints offered for this finger. Some
             // match-on-chip drivers answer an unknown finger so (elanmoc2), others a print the chip
             // lost since it was listed, or an empty storage. It is no match, as fprintd's
