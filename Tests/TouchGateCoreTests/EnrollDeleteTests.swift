@@ -105,19 +105,31 @@ import TouchGateWire
         }
     }
 
+    /// alice's enrollment of `finger` by root, cancelled once its prompt shows; its answer.
+    func cancelledEnrollment(_ core: Core, _ finger: Finger) async -> Reply? {
+        let client = CollectingClient(), input = PromptInput()
+        let running = Running {
+            await core.enroll(
+                user: "alice", finger: finger, password: nil, origin: Origin(), caller: .root, client: client,
+                input: input)
+        }
+        #expect(await client.waitFor(.prompt))
+        input.deliver(.cancel)
+        return await running.value()
+    }
+
+    static let cancelled = Refusal(.appCancel, reason: .cancelled, text: .cancelled)
+
+    /// The prints deleted from the stub chip so far.
+    func chipDeleted(_ bed: TestBed) -> [StubPrint] {
+        bed.reader.chipDeletions.flatMap { $0 }.compactMap { StubPrint($0) }
+    }
+
     @Test func aCancelledEnrollmentStoresNothing() async throws {
         try await withTestBed { bed in
             let core = try bed.makeCore()
             bed.reader.scriptEnrollment(.hold)
-            let client = CollectingClient(), input = PromptInput()
-            let running = Running {
-                await core.enroll(
-                    user: "alice", finger: .rightIndex, password: nil, origin: Origin(),
-                    caller: .root, client: client, input: input)
-            }
-            #expect(await client.waitFor(.prompt))
-            input.deliver(.cancel)
-            #expect(await running.value() == Refusal(.appCancel, reason: .cancelled, text: .cancelled))
+            #expect(await cancelledEnrollment(core, .rightIndex) == Self.cancelled)
             #expect(await loopUntil(.max, limit: .seconds(10)) { bed.reader.cancellations == 1 })
             #expect(directoryEntries(bed.storePath) == [])
         }
@@ -127,17 +139,8 @@ import TouchGateWire
     @Test func anEnrollmentCompletedAsItWasCancelledLeavesNoPrintOnTheChip() async throws {
         try await withChipReader { bed, core in
             bed.reader.scriptEnrollment(.completeOnCancel)
-            let client = CollectingClient(), input = PromptInput()
-            let running = Running {
-                await core.enroll(
-                    user: "alice", finger: .leftThumb, password: nil, origin: Origin(),
-                    caller: .root, client: client, input: input)
-            }
-            #expect(await client.waitFor(.prompt))
-            input.deliver(.cancel)
-            #expect(await running.value() == Refusal(.appCancel, reason: .cancelled, text: .cancelled))
-            let deleted = bed.reader.chipDeletions.flatMap { $0 }.compactMap { StubPrint($0) }
-            #expect(deleted.map(\.finger) == [Finger.leftThumb.fpFinger], "\(deleted)")
+            #expect(await cancelledEnrollment(core, .leftThumb) == Self.cancelled)
+            #expect(chipDeleted(bed).map(\.finger) == [Finger.leftThumb.fpFinger], "\(chipDeleted(bed))")
             #expect(!exists(bed.printPath("alice", .leftThumb)))
         }
     }
@@ -153,8 +156,7 @@ import TouchGateWire
                     client: CollectingClient(), input: PromptInput())
             }
             #expect(reply == Core.storageFailure)
-            let deleted = bed.reader.chipDeletions.flatMap { $0 }.compactMap { StubPrint($0) }
-            #expect(deleted.map(\.user) == ["bob"], "\(deleted)")
+            #expect(chipDeleted(bed).map(\.user) == ["bob"], "\(chipDeleted(bed))")
         }
     }
 
@@ -163,20 +165,11 @@ import TouchGateWire
     @Test func anEnrollmentCompletedLateAfterItsCancelLeavesNoPrintOnTheChip() async throws {
         try await withChipReader { bed, core in
             bed.reader.scriptEnrollment(.completeOnRelease)
-            let client = CollectingClient(), input = PromptInput()
-            let running = Running {
-                await core.enroll(
-                    user: "alice", finger: .leftThumb, password: nil, origin: Origin(),
-                    caller: .root, client: client, input: input)
-            }
-            #expect(await client.waitFor(.prompt))
-            input.deliver(.cancel)
-            #expect(await running.value() == Refusal(.appCancel, reason: .cancelled, text: .cancelled))
+            #expect(await cancelledEnrollment(core, .leftThumb) == Self.cancelled)
             #expect(bed.reader.chipDeletions.isEmpty)
             bed.reader.releaseScan()
             #expect(await loopUntil(.max, limit: .seconds(10)) { !bed.reader.chipDeletions.isEmpty })
-            let deleted = bed.reader.chipDeletions.flatMap { $0 }.compactMap { StubPrint($0) }
-            #expect(deleted.map(\.finger) == [Finger.leftThumb.fpFinger], "\(deleted)")
+            #expect(chipDeleted(bed).map(\.finger) == [Finger.leftThumb.fpFinger], "\(chipDeleted(bed))")
             #expect(!exists(bed.printPath("alice", .leftThumb)))
         }
     }
