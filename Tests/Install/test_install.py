@@ -176,6 +176,31 @@ def test_05_enable_puts_the_fingerprint_before_pam_unix(machine, state):
     assert stack(machine.read("/etc/pam.d/common-auth")) == ENABLED_COMMON_AUTH
 
 
+def test_05_the_profiles_dialog_shows_each_profile_once_and_ticking_them_by_name_keeps_the_stack(machine):
+    """pam-auth-update's dialog (as `dpkg-reconfigure libpam-runtime` shows it) lists the profiles by
+    their Name, and debconf splits that list at commas: a comma in a Name would shift every label
+    after it onto another profile, so ticking "Unix authentication" would set another one, and an
+    administrator could drop pam_unix unawares. Each profile is one item here, and ticking the
+    enabled ones by their names writes the same stack."""
+    configs = machine.path("/usr/share/pam-configs")
+    names = {p.name: re.search(r"^Name: (.*)$", p.read_text(), re.M).group(1) for p in configs.iterdir()}
+    shown = machine.run("debconf-show", "libpam-runtime").stdout
+    enabled = re.search(r"libpam-runtime/profiles: (.*)", shown).group(1).split(", ")
+    assert {"unix", "touchgate", "touchgate-report"} <= set(enabled), shown
+    before = machine.read("/etc/pam.d/common-auth")
+    dialog = m.Terminal(machine, "env", "DEBIAN_FRONTEND=teletype", "DEBIAN_PRIORITY=low", "pam-auth-update")
+    asked = dialog.wait_for("PAM profiles to enable:")
+    items = {}
+    for text in dialog.out.texts()[:asked]:
+        item = re.match(r"\s+(\d+)\. (.*?)\s*$", text)
+        if item:
+            items[item.group(2)] = item.group(1)
+    assert sorted(items) == sorted(names.values()), dialog.transcript()
+    dialog.type(" ".join(items[names[p]] for p in enabled) + "\n")
+    assert dialog.wait(30) == 0, dialog.transcript()
+    assert machine.read("/etc/pam.d/common-auth") == before
+
+
 def test_06_the_first_connection_starts_the_daemon(machine, state):
     proc, notify = start_activated(machine)
     state["activator"] = proc
