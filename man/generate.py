@@ -21,9 +21,24 @@ BEFORE_EXIT = {"ENVIRONMENT", "FILES"}
 SENTENCE_END = re.compile(r"(?<=[a-z0-9)'\]][.!?]) +(?=\S)")
 
 
+# generate-manual runs the command with --experimental-dump-help and waits for it; now and then
+# (under load) it never notices the command's exit and waits for ever. Each run has a deadline,
+# and one that passes it is run again.
+GENERATE_DEADLINE = 120  # s
+GENERATE_TRIES = 3
+
+
 def generate(tool, binary, section, date, workdir):
-    subprocess.run([tool, str(binary), "--section", str(section), "--date", date, "-o", str(workdir)],
-                   check=True, stdout=subprocess.DEVNULL)
+    argv = [tool, str(binary), "--section", str(section), "--date", date, "-o", str(workdir)]
+    for attempt in range(1, GENERATE_TRIES + 1):
+        try:
+            subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, timeout=GENERATE_DEADLINE)
+            break
+        except subprocess.TimeoutExpired:
+            print("generate.py: generate-manual for %s did not end within %d s (try %d of %d)"
+                  % (binary.name, GENERATE_DEADLINE, attempt, GENERATE_TRIES), file=sys.stderr)
+    else:
+        sys.exit("generate.py: generate-manual for %s never ended" % binary.name)
     return (workdir / ("%s.%d" % (binary.name, section))).read_text()
 
 
