@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The system test (Tests/System): boots a Debian 12 image with the project's .debs installed (those
-# the install test kept in .build/debs, built here if absent) under QEMU, and uses touchgate there
-# through systemd, logind, polkit, journald, getty, sudo and reboot. Needs root, QEMU and Debian's
-# mirror (the image is cached in .build/system-image). TOUCHGATE_SKIP_SYSTEM_TEST=1 skips it (for a
-# quick local run; CI runs it).
+# the install test kept in .build/debs, built here if absent or built from other sources) under
+# QEMU, and uses touchgate there through systemd, logind, polkit, journald, getty, sudo and reboot.
+# Needs root, QEMU and Debian's mirror (the image is cached in .build/system-image).
+# TOUCHGATE_SKIP_SYSTEM_TEST=1 skips it (for a quick local run; CI runs it).
 set -uo pipefail
 # shellcheck source=env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"

@@ -7,6 +7,7 @@ and the root is deleted from outside that namespace, where nothing is mounted in
 /etc is never written. Every wait has a deadline; nothing sleeps.
 """
 
+import hashlib
 import os
 import pty
 import re
@@ -112,6 +113,8 @@ def build_packages(out):
     the install test. Returns ({package: .deb}, .changes); the .dsc and the build's log, HOME and
     output are in out/, with what its namespace had: `net-dev` (its /proc/net/dev) and `fetch` (a
     git ls-remote tried there, and its exit status)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "source-digest").write_text(source_digest())  # before: the tree may change meanwhile
     t0 = now()
     p = run([REPO / "scripts" / "source-package.sh", out / "source"], limit=SOURCE_LIMIT)
     dsc = Path(p.stdout.strip().splitlines()[-1])
@@ -155,23 +158,51 @@ def built_packages(built, out):
 KEPT_DEBS = REPO / ".build" / "debs"  # the last build's .debs, for the system test (ignored by git)
 
 
+def source_digest():
+    """SHA-256 over the files the packages are built from as they are now: what source-package.sh
+    takes (git's files, tracked or new, not ignored), the tests and benchmarks aside."""
+    names = run(["git", "-C", REPO, "ls-files", "-z", "--cached", "--others", "--exclude-standard"]).stdout
+    digest = hashlib.sha256()
+    for name in sorted(set(n for n in names.split("\0") if n and not n.startswith(("Tests/", "bench/")))):
+        path = REPO / name
+        if path.is_symlink():
+            content = os.readlink(path).encode()
+        elif path.is_file():
+            content = path.read_bytes()
+        else:
+            continue  # deleted in the working tree: not in the source package either
+        digest.update(b"%s\0%d\0" % (name.encode(), len(content)) + content)
+    return digest.hexdigest()
+
+
 def keep_debs(debs):
     """Copies the built .debs (not their debug symbols) to the checkout's .build/debs, replacing
-    what was there: the system test boots these instead of building them again."""
+    what was there, with the digest of the sources they were built from: the system test boots
+    these instead of building them again, while the sources are the same."""
     tmp = KEPT_DEBS.with_name("debs.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     for name, deb in debs.items():
         if not name.endswith("-dbgsym"):
             shutil.copy2(deb, tmp / deb.name)
+    digest = next(iter(debs.values())).parent / "source-digest"
+    if digest.exists():
+        shutil.copy2(digest, tmp / digest.name)
     shutil.rmtree(KEPT_DEBS, ignore_errors=True)
     tmp.rename(KEPT_DEBS)
 
 
 def kept_debs():
-    """{package name: path} of the kept .debs, or None when both packages are not there."""
+    """{package name: path} of the kept .debs, or None when both packages are not there or they
+    were built from other sources than the checkout's now (a change since: they are built again)."""
     debs = {d.name.split("_")[0]: d for d in KEPT_DEBS.glob("*.deb")}
-    return debs if {"touchgate", "libpam-touchgate"} <= set(debs) else None
+    if not {"touchgate", "libpam-touchgate"} <= set(debs):
+        return None
+    stamp = KEPT_DEBS / "source-digest"
+    if not stamp.exists() or stamp.read_text() != source_digest():
+        log("the kept .debs were built from other sources than the checkout's: building them again")
+        return None
+    return debs
 
 
 def debs_for_tests(work):

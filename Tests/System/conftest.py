@@ -29,7 +29,8 @@ signal.signal(signal.SIGTERM, _interrupted)
 
 @pytest.fixture(scope="session")
 def debs():
-    """{package name: path}: the .debs the install test kept, built now if there are none."""
+    """{package name: path}: the .debs the install test kept, built now if there are none or they
+    are of other sources than the checkout's."""
     return machine.debs_for_tests(WORK)
 
 
