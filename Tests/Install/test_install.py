@@ -378,6 +378,8 @@ def test_15_purge_stops_the_running_daemon_and_leaves_no_file(machine, state):
     assert kept == ["prints-left-sealed", "sealed-key"], kept  # the record: for a purge after a reinstall
     said = p.stdout + p.stderr
     assert "prints still sealed in /var/lib/fprint: 1; in /var/lib/tgprints: 1;" in said, said
+    # The prints a purge keeps are named: in the clear once written back (docs/SECURITY.md §6).
+    assert "the enrolled prints are kept in /var/lib/fprint" in said, said
     m.log("purge with prints still sealed in two stores: the key kept")
     shutil.rmtree(machine.path("/var/lib/touchgate"))
     shutil.rmtree(machine.path("/var/lib/fprint/tgsealed"))
