@@ -277,7 +277,7 @@ def test_a_reader_that_would_not_open_at_start_is_served_once_it_opens(world):
     failed = log.wait_for(re.compile("cannot open fingerprint reader"))
     assert world.cli("devices").returncode != 0
     later.mkdir()
-    log.wait_for(SERVED, start=failed + 1)
+    log.wait_for(SERVED, timeout=10, start=failed + 1)  # the next try: 1, 2, 4, 8 s after the one before
     assert world.cli("devices").stdout.splitlines() == ["%s (%s)" % (world.reader.name, world.reader.kind)]
     rc, cli = harness.enroll(world, "alice", ALICE_PRINT, as_user="alice")
     assert rc == 0, cli.stderr
