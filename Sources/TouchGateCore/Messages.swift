@@ -149,7 +149,10 @@ public enum Text: Sendable, Equatable {
                 "The enrolled fingerprints are damaged (%s): enroll them again, then use your password", l,
                 fingers.map(\.rawValue).joined(separator: ", "))
         case .notEnabled: return L("Fingerprint authentication is not enabled for this account", l)
-        case .lockout(let n): return L("Fingerprint locked after %d failed attempts: enter your password", l, n)
+        case .lockout(let n):
+            return NL(
+                "Fingerprint locked after %d failed attempt: enter your password",
+                "Fingerprint locked after %d failed attempts: enter your password", n, l, n)
         case .passwordRequired(let reason):
             switch reason {
             case .boot: return L("Enter your password: it is required once after the computer starts", l)

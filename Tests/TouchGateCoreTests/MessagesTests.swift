@@ -98,6 +98,10 @@ struct MessagesTests {
             Text.lockout(attempts: 5).render(.english)
                 == "Fingerprint locked after 5 failed attempts: enter your password")
         #expect(Text.lockout(attempts: 5).render(.chinese) == "指纹连续 5 次验证失败已锁定：请输入密码")
+        #expect(
+            Text.lockout(attempts: 1).render(.english)
+                == "Fingerprint locked after 1 failed attempt: enter your password")
+        #expect(Text.lockout(attempts: 1).render(.chinese) == "指纹连续 1 次验证失败已锁定：请输入密码")
         #expect(Text.noMatch(triesLeft: 1).render(.english) == "Fingerprint not recognised, try again (1 try left)")
         #expect(Text.noMatch(triesLeft: 2).render(.english) == "Fingerprint not recognised, try again (2 tries left)")
         #expect(Text.queued(ahead: 2).render(.english) == "Waiting for the fingerprint reader (2 ahead in the queue)")
