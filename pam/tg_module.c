@@ -67,3 +67,9 @@ const char *tg_busy_text(const struct tg_call *c)
 {
     return tg_text(&c->lang, N_("Fingerprint service busy: use your password"));
 }
+
+const char *tg_refusal_text(const struct tg_call *c, const struct tg_frame *frame,
+                            const char *message)
+{
+    return frame->request_id == TG_UNSOLICITED_ID ? tg_text(&c->lang, message) : message;
+}

@@ -47,6 +47,12 @@ void tg_hand_over(const struct tg_call *c, const char *password);
 /* The line for a daemon that refused the connection as busy (TG_ERR_BUSY). */
 const char *tg_busy_text(const struct tg_call *c);
 
+/* A refusal's MESSAGE as shown: the daemon's words, already in the person's language, except in
+ * a RESULT sent before our request was read (TG_UNSOLICITED_ID: the service stopping), which the
+ * daemon could only write in English; that sentence is one of the catalog's, looked up here. */
+const char *tg_refusal_text(const struct tg_call *c, const struct tg_frame *frame,
+                            const char *message);
+
 /* A request id for a new connection: never 0 (invalid) and never TG_UNSOLICITED_ID. */
 uint32_t tg_new_request_id(void);
 

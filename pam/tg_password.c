@@ -177,7 +177,8 @@ static int judge(struct tg_call *c, const struct tg_frame *frame, const char *pa
     if (code == TG_ERR_BUSY)
         tg_say(c, PAM_ERROR_MSG, tg_busy_text(c));
     else if (code != TG_OK && tg_frame_string(frame, TG_TAG_MESSAGE, text, sizeof(text)))
-        tg_say(c, PAM_ERROR_MSG, text); /* "Wrong password", how long the back-off lasts, … */
+        tg_say(c, PAM_ERROR_MSG,
+               tg_refusal_text(c, frame, text)); /* "Wrong password", the back-off… */
     /* The password goes on unless the daemon judged it wrong (or refused to look, in back-off):
      * verified, it serves later modules; unjudged, pam_unix try_first_pass judges it. */
     if (!tg_password_rejected(code, flags))

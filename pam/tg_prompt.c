@@ -135,7 +135,8 @@ static int on_result(struct prompt *p, const struct tg_frame *frame)
         if (code == TG_ERR_BIOMETRY_NOT_ENROLLED)
             DEBUG(p, "not shown: %s", text);
         else
-            tg_say(p->c, PAM_ERROR_MSG, text); /* every other refusal says why */
+            tg_say(p->c, PAM_ERROR_MSG,
+                   tg_refusal_text(p->c, frame, text)); /* every other says why */
     }
     int rc = tg_outcome_to_pam(code, flags);
     /* A password sent here is judged by a success (verified) or a rejection, as at the password

@@ -44,6 +44,12 @@ public func L(_ msgid: String, _ language: Language, _ arguments: CustomStringCo
     return format(text ?? msgid, arguments.map(\.description))
 }
 
+/// A sentence received in English (the daemon's, written before it knew the language) as the
+/// catalog has it in `language`; itself when the catalog has none. Nothing is formatted.
+public func translated(_ english: String, _ language: Language) -> String {
+    lookup(language) { lang in english.withCString { m in tg_text(lang, m).map { String(cString: $0) } } } ?? english
+}
+
 /// The singular or plural form for `n` (the language's own rule). xgettext: `NL(` arguments 1, 2.
 // swift-format-ignore: AlwaysUseLowerCamelCase
 public func NL(

@@ -41,6 +41,7 @@ import TouchGateWire
     nonisolated static func refuse(_ fd: Int32, _ outcome: Outcome, text: Text) {
         var fields = [Field(.code, outcome.rawValue), Field(.message, text.render(.english))]
         if outcome == .busy { fields.append(Field(.reason, Reason.busy.rawValue)) }  // docs/spec.md §2
+        if outcome == .systemCancel { fields.append(Field(.reason, Reason.shutdown.rawValue)) }
         let frame = Frame(.result, requestID: WireLimits.unsolicitedRequestID, fields)
         guard let bytes = try? frame.encoded() else { return }
         _ = bytes.withUnsafeBytes {

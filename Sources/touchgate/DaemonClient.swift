@@ -119,7 +119,12 @@ struct DaemonClient {
             throw Failure(L("touchgated sent a result without a code", cli))
         }
         if code == Outcome.success.rawValue { return result }
-        if let message = result.string(.message), !message.isEmpty { throw Failure(message) }
+        if let message = result.string(.message), !message.isEmpty {
+            // Refused before the request (and its LOCALE) was read: in English, one of the
+            // catalog's sentences, shown in the caller's language (docs/spec.md §6).
+            let unread = result.requestID == WireLimits.unsolicitedRequestID
+            throw Failure(unread ? translated(message, cli) : message)
+        }
         throw Failure(sentence(for: code, reason: result.string(.reason), seconds: result.int(.seconds)))
     }
 }

@@ -148,6 +148,9 @@ def test_the_cli_past_its_users_connections_says_busy_not_a_closed_connection(wo
             listed = world.cli("list", "--user", "bob", as_user="bob")
             assert listed.returncode == 1, listed
             assert listed.stderr == "touchgate: Fingerprint service busy: use your password\n", listed
+        # Refused before its request (and its language) was read: said in the caller's language.
+        chinese = world.cli("list", "--user", "bob", as_user="bob", env={"LANG": "zh_CN.UTF-8"})
+        assert chinese.returncode == 1 and chinese.stderr == "touchgate: 指纹服务繁忙：请使用密码\n", chinese
     finally:
         flood.release()
 

@@ -15,7 +15,7 @@ struct AnswerTests {
     }
 
     @Test func theUnsolicitedIdAnswersOnlyAsARefusalOfARequestNeverRead() {
-        for refusal in [Outcome.busy, .badRequest] {
+        for refusal in [Outcome.busy, .badRequest, .systemCancel] {
             #expect(
                 WireLimits.answers(
                     Frame(.result, requestID: unsolicited, [Field(.code, refusal.rawValue)]), request: mine))

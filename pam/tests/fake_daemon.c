@@ -38,6 +38,12 @@ static bool delay_frame(int fd, struct fake_conn *c, int ms)
 
 static void serve_one(struct fake_server *sv, int fd, struct fake_conn *c)
 {
+    if (c->behaviour == STOPPING_UNSOLICITED) {
+        result(fd, TG_UNSOLICITED_ID, TG_ERR_SYSTEM_CANCEL, TG_REASON_SHUTDOWN,
+               "Fingerprint service stopping: use your password", 0, 0);
+        c->saw_close = fake_await_close(fd, 10000);
+        return;
+    }
     if (c->behaviour == BUSY_UNSOLICITED || c->behaviour == UNSOLICITED_OK) {
         /* Refused at accept: the daemon answers before it reads anything (UNSOLICITED_OK: the
          * same id with a success, which no daemon sends). */
@@ -57,6 +63,7 @@ static void serve_one(struct fake_server *sv, int fd, struct fake_conn *c)
     switch (c->behaviour) {
     case SILENT:
     case BUSY_UNSOLICITED:
+    case STOPPING_UNSOLICITED:
     case UNSOLICITED_OK:
         break;
     case WRONG_ID:

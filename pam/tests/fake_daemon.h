@@ -12,23 +12,25 @@
 #include "tg_codec.h"
 
 enum behaviour {
-    SILENT,             /* reads the request, never answers */
-    WRONG_ID,           /* RESULT TG_OK for another request id */
-    RETRY_THEN_OK,      /* PROGRESS retry, keepalive, RESULT TG_OK */
-    MALFORMED,          /* a frame with version 2 */
-    HUGE_LENGTH,        /* a length prefix of 2^32-1, then nothing */
-    CLOSE_AT_ONCE,      /* hangs up after the request */
-    REFUSE_LOCKOUT,     /* RESULT biometryLockout with a MESSAGE */
-    NO_MATCH_TWICE,     /* PROGRESS no-match (error style), RESULT authenticationFailed */
-    KEEPALIVES_THEN_OK, /* three keepalives, then TG_OK */
-    EVENT_FRAME,        /* a well-formed EVENT frame, which cannot answer EVALUATE */
-    NOT_ENROLLED,       /* RESULT biometryNotEnrolled "noPrints" with a MESSAGE */
-    MATCH,              /* RESULT TG_OK at once */
-    PROMPT_THEN_MATCH,  /* PROGRESS prompt with its message, RESULT TG_OK */
-    PROMPT_THEN_WAIT,   /* PROGRESS prompt with its message, then only listens */
-    REPORT_OK,          /* RESULT TG_OK (an answer to PASSWORD_SUCCESS) */
-    REPORT_REFUSED,     /* RESULT notPermitted with a MESSAGE */
-    BUSY_UNSOLICITED,   /* before reading anything: RESULT TG_ERR_BUSY, id TG_UNSOLICITED_ID */
+    SILENT,               /* reads the request, never answers */
+    WRONG_ID,             /* RESULT TG_OK for another request id */
+    RETRY_THEN_OK,        /* PROGRESS retry, keepalive, RESULT TG_OK */
+    MALFORMED,            /* a frame with version 2 */
+    HUGE_LENGTH,          /* a length prefix of 2^32-1, then nothing */
+    CLOSE_AT_ONCE,        /* hangs up after the request */
+    REFUSE_LOCKOUT,       /* RESULT biometryLockout with a MESSAGE */
+    NO_MATCH_TWICE,       /* PROGRESS no-match (error style), RESULT authenticationFailed */
+    KEEPALIVES_THEN_OK,   /* three keepalives, then TG_OK */
+    EVENT_FRAME,          /* a well-formed EVENT frame, which cannot answer EVALUATE */
+    NOT_ENROLLED,         /* RESULT biometryNotEnrolled "noPrints" with a MESSAGE */
+    MATCH,                /* RESULT TG_OK at once */
+    PROMPT_THEN_MATCH,    /* PROGRESS prompt with its message, RESULT TG_OK */
+    PROMPT_THEN_WAIT,     /* PROGRESS prompt with its message, then only listens */
+    REPORT_OK,            /* RESULT TG_OK (an answer to PASSWORD_SUCCESS) */
+    REPORT_REFUSED,       /* RESULT notPermitted with a MESSAGE */
+    BUSY_UNSOLICITED,     /* before reading anything: RESULT TG_ERR_BUSY, id TG_UNSOLICITED_ID */
+    STOPPING_UNSOLICITED, /* before reading anything: RESULT systemCancel "shutdown", its English
+                           * MESSAGE, id TG_UNSOLICITED_ID (a daemon stopping) */
     /* What no daemon sends, and a daemon that takes its time. */
     UNSOLICITED_OK,    /* before reading anything: RESULT TG_OK, id TG_UNSOLICITED_ID */
     SLOW_PROMPT_MATCH, /* PROGRESS prompt with its message; RESULT TG_OK FAKE_SLOW_MS later, then

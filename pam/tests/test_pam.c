@@ -121,6 +121,15 @@ static void test_fake_daemon(void)
     CHECK(shown_once(&r, PAM_ERROR_MSG, TEXT_BUSY) && r.shown.n == 1,
           "busy: %d messages, first '%s'", r.shown.n, r.shown.text[0]);
 
+    /* A daemon stopping refuses before it read the request, so in English: the module shows the
+     * sentence in the person's language, from its own catalog. */
+    setenv("LC_ALL", "zh_CN.UTF-8", 1);
+    run_against(&sv, STOPPING_UNSOLICITED, "tg-server", NULL, &r);
+    unsetenv("LC_ALL");
+    CHECK(r.rc == PAM_AUTHINFO_UNAVAIL, "stopping: %d", r.rc);
+    CHECK(shown_once(&r, PAM_ERROR_MSG, "指纹服务正在停止：请使用密码") && r.shown.n == 1,
+          "stopping: %d messages, first '%s'", r.shown.n, r.shown.text[0]);
+
     /* A malformed frame. */
     run_against(&sv, MALFORMED, "tg-server", NULL, &r);
     CHECK(r.rc == PAM_SYSTEM_ERR, "malformed frame: %d", r.rc);
@@ -215,7 +224,7 @@ static void test_reply_waiting_behind_a_slow_conversation(void)
           "slow conversation: %d messages, last '%s'", r.shown.n, r.shown.text[r.shown.n - 1]);
 }
 
-/* The unsolicited id answers only a refusal sent before the request was read (busy,
+/* The unsolicited id answers only a refusal sent before the request was read (busy, stopping,
  * badRequest): a success under it is a malformed reply, never PAM_SUCCESS. */
 static void test_unsolicited_success(void)
 {

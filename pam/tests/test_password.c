@@ -216,7 +216,7 @@ static void test_daemon_fails_after_the_refusal(void)
     CHECK(r.shown.n == 3 && strcmp(r.shown.text[2], TEXT_SERVICE_ERROR) == 0, "wrong id: '%s'",
           r.shown.text[2]);
 
-    /* The unsolicited id carries only a refusal (busy, badRequest): a success under it is a
+    /* The unsolicited id carries only a refusal (busy, stopping, badRequest): a success under it is a
      * malformed reply. */
     two_steps(&sv, ASK_LOCKOUT, UNSOLICITED_OK, &setup, &r);
     CHECK(r.rc == PAM_SYSTEM_ERR, "unsolicited success: %d", r.rc);

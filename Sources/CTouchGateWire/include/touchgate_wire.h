@@ -222,12 +222,13 @@
 /* clang-format on */
 
 /* Whether a frame with TG_UNSOLICITED_ID stands as the answer to a client's request: only the
- * daemon's refusal of a request it never read, a RESULT whose CODE is TG_ERR_BUSY or
- * TG_ERR_BAD_REQUEST. The one statement of the rule for every client (docs/spec.md §6). */
+ * daemon's refusal of a request it never read, a RESULT whose CODE is TG_ERR_BUSY,
+ * TG_ERR_BAD_REQUEST or TG_ERR_SYSTEM_CANCEL (the daemon stopping as it accepted the connection).
+ * The one statement of the rule for every client (docs/spec.md §6). */
 static inline int tg_unsolicited_refusal(int kind, int has_code, int code)
 {
     return kind == TG_KIND_RESULT && has_code &&
-           (code == TG_ERR_BUSY || code == TG_ERR_BAD_REQUEST);
+           (code == TG_ERR_BUSY || code == TG_ERR_BAD_REQUEST || code == TG_ERR_SYSTEM_CANCEL);
 }
 
 #endif /* TOUCHGATE_WIRE_H */
