@@ -1,4 +1,5 @@
 /* pam_touchgate entry points; the options and what a person sees are in pam_touchgate(8). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "tg_env.h"
@@ -28,6 +29,14 @@ static int authenticate(pam_handle_t *pamh, const struct tg_options *opt)
         tg_string_check((const uint8_t *)c.locale, strlen(c.locale)) != TG_CODEC_OK)
         c.locale = NULL;
     tg_lang_open(&c.lang, c.locale);
+    /* gettext lets LANGUAGE choose the module's own words: the daemon's follow the same choice. */
+    const char *language = getenv("LANGUAGE");
+    if (language != NULL && language[0] != '\0' && c.lang.loc != (locale_t)0) {
+        tg_lang_catalog(&c.lang, c.catalog, sizeof(c.catalog));
+        c.locale = c.catalog;
+        tg_lang_close(&c.lang);
+        tg_lang_open(&c.lang, c.locale); /* "C": English; the module's words are the daemon's */
+    }
     if (!opt->noinput && !tg_tty_open(&c.tty))
         TG_DEBUG(opt, pamh, "no terminal in the foreground: messages only");
     rc = tg_prompt_run(&c, &ask_password, &typed);

@@ -23,6 +23,7 @@ struct tg_call {
     const struct tg_options *opt;
     const char *user;    /* looked up: the account exists */
     const char *locale;  /* the client's LC_ALL / LC_MESSAGES / LANG, sent to the daemon */
+    char catalog[72];    /* with LANGUAGE set: the language gettext chose, sent instead */
     struct tg_lang lang; /* the module's own words in that language */
     struct tg_tty tty;   /* fd -1: no terminal to read (none, background, or noinput) */
 };

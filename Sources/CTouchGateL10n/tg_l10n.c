@@ -82,6 +82,32 @@ const char *tg_text(const struct tg_lang *lang, const char *msgid)
     return text;
 }
 
+void tg_lang_catalog(const struct tg_lang *lang, char *out, size_t size)
+{
+    static const char field[] = "\nLanguage: ";
+    out[0] = '\0';
+    if (lang->loc == (locale_t)0)
+        return;
+    snprintf(out, size, "C");
+    locale_t saved = uselocale(lang->loc);
+    if (saved == (locale_t)0)
+        return;
+    const char *header = dgettext(TG_TEXT_DOMAIN, ""); /* the catalog's header, or "" */
+    uselocale(saved);
+    const char *at = header != NULL ? strstr(header, field) : NULL;
+    if (at == NULL)
+        return;
+    at += sizeof(field) - 1;
+    size_t n = strcspn(at, "\n");
+    if (n == 0 || n >= size || n > NAME_MAX_LEN)
+        return;
+    char name[NAME_MAX_LEN + 1];
+    memcpy(name, at, n);
+    name[n] = '\0';
+    if (plausible_name(name))
+        memcpy(out, name, n + 1);
+}
+
 const char *tg_text_plural(const struct tg_lang *lang, const char *singular, const char *plural,
                            unsigned long n)
 {

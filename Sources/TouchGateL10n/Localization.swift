@@ -14,12 +14,26 @@ public struct Language: Sendable, Equatable {
     public static let english = Language(locale: nil)
     public static let chinese = Language(locale: "zh_CN.UTF-8")
 
-    /// The calling process's language: LC_ALL, then LC_MESSAGES, then LANG (POSIX precedence).
+    /// The calling process's language: LC_ALL, then LC_MESSAGES, then LANG (POSIX precedence);
+    /// then, as gettext lets it, LANGUAGE's list chooses the catalog ahead of that name (unless the
+    /// locale is C): the language the process's own lines come out in, which its requests ask the
+    /// daemon for (docs/spec.md §8).
     public static var ofProcess: Language {
+        var named = Language.english
         for name in ["LC_ALL", "LC_MESSAGES", "LANG"] {
-            if let p = getenv(name), p.pointee != 0 { return Language(locale: String(cString: p)) }
+            if let p = getenv(name), p.pointee != 0 {
+                named = Language(locale: String(cString: p))
+                break
+            }
         }
-        return .english
+        guard let list = getenv("LANGUAGE"), list.pointee != 0, let locale = named.locale else { return named }
+        var lang = tg_lang()
+        tg_lang_open_at(&lang, locale, Catalogs.directory)
+        defer { tg_lang_close(&lang) }
+        guard lang.loc != nil else { return named }
+        var chosen = [CChar](repeating: 0, count: 72)
+        tg_lang_catalog(&lang, &chosen, chosen.count)
+        return Language(locale: String(cString: chosen))  // "C": English
     }
 }
 

@@ -1,4 +1,4 @@
-// Facts about the person running the CLI: user name, uid, locale, terminal, environment.
+// Facts about the person running the CLI: user name, uid, terminal, environment.
 import TouchGateL10n
 import ArgumentParser
 #if canImport(Glibc)
@@ -13,11 +13,6 @@ enum Caller {
         guard let p = getenv(name) else { return nil }
         let value = String(cString: p)
         return value.isEmpty ? nil : value
-    }
-
-    /// LOCALE on the wire: the first non-empty of LC_ALL, LC_MESSAGES, LANG (docs/spec.md §8).
-    static var locale: String? {
-        environment("LC_ALL") ?? environment("LC_MESSAGES") ?? environment("LANG")
     }
 
     static var isRoot: Bool { getuid() == 0 }

@@ -225,5 +225,5 @@ private struct Exchange {
 /// The LOCALE field when the caller has a locale.
 func localeField() -> [Field] {
     // One no frame can carry is left out: the daemon then answers in its own language.
-    Caller.locale.flatMap { $0.utf8.count <= WireLimits.maxString ? [Field(.locale, $0)] : nil } ?? []
+    cli.locale.flatMap { $0.utf8.count <= WireLimits.maxString ? [Field(.locale, $0)] : nil } ?? []
 }

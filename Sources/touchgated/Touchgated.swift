@@ -49,6 +49,9 @@ struct Touchgated: ParsableCommand {
     /// environment, so the daemon starts at once: the argument parser's reflection costs a few
     /// milliseconds at every start (docs/benchmark-changes.md).
     static func main() {
+        // Each request's sentences are in its own LOCALE; gettext would let the daemon's own
+        // LANGUAGE (one started by hand from a shell) choose over it, for everyone.
+        unsetenv("LANGUAGE")
         let recorded = readSmallFile("/proc/self/cmdline", limit: 1 << 16).map {
             $0.split(separator: "\0", omittingEmptySubsequences: false).dropFirst().dropLast().map(String.init)
         }

@@ -142,6 +142,22 @@ def test_the_cli_speaks_the_callers_language(world, alice):
         assert other.stderr.strip() == "touchgate: Not permitted", (lang, other)
 
 
+def test_language_chooses_as_gettext_lets_it_for_the_cli_and_the_daemon_alike(world):
+    """LANGUAGE's list chooses the CLI's own words ahead of LANG, as gettext lets it; the request
+    asks the daemon for that same language, so one line is never half in each. The daemon's own
+    LANGUAGE (one started from a shell) chooses nothing for its clients."""
+    world.start_daemon(prefix=["env", "LANGUAGE=en"])
+    for env, unreachable, refused in [
+        ({"LANG": "zh_CN.UTF-8", "LANGUAGE": "en"}, "touchgate: cannot reach touchgated", "touchgate: Not permitted"),
+        ({"LANG": "zh_CN.UTF-8", "LANGUAGE": "fr:zh_CN"}, "touchgate: 无法连接 touchgated", "touchgate: 无权执行此操作"),
+        ({"LANG": "zh_CN.UTF-8"}, "touchgate: 无法连接 touchgated", "touchgate: 无权执行此操作"),
+    ]:
+        away = world.cli("--socket", world.dir / "nowhere.sock", "devices", env=env)
+        assert away.returncode == 1 and away.stderr.startswith(unreachable), (env, away)
+        answer = world.cli("list", "--user", "bob", as_user="alice", env=env)
+        assert answer.returncode == 1 and answer.stderr.strip() == refused, (env, answer)
+
+
 @pytest.mark.parametrize("command", [["enable"], ["enroll", "--finger", "left-thumb"], ["delete", "--all"],
                                      ["keyring", "enable"]])
 def test_another_users_account_is_refused_without_asking_a_password(world, alice, command):

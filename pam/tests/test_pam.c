@@ -155,6 +155,23 @@ static void test_fake_daemon(void)
     CHECK(shown_once(&r, PAM_ERROR_MSG, "指纹服务无响应：请使用密码"),
           "daemon hung up: Chinese 'not responding' not shown: '%s'", r.shown.text[0]);
 
+    /* LANGUAGE chooses the module's words ahead of the locale, as gettext lets it: the daemon is
+     * sent that choice, so its lines and the module's are in one language. */
+    setenv("LC_ALL", "zh_CN.UTF-8", 1);
+    setenv("LANGUAGE", "en", 1);
+    run_against(&sv, CLOSE_AT_ONCE, "tg-server", NULL, &r);
+    CHECK(frame_string_is(&sv.conn[0].request, TG_TAG_LOCALE, "C"), "LOCALE with LANGUAGE=en");
+    CHECK(shown_once(&r, PAM_ERROR_MSG, TEXT_NOT_RESPONDING),
+          "LANGUAGE=en: English 'not responding' not shown: '%s'", r.shown.text[0]);
+    setenv("LANGUAGE", "fr:zh_CN", 1); /* no French catalog: the next one */
+    run_against(&sv, CLOSE_AT_ONCE, "tg-server", NULL, &r);
+    unsetenv("LANGUAGE");
+    unsetenv("LC_ALL");
+    CHECK(frame_string_is(&sv.conn[0].request, TG_TAG_LOCALE, "zh_CN"),
+          "LOCALE with LANGUAGE=fr:zh_CN");
+    CHECK(shown_once(&r, PAM_ERROR_MSG, "指纹服务无响应：请使用密码"),
+          "LANGUAGE=fr:zh_CN: Chinese 'not responding' not shown: '%s'", r.shown.text[0]);
+
     /* An unknown locale: English, and still sent as it is for the daemon to judge. */
     setenv("LC_ALL", "xx_YY.UTF-8", 1);
     run_against(&sv, CLOSE_AT_ONCE, "tg-server", NULL, &r);

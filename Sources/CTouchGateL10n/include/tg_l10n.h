@@ -4,6 +4,7 @@
 #define TG_L10N_H
 
 #include <locale.h>
+#include <stddef.h>
 
 #define TG_TEXT_DOMAIN "touchgate"
 
@@ -38,5 +39,11 @@ const char *tg_text(const struct tg_lang *lang, const char *msgid);
 /* The singular or plural form for n (the language's own plural rule, ngettext). */
 const char *tg_text_plural(const struct tg_lang *lang, const char *singular, const char *plural,
                            unsigned long n);
+
+/* The language tg_text gives in lang, as a locale name for the daemon: gettext lets the process's
+ * LANGUAGE list choose the catalog ahead of the locale's own name, so that is the catalog's
+ * "Language:" header ("zh_CN"), "C" when no catalog is found (English), "" when lang is English
+ * anyway (out untouched otherwise on failure). out holds at least 2 bytes. */
+void tg_lang_catalog(const struct tg_lang *lang, char *out, size_t size);
 
 #endif /* TG_L10N_H */
