@@ -61,9 +61,22 @@ struct DoctorReport: Encodable {
         return String(decoding: data, as: UTF8.self)
     }
 
-    /// `text` and spaces up to `width` columns (at least one space after it).
+    /// `text` and spaces up to `width` columns (at least one space after it). A wide character
+    /// (Chinese: 问题, 正常) takes two columns of a terminal.
     private func padded(_ text: String, _ width: Int) -> String {
-        text + String(repeating: " ", count: max(1, width - text.count))
+        text + String(repeating: " ", count: max(1, width - Self.columns(text)))
+    }
+
+    /// Terminal columns: two for East Asian wide and fullwidth characters, one for the rest.
+    static func columns(_ text: String) -> Int {
+        text.unicodeScalars.reduce(0) { n, s in
+            let v = s.value
+            let wide =
+                (0x1100...0x115F).contains(v) || (0x2E80...0xA4CF).contains(v) || (0xAC00...0xD7A3).contains(v)
+                || (0xF900...0xFAFF).contains(v) || (0xFE30...0xFE4F).contains(v) || (0xFF00...0xFF60).contains(v)
+                || (0xFFE0...0xFFE6).contains(v) || (0x20000...0x3FFFD).contains(v)
+            return n + (wide ? 2 : 1)
+        }
     }
 
     private func label(_ status: DoctorCheck.Status) -> String {

@@ -3,6 +3,8 @@ fixture root (--root) holding the PAM services and the config the package instal
 
 import json
 import os
+import re
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -87,6 +89,23 @@ def test_doctor_tells_a_user_without_prints_to_enroll(world, root, daemon):
                     "fix": "touchgate enroll (as bob), or: touchgate enroll --user bob"}
     text, _ = doctor(world, root, user="bob", json_out=False)
     assert text.stdout.splitlines()[-1] == "1 problem."
+
+
+def columns(text):
+    """Terminal columns: two for a wide (Chinese) character."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def test_doctor_in_chinese_keeps_each_fix_under_its_summary(world, root, daemon):
+    """问题 and 正常 take two columns each: the summaries and the fix: lines still line up."""
+    text = world.cli("doctor", "--root", root, "--user", "bob", env={"LANG": "zh_CN.UTF-8"})
+    lines = text.stdout.splitlines()
+    fixes = [i for i, line in enumerate(lines) if line.lstrip().startswith("修复")]
+    assert text.returncode == 1 and fixes, text
+    for i in fixes:
+        status_and_check = re.match(r"\S+ +\S+ +", lines[i - 1]).group(0)  # then the summary
+        indent = len(lines[i]) - len(lines[i].lstrip(" "))
+        assert indent == columns(status_and_check), lines[i - 1:i + 1]
 
 
 def test_doctor_finds_a_password_service_that_would_ask_the_daemon_for_a_finger(world, root, alice):
