@@ -37,7 +37,39 @@ public struct Language: Sendable, Equatable {
     }
 }
 
+extension Language {
+    /// A client's LOCALE as the daemon takes it: the language of a catalog it has (the name's
+    /// `ll_CC`, else its `ll`), in UTF-8, or English. Only those names reach the C library, which
+    /// keeps every locale name it failed to open for good and searches them all at each open: a
+    /// client sending made-up names would grow the daemon and slow every reply.
+    public static func ofClient(_ locale: String?) -> Language {
+        guard let locale, !locale.isEmpty else { return .english }
+        let base = String(locale.prefix { $0 != "." && $0 != "@" })
+        let language = String(base.prefix { $0 != "_" })
+        for name in [base, language] where Catalogs.languages.contains(name) {
+            return Language(locale: name + ".UTF-8")
+        }
+        return .english
+    }
+}
+
 public enum Catalogs {
+    /// The languages with a touchgate catalog in `directory` (`<ll_CC>/LC_MESSAGES/touchgate.mo`),
+    /// read once.
+    public static let languages: Set<String> = {
+        guard let dir = opendir(directory) else { return [] }
+        defer { closedir(dir) }
+        var found: Set<String> = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard !name.hasPrefix(".") else { continue }
+            if access("\(directory)/\(name)/LC_MESSAGES/touchgate.mo", R_OK) == 0 { found.insert(name) }
+        }
+        return found
+    }()
+
     /// Where compiled catalogs are read: TOUCHGATE_LOCALEDIR (the daemon's environment is root's;
     /// the CLI's is its own user's, who only ever changes their own messages), else the system's.
     /// The PAM module never reads this: its directory is fixed when it is built.

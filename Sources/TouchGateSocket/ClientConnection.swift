@@ -110,7 +110,7 @@ import TouchGateWire
         guard frame.kind.isRequest, frame.kind != .password else {
             return protocolViolation("\(frame.kind) is not a request")
         }
-        language = Language(locale: frame.string(.locale))
+        language = Language.ofClient(frame.string(.locale))
         if frame.kind == .cancel {
             // Nothing is running on this connection: the context is already finished.
             reply(frame.requestID, Reply(.invalidContext))
