@@ -141,6 +141,12 @@ class World:
         if TOUCHGATE.exists():
             shutil.copy2(TOUCHGATE, self.cli_binary)
             self.cli_binary.chmod(0o755)
+        # And the catalogs it reads, as /usr/share/locale's are readable by everyone.
+        self.localedir = self.dir / "locale"
+        if LOCALEDIR.exists():
+            shutil.copytree(LOCALEDIR, self.localedir)
+            for path in [self.localedir, *self.localedir.rglob("*")]:
+                path.chmod(0o755 if path.is_dir() else 0o644)
         self.daemon = None
         self.daemons = []
         self.reader_kind = reader_kind
@@ -244,11 +250,14 @@ def _as_user(user):
 
 def run_cli(world, *args, timeout=DEFAULT_WAIT, as_user=None, password=None, env=None):
     """Runs `touchgate ARGS` (socket from TOUCHGATE_SOCKET) to completion, with a deadline; as root,
-    or as a test user who types `password` (the CLI reads it from stdin when that is not a tty)."""
+    or as a test user who types `password` (the CLI reads it from stdin when that is not a tty),
+    with the world's copies of the CLI and its catalogs (a CI checkout may sit in a 0700 dir)."""
     argv = [str(world.cli_binary if as_user else TOUCHGATE)] + [str(a) for a in args]
+    own = {"TOUCHGATE_LOCALEDIR": str(world.localedir)} if as_user else {}
     t0 = now()
     p = subprocess.run(argv, input="" if password is None else password + "\n", capture_output=True,
-                       text=True, env=dict(cli_env(world), **(env or {})), timeout=timeout, **_as_user(as_user))
+                       text=True, env=dict(cli_env(world), **own, **(env or {})), timeout=timeout,
+                       **_as_user(as_user))
     return CliResult(["touchgate"] + list(map(str, args)), p.returncode, p.stdout, p.stderr, now() - t0)
 
 
@@ -261,7 +270,9 @@ class CliProcess:
         self.started = now()
         binary = world.cli_binary if as_user else TOUCHGATE
         self.proc = subprocess.Popen([str(binary)] + [str(a) for a in args], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(world),
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=dict(cli_env(world), **({"TOUCHGATE_LOCALEDIR": str(world.localedir)}
+                                                                 if as_user else {})),
                                      **_as_user(as_user))
         try:
             self.proc.stdin.write(b"" if password is None else password.encode() + b"\n")
