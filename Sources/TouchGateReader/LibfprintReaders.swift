@@ -151,11 +151,15 @@ public final class LibfprintReaders: FingerprintReaders, Sendable {
             G_PRIORITY_DEFAULT, delay,
             { data in
                 let readers = Unmanaged<LibfprintReaders>.fromOpaque(data!).takeRetainedValue()
-                readers.openRetryArmed = false
-                guard !readers.closedAll else { return 0 }  // reopen tries them all on resume
-                let before = readers.served.count
-                readers.openDevices()
-                if readers.served.count != before { readers.announce() }
+                // A job, as for a reader plugged in: the timer may fire inside another reader's
+                // operation, which runs this loop; the open waits until that has ended.
+                readers.submit {
+                    readers.openRetryArmed = false
+                    guard !readers.closedAll else { return }  // reopen tries them all on resume
+                    let before = readers.served.count
+                    readers.openDevices()
+                    if readers.served.count != before { readers.announce() }
+                }
                 return 0
             }, Unmanaged.passRetained(self).toOpaque(), nil)
     }
