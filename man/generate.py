@@ -7,6 +7,7 @@ usage: generate.py --tool GENERATE_MANUAL --bin DIR --out DIR [--date YYYY-MM-DD
 """
 
 import argparse
+import json
 import re
 import shutil
 import subprocess
@@ -42,9 +43,53 @@ def generate(tool, binary, section, date, workdir):
     return (workdir / ("%s.%d" % (binary.name, section))).read_text()
 
 
+def defaults(binary):
+    """{(subcommand path, item): default} from the command's own --experimental-dump-help, as its
+    --help shows them (generate-manual leaves them out); item is `Fl -name` for an option, `Ar
+    value` for a positional argument."""
+    dump = subprocess.run([str(binary), "--experimental-dump-help"], capture_output=True, text=True,
+                          check=True, timeout=GENERATE_DEADLINE).stdout
+    found = {}
+
+    def walk(command, path):
+        for argument in command.get("arguments", []):
+            if "defaultValue" not in argument or argument.get("kind") == "flag":
+                continue
+            longs = [n["name"] for n in argument.get("names", []) if n.get("kind") == "long"]
+            item = "Fl -" + longs[0] if longs else "Ar " + argument.get("valueName", "")
+            found[(tuple(path), item)] = argument["defaultValue"]
+        for sub in command.get("subcommands", []):
+            walk(sub, path + [sub["commandName"]])
+
+    walk(json.loads(dump)["command"], [])
+    return found
+
+
+def add_defaults(page, found):
+    """After each option's description, its default. The page's lists nest as its commands do: an
+    `.It Em NAME` item is a subcommand, whose options are the list inside it."""
+    out, depth, commands, pending = [], 0, [], None
+    for line in page.splitlines():
+        if pending is not None and (line.startswith(".It ") or line == ".El"):
+            out += ["The default is", ".Ql %s ." % pending]
+            pending = None
+        if line.startswith(".Bl"):
+            depth += 1
+        elif line == ".El":
+            depth -= 1
+        elif line.startswith(".It Em "):
+            commands = commands[:depth - 1] + [line[len(".It Em "):]]
+        elif line.startswith(".It "):
+            path = tuple(commands[:depth - 1])
+            item = " ".join(line[len(".It "):].split()[:2])
+            pending = found.get((path, item))
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
 def tidy(page):
     """mdoc style the generator does not follow: one sentence per line, no period after .Nd, and
-    no `help` subcommand for a command that has no subcommands."""
+    no `help` subcommand for a command that has no subcommands; and the usage error's exit status."""
     lines = page.splitlines()
     only_help = [l for l in lines if l.startswith(".It Em ")] == [".It Em help"]
     out = []
@@ -59,6 +104,11 @@ def tidy(page):
                 if line == ".El":
                     skipping = False
                 continue
+        if line == ".Ex -std":
+            # The argument parser's own: said here, as its --help does not say it.
+            out += [line, "A usage error (an unknown option, a missing or conflicting argument) exits 64,",
+                    "after a line beginning", ".Ql Error:", "and the usage."]
+            continue
         if line.startswith(".Nd "):
             line = re.sub(r'\.(")?$', r"\1", line)
         elif not line.startswith("."):
@@ -111,6 +161,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for name, section in PAGES.items():
             page = tidy(generate(args.tool, args.bin / name, section, date, Path(tmp)))
+            page = add_defaults(page, defaults(args.bin / name))
             page = add_sections(page, (HERE / ("%s.%d.sections" % (name, section))).read_text())
             target = args.out / ("%s.%d" % (name, section))
             target.write_text(page)
