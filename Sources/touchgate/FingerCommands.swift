@@ -66,7 +66,9 @@ struct Verify: ParsableCommand {
 }
 
 struct List: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List the enrolled fingers, one per line.")
+    static let configuration = CommandConfiguration(
+        abstract: "List the enrolled fingers, one per line.",
+        discussion: "With none, one sentence says so instead (exit status 0); a script tests for a finger's name.")
 
     @ParentCommand var root: Touchgate
     @OptionGroup var user: UserOption
