@@ -27,9 +27,7 @@ func sentence(for code: Int32, reason: String?, seconds: Int32?) -> String {
         return L("fingerprint authentication is locked: enter your password", cli)
     case .appCancel: return L("cancelled", cli)
     case .invalidContext: return L("the request is no longer valid", cli)
-    case .passwordRequired:
-        let why = reason.map { " (\($0))" } ?? ""
-        return L("a password is required first%s", cli, why)
+    case .passwordRequired: return passwordFirst(reason)
     case .passwordBackoff:
         if let seconds { return L("too many wrong passwords: try again in %s s", cli, seconds) }
         return L("too many wrong passwords: try again later", cli)
@@ -43,6 +41,21 @@ func sentence(for code: Int32, reason: String?, seconds: Int32?) -> String {
     case .templateDamaged: return L("the enrolled fingerprints are damaged: enroll them again", cli)
     case .busy: return L("touchgated is busy (too many requests at once): try again", cli)
     case .duplicate: return L("this finger is already enrolled", cli)
+    }
+}
+
+/// Why passwordRequired, in words (docs/spec.md §3's rules); a reason this CLI does not know is
+/// named as the daemon sent it.
+private func passwordFirst(_ reason: String?) -> String {
+    switch reason {
+    case "boot"?: return L("a password is required first: once after the computer starts", cli)
+    case "idle"?: return L("a password is required first: the fingerprint has not been used for a long time", cli)
+    case "interval"?: return L("a password is required first: it has not been entered for a while", cli)
+    case "enrollmentChanged"?: return L("a password is required first: the enrolled fingerprints changed", cli)
+    case "adminLock"?:
+        return L("a password is required first: the administrator locked fingerprint authentication", cli)
+    case let other?: return L("a password is required first%s", cli, " (\(other))")
+    case nil: return L("a password is required first%s", cli, "")
     }
 }
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import harness
 import wire
 
 # Debian 12's common-auth as pam-auth-update writes it with touchgate's two profiles enabled.
@@ -106,6 +107,24 @@ def test_doctor_in_chinese_keeps_each_fix_under_its_summary(world, root, daemon)
         status_and_check = re.match(r"\S+ +\S+ +", lines[i - 1]).group(0)  # then the summary
         indent = len(lines[i]) - len(lines[i].lstrip(" "))
         assert indent == columns(status_and_check), lines[i - 1:i + 1]
+
+
+def test_doctor_says_in_words_why_a_password_is_required_first(world, root):
+    """After a new boot, the user's fingerprint waits for a password: said as a sentence in the
+    caller's language, not as the daemon's reason code."""
+    boot = world.dir / "boot_id"
+    boot.write_text("boot-one\n")
+    world.daemon = harness.Daemon(world, args=("--boot-id-file", str(boot))).wait_ready()
+    assert harness.enroll(world, "alice", "alice-print", as_user="alice")[0] == 0
+    world.daemon.stop()
+    boot.write_text("boot-two\n")
+    world.daemon = harness.Daemon(world, args=("--boot-id-file", str(boot))).wait_ready()
+    _, report = doctor(world, root)
+    user = [c for c in report["checks"] if c["check"] == "user" and c["status"] == "note"]
+    assert [c["summary"] for c in user] == [
+        "fingerprint refused for now: a password is required first: once after the computer starts"], user
+    text = world.cli("doctor", "--root", root, "--user", "alice", env={"LANG": "zh_CN.UTF-8"})
+    assert "需要先输入密码：开机后需输入一次" in text.stdout, text
 
 
 def test_doctor_finds_a_password_service_that_would_ask_the_daemon_for_a_finger(world, root, alice):
