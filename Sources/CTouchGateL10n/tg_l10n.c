@@ -82,6 +82,24 @@ const char *tg_text(const struct tg_lang *lang, const char *msgid)
     return text;
 }
 
+const char *tg_strerror(const struct tg_lang *lang, int e)
+{
+    if (lang->loc == (locale_t)0)
+        return strerror(e);
+    /* The C library's catalog has no codeset of ours bound: its sentence comes in the locale's
+     * LC_CTYPE, which must be UTF-8 (lang's own is "C", which would turn it into question marks). */
+    locale_t copy = duplocale(lang->loc);
+    locale_t utf8 = copy != (locale_t)0 ? newlocale(LC_CTYPE_MASK, "C.UTF-8", copy) : (locale_t)0;
+    if (utf8 == (locale_t)0) {
+        if (copy != (locale_t)0)
+            freelocale(copy);
+        return strerror(e);
+    }
+    const char *text = strerror_l(e, utf8);
+    freelocale(utf8);
+    return text;
+}
+
 void tg_lang_catalog(const struct tg_lang *lang, char *out, size_t size)
 {
     static const char field[] = "\nLanguage: ";

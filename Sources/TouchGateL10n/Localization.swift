@@ -90,6 +90,14 @@ public func L(_ msgid: String, _ language: Language, _ arguments: CustomStringCo
     return format(text ?? msgid, arguments.map(\.description))
 }
 
+/// The C library's sentence for errno value `e` in `language` (its own catalogs: the system's).
+public func systemError(_ e: Int32, _ language: Language) -> String {
+    var lang = tg_lang()
+    tg_lang_open_at(&lang, language.locale, Catalogs.directory)
+    defer { tg_lang_close(&lang) }
+    return tg_strerror(&lang, e).map { String(cString: $0) } ?? "errno \(e)"
+}
+
 /// A sentence received in English (the daemon's, written before it knew the language) as the
 /// catalog has it in `language`; itself when the catalog has none. Nothing is formatted.
 public func translated(_ english: String, _ language: Language) -> String {

@@ -11,8 +11,11 @@ struct DaemonClient {
     /// Fails early when nothing listens at the path, before asking anyone for a password.
     func checkReachable() throws(Failure) {
         var st = stat()
-        guard stat(socketPath, &st) == 0 else { throw unreachable(strerror(errno)) }
-        guard (st.st_mode & S_IFMT) == S_IFSOCK else { throw unreachable(strerror(ENOTSOCK)) }
+        guard stat(socketPath, &st) == 0 else {
+            let e = errno
+            throw unreachable(systemError(e, cli))
+        }
+        guard (st.st_mode & S_IFMT) == S_IFSOCK else { throw unreachable(systemError(ENOTSOCK, cli)) }
     }
 
     /// A short request: the successful RESULT; any other outcome throws. The daemon keeps a
@@ -86,10 +89,6 @@ struct DaemonClient {
 
     // MARK: internals
 
-    private func unreachable(_ cause: UnsafeMutablePointer<CChar>?) -> Failure {
-        unreachable(cause.map { String(cString: $0) } ?? "?")
-    }
-
     private func unreachable(_ cause: String) -> Failure {
         Failure(L("cannot reach touchgated at %s: %s", cli, socketPath, cause))
     }
@@ -100,7 +99,7 @@ struct DaemonClient {
             connection = try Connection.connect(path: socketPath)
         } catch {
             switch error {
-            case .cannotConnect(_, let e), .io(let e): throw unreachable(strerror(e))
+            case .cannotConnect(_, let e), .io(let e): throw unreachable(systemError(e, cli))
             case .socketPathTooLong: throw unreachable(L("socket path too long", cli))
             case .timedOut: throw unreachable(L("timed out", cli))
             default: throw unreachable(error.description)
@@ -215,7 +214,7 @@ private struct Exchange {
         case .wire(let w):
             return Failure(L("bad message from touchgated: %s", cli, w))
         case .io(let e):
-            return Failure(L("socket error: %s", cli, String(cString: strerror(e))))
+            return Failure(L("socket error: %s", cli, systemError(e, cli)))
         case .socketPathTooLong, .cannotConnect:
             return Failure(error.description)
         }

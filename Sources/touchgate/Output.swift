@@ -21,7 +21,7 @@ nonisolated(unsafe) private var outputError: Int32 = 0
 /// whose output was lost did not succeed.
 func outputFailure() -> String? {
     guard outputError != 0 else { return nil }
-    return L("cannot write the output: %s", cli, String(cString: strerror(outputError)))
+    return L("cannot write the output: %s", cli, systemError(outputError, cli))
 }
 
 /// Writes all of `text`; the errno that stopped it, or nil.

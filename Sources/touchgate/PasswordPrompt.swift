@@ -65,8 +65,9 @@ enum PasswordPrompt {
         while true {
             let n = Glibc.read(fd, &byte, 1)
             if n < 0 {
-                if errno == EINTR { continue }
-                throw Failure(L("cannot read the password: %s", cli, String(cString: strerror(errno))))
+                let e = errno
+                if e == EINTR { continue }
+                throw Failure(L("cannot read the password: %s", cli, systemError(e, cli)))
             }
             if n == 0 {
                 if line.isEmpty { throw Failure(L("no password given", cli)) }

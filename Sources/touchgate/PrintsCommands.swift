@@ -55,6 +55,7 @@ struct PrintsExport: ParsableCommand {
         if let config { arguments += ["--config", config] }
         var argv = arguments.map { strdup($0) } + [nil]
         execv(daemon, &argv)
-        throw Failure("\(daemon): \(String(cString: strerror(errno)))")
+        let e = errno
+        throw Failure("\(daemon): \(systemError(e, cli))")
     }
 }

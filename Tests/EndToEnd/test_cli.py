@@ -133,6 +133,7 @@ def test_the_cli_speaks_the_callers_language(world, alice):
     # Its own words (the daemon is not reached)...
     unreachable = world.cli("--socket", world.dir / "nowhere.sock", "devices", env=zh)
     assert unreachable.returncode == 1 and unreachable.stderr.startswith("touchgate: 无法连接 touchgated"), unreachable
+    assert unreachable.stderr.rstrip().endswith("：没有那个文件或目录"), unreachable  # the C library's words too
     # ...and the daemon's, which it asks for in the caller's language.
     refused = world.cli("list", "--user", "bob", as_user="alice", env=zh)
     assert refused.returncode == 1 and refused.stderr.strip() == "touchgate: 无权执行此操作", refused

@@ -40,6 +40,10 @@ const char *tg_text(const struct tg_lang *lang, const char *msgid);
 const char *tg_text_plural(const struct tg_lang *lang, const char *singular, const char *plural,
                            unsigned long n);
 
+/* The C library's sentence for errno value e in lang (strerror_l), from its own catalogs, in
+ * UTF-8. Valid until the next call on this thread. */
+const char *tg_strerror(const struct tg_lang *lang, int e);
+
 /* The language tg_text gives in lang, as a locale name for the daemon: gettext lets the process's
  * LANGUAGE list choose the catalog ahead of the locale's own name, so that is the catalog's
  * "Language:" header ("zh_CN"), "C" when no catalog is found (English), "" when lang is English
