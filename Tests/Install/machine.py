@@ -192,14 +192,14 @@ def keep_debs(debs):
     tmp.rename(KEPT_DEBS)
 
 
-def kept_debs():
-    """{package name: path} of the kept .debs, or None when both packages are not there or they
-    were built from other sources than the checkout's now (a change since: they are built again)."""
+def kept_debs(of_the_checkout=True):
+    """{package name: path} of the kept .debs, or None when both packages are not there or (unless
+    `of_the_checkout` is false) they were built from other sources than the checkout's now."""
     debs = {d.name.split("_")[0]: d for d in KEPT_DEBS.glob("*.deb")}
     if not {"touchgate", "libpam-touchgate"} <= set(debs):
         return None
     stamp = KEPT_DEBS / "source-digest"
-    if not stamp.exists() or stamp.read_text() != source_digest():
+    if of_the_checkout and (not stamp.exists() or stamp.read_text() != source_digest()):
         log("the kept .debs were built from other sources than the checkout's: building them again")
         return None
     return debs
@@ -212,7 +212,7 @@ def debs_for_tests(work):
         out = Path(work) / "build"
         shutil.rmtree(out, ignore_errors=True)
         keep_debs(build_packages(out)[0])
-        debs = kept_debs()
+        debs = kept_debs(of_the_checkout=False)  # the tree may have changed during the build
     return debs
 
 
