@@ -264,15 +264,17 @@ extension FprintDevice {
         let action = DeviceAction(verify: false)
         self.action = action
         let signals = DeviceSignals(device: self, verify: false)
-        let finished = OneShot<Reply>()
+        // Whether its reader went before it began: judged once, then refused as a call on a
+        // reader gone (below) instead of told in an EnrollStatus.
+        let finished = OneShot<Bool>()
         CoreLoop.shared.task { [self] in
             let reply = await core.enroll(
                 user: claim.username, finger: finger, password: nil,
                 origin: Origin(service: FprintNames.bus), caller: caller,
                 client: signals, input: action.input, reader: info.selector)
-            finished.set(reply)
-            // Its reader went before it began: refused as a call on a reader gone (below).
-            if !signals.begun.isSet && readerGone(reply) {
+            let gone = !signals.begun.isSet && readerGone(reply)
+            finished.set(gone)
+            if gone {
                 action.ended.set(())
                 return
             }
@@ -284,7 +286,7 @@ extension FprintDevice {
         }
         // Answered once the enrollment listens (or waits behind another client) or has ended, as
         // fprintd answers EnrollStart only after the print it replaces is deleted.
-        if case .second(let reply) = await firstOf(signals.begun, finished), readerGone(reply) {
+        if case .second(true) = await firstOf(signals.begun, finished) {
             if self.action === action { self.action = nil }
             return .failure(Self.removedError)
         }
@@ -295,7 +297,7 @@ extension FprintDevice {
     /// The core found no reader for this object while the machine is awake: its reader was unplugged
     /// between the call's arrival and the object's removal (or marking, when claimed), and the call
     /// is answered as one on a reader gone is (`handle`), not as an internal error.
-    private func readerGone(_ reply: Reply) -> Bool { reply.reason == .noReader && !core.asleep }
+    func readerGone(_ reply: Reply) -> Bool { reply.reason == .noReader && !core.asleep }
 
     static let removedError = BusError.noSuchDevice("The fingerprint reader was removed")
 

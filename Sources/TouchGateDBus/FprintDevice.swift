@@ -336,6 +336,7 @@ import TouchGateWire
                         ?? "No fingerprint enrolled"))
         }
         guard reply.isSuccess else {
+            if readerGone(reply) { return .failure(Self.removedError) }
             // The store could not be changed: fprintd's name for prints left in place.
             if reply.outcome == .internalError {
                 return .failure(
