@@ -1,4 +1,4 @@
-// Enrolling and deleting prints: what unlocks an account changes, so the user's password or root.
+// Enrolling prints: what unlocks an account changes, so the user's password or root.
 import TouchGatePolicy
 import TouchGateReader
 import TouchGateWire
@@ -77,7 +77,12 @@ extension Core {
                     // a store that has this print (a chip already holds it).
                     do { try await prints.save(template, user: user, device: info.deviceKey, finger: finger) } catch {
                         log.error("cannot store template: \(error)")
-                        await forgetOnChip(op, on: served, "an enrollment whose print cannot be stored")
+                        // A file there all the same (written, its directory's sync failed; or the
+                        // one it was to replace) keeps the chip's copy with it.
+                        let listed = await prints.list(user, device: info.deviceKey).prints
+                        if !listed.contains(where: { $0.finger == finger }) {
+                            await forgetOnChip(op, on: served, "an enrollment whose print cannot be stored")
+                        }
                         return .failure(Self.storageFailure)
                     }
                     return .success(template)
@@ -181,7 +186,7 @@ extension Core {
     /// `stuckHoldMilliseconds`), as a scan its driver did not end on cancel does: the next prompt
     /// is not granted a reader whose thread is still busy, and one without a terminal is refused
     /// as busy at once rather than waiting behind it.
-    private func chipStep<T: Sendable>(
+    func chipStep<T: Sendable>(
         within: Int, _ step: (@escaping @CoreActor (T) -> Void) -> Void, late: @escaping @CoreActor (T) -> Void
     ) async -> T? {
         let ended = OneShot<Void>()
@@ -282,117 +287,5 @@ extension Core {
         case .clientGone: return nil
         case .systemCancel(let refusal): return .failure(refusal)
         }
-    }
-
-    /// Deletes the named fingers (or all): the prints made on the reader named (`reader`:
-    /// ReaderInfo.matches; fprintd's device objects), or on every reader when none is named.
-    public func delete(
-        user: String, fingers: [Finger], all: Bool, password: String?, origin: Origin, caller: Caller,
-        reader selector: String? = nil
-    ) async -> Reply {
-        if let refusal = await authorize(caller, user, .selfWithPasswordOrRoot, password: password, origin: origin) {
-            return refusal
-        }
-        let targets = all ? Finger.allCases : fingers
-        let on: [ServedReader]
-        if let selector {
-            guard let named = await served(selector) else { return refusal(for: .noReader, timeout: 0) }
-            on = [named]
-        } else {
-            on = await servedReaders()
-        }
-        // A match-on-chip reader keeps its own copy: read it before the files go, to delete it
-        // there too (as fprintd does), so the chip neither fills up nor matches a deleted finger.
-        var onChip: [(reader: any FingerprintReader, prints: [[UInt8]])] = []
-        var unreadable = false  // the chip's copy cannot be named, so it stays there
-        for served in on where served.info.hasStorage {
-            do {
-                let held = try await prints.templates(user, device: served.info.deviceKey, fingers: targets)
-                if !held.isEmpty { onChip.append((served.reader, held)) }
-            } catch {
-                log.error("the reader's own copy of the deleted prints stays: their files cannot be read: \(error)")
-                unreadable = true
-            }
-        }
-        let device = selector == nil ? nil : on.first?.info.deviceKey
-        let deletion: PrintDeletion
-        do { deletion = try await prints.delete(user, device: device, fingers: targets) } catch {
-            log.error("cannot delete templates: \(error)")
-            return Self.storageFailure
-        }
-        let removed = deletion.removed
-        var keptOnReader = unreadable && !removed.isEmpty
-        // After a file that could not be removed, the chip keeps every copy: which of those read
-        // belongs to the finger still enrolled is not known here, and a copy left over is only
-        // an unowned print, where one deleted would silently end a finger still enrolled.
-        for (reader, held) in onChip where deletion.failure == nil {
-            if !(await deletedFromReader(reader, held)) { keptOnReader = true }
-        }
-        if !removed.isEmpty {
-            let ctx = EventContext(user: user, origin: origin, policy: nil, byUID: caller.uid)
-            // As for an enrollment: a user who proved their password for this deletion has seen
-            // the set of prints it leaves, so the next prompt does not ask for it again.
-            if !caller.isRoot && !caller.grants.contains(.changePrints) {
-                do { try await recordOwnPrintChange(ctx) } catch {
-                    log.error("cannot record the prints a deletion leaves: \(error)")
-                }
-            }
-            events.publish(
-                event(
-                    "enrollmentChanged", ctx, method: nil, outcome: .success,
-                    reason: "deleted:\(removed.map(\.rawValue).joined(separator: ","))"))
-        }
-        log.notice("deleted \(removed.map(\.rawValue))", metadata: ["user": "\(user)"])
-        // What could be removed is gone and recorded; the rest is refused as not deleted.
-        if let failure = deletion.failure {
-            log.error("cannot delete templates: \(failure)")
-            return Self.storageFailure
-        }
-        if !all, let named = fingers.first, removed.isEmpty {
-            return Refusal(.notFound, reason: nil, text: .fingerNotEnrolled(named))
-        }
-        var reply = Reply.success(.deleted(removed.count))
-        if keptOnReader {
-            // The files are gone, so are the prints here; the chip's refusal is told, as fprintd's
-            // PrintsNotDeletedFromDevice tells it (docs/readers.md, match-on-chip storage).
-            reply = Reply.success(.lines([.deleted(removed.count), .keptOnReader]), reason: .notDeletedFromReader)
-        }
-        reply.fingers = removed
-        return reply
-    }
-
-    /// How long a deletion waits for the reader's own copy to go: the reader may be finishing a
-    /// prompt of another client first (a verify ends within its deadline), or stuck in its driver.
-    /// Within a short request's deadline (TG_REPLY_DEADLINE_MS), so the CLI hears the answer.
-    static let readerDeletionMilliseconds = 1000
-
-    /// A match-on-chip reader's copy of prints whose files went, deleted there, as fprintd does;
-    /// false when the reader refused (the log says why). One that has not answered in time is
-    /// not waited for: it is deleted when the reader is free, and its answer is logged then.
-    /// `holdingReader`: asked by an enrollment that holds the reader (a late answer then holds it
-    /// on, `chipStep`).
-    private func deletedFromReader(
-        _ reader: any FingerprintReader, _ held: [[UInt8]], within milliseconds: Int = readerDeletionMilliseconds,
-        holdingReader: Bool = false
-    ) async -> Bool {
-        let log = self.log
-        let told: @CoreActor (ChipDeletion) -> Bool = { result in
-            if result.deleted > 0 { log.info("deleted \(result.deleted) print(s) from the reader's storage") }
-            guard let failure = result.failure else { return true }
-            log.error("the reader's storage keeps a deleted print: \(failure)")
-            return false
-        }
-        let step: (@escaping @CoreActor (ChipDeletion) -> Void) -> Void = { done in
-            reader.deleteFromDevice(held) { result in CoreLoop.shared.post { done(result) } }
-        }
-        let result =
-            holdingReader
-            ? await chipStep(within: milliseconds, step, late: { _ = told($0) })
-            : await Self.result(within: milliseconds, step, late: { _ = told($0) })
-        guard let result else {
-            log.notice("the reader is busy: its own copy of the deleted prints goes once it is free")
-            return true
-        }
-        return told(result)
     }
 }
