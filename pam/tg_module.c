@@ -71,5 +71,7 @@ const char *tg_busy_text(const struct tg_call *c)
 const char *tg_refusal_text(const struct tg_call *c, const struct tg_frame *frame,
                             const char *message)
 {
-    return frame->request_id == TG_UNSOLICITED_ID ? tg_text(&c->lang, message) : message;
+    /* An empty msgid would look up the catalog's header. */
+    return frame->request_id == TG_UNSOLICITED_ID && message[0] != '\0' ? tg_text(&c->lang, message)
+                                                                        : message;
 }

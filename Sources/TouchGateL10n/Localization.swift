@@ -39,17 +39,14 @@ public struct Language: Sendable, Equatable {
 
 extension Language {
     /// A client's LOCALE as the daemon takes it: the language of a catalog it has (the name's
-    /// `ll_CC`, else its `ll`), in UTF-8, or English. Only those names reach the C library, which
+    /// `ll_CC`: the catalogs are named so, and a locale of that name can be opened), in UTF-8, or
+    /// English. Only those names reach the C library, which
     /// keeps every locale name it failed to open for good and searches them all at each open: a
     /// client sending made-up names would grow the daemon and slow every reply.
     public static func ofClient(_ locale: String?) -> Language {
         guard let locale, !locale.isEmpty else { return .english }
         let base = String(locale.prefix { $0 != "." && $0 != "@" })
-        let language = String(base.prefix { $0 != "_" })
-        for name in [base, language] where Catalogs.languages.contains(name) {
-            return Language(locale: name + ".UTF-8")
-        }
-        return .english
+        return base.contains("_") && Catalogs.languages.contains(base) ? Language(locale: base + ".UTF-8") : .english
     }
 }
 

@@ -47,7 +47,7 @@ const char *tg_strerror(const struct tg_lang *lang, int e);
 /* The language tg_text gives in lang, as a locale name for the daemon: gettext lets the process's
  * LANGUAGE list choose the catalog ahead of the locale's own name, so that is the catalog's
  * "Language:" header ("zh_CN"), "C" when no catalog is found (English), "" when lang is English
- * anyway (out untouched otherwise on failure). out holds at least 2 bytes. */
+ * anyway. out holds at least 2 bytes. */
 void tg_lang_catalog(const struct tg_lang *lang, char *out, size_t size);
 
 #endif /* TG_L10N_H */

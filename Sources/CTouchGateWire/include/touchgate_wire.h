@@ -42,7 +42,8 @@
 #define TG_SILENCE_DEADLINE_MS  1500  /* a client gives up on a prompt after this long without any frame */
 
 /* request_id of a RESULT the daemon sends before it has read any request: the connection was
- * refused at accept (TG_ERR_BUSY) or its first frame could not be read (TG_ERR_BAD_REQUEST).
+ * refused at accept (TG_ERR_BUSY; TG_ERR_SYSTEM_CANCEL while the daemon stops) or its first
+ * frame could not be read (TG_ERR_BAD_REQUEST).
  * Clients never choose this id, so such a RESULT is never mistaken for another request's. */
 #define TG_UNSOLICITED_ID       0xFFFFFFFFu
 
