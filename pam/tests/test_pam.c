@@ -1,38 +1,6 @@
 /* Fingerprint prompt without a terminal: real libpam (pam_start_confdir) runs the built module
  * against a fake daemon. */
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include "check.h"
-#include "fake.h"
-#include "fake_daemon.h"
-
-#define TEXT_RETRY          "Swipe was too short, try again"
-#define TEXT_NO_MATCH       "Fingerprint not recognised"
-#define TEXT_NOT_RESPONDING "Fingerprint service not responding: use your password"
-#define TEXT_SERVICE_ERROR  "Fingerprint service error: use your password"
-#define TEXT_BUSY           "Fingerprint service busy: use your password"
-/* A frozen daemon is given up on after 1.5 s of silence, not after a scan's 30 s. */
-#define FROZEN_LIMIT_MS 4000
-
-static struct fake_env env;
-
-static void write_service(const char *name, const char *options)
-{
-    char lines[PATH_MAX + 256];
-    snprintf(lines, sizeof(lines), "auth required MODULE %s\n", options);
-    CHECK(fake_write_stack(&env, name, lines), "cannot write %s", name);
-}
-
-static void run_against(struct fake_server *sv, enum behaviour b, const char *service,
-                        const struct run_setup *setup, struct run *out)
-{
-    bool pending = fake_run_against(sv, &env, 1, &b, service, setup, out);
-    CHECK(!pending, "the module opened a connection nobody expected");
-}
+#include "pam_bed.h"
 
 static void test_unreachable(void)
 {
@@ -145,41 +113,6 @@ static void test_fake_daemon(void)
     /* A well-formed frame of a kind that cannot answer EVALUATE. */
     run_against(&sv, EVENT_FRAME, "tg-server", NULL, &r);
     CHECK(r.rc == PAM_SYSTEM_ERR, "event frame: %d", r.rc);
-
-    /* Hang-up after the request: fall back, in the client's language (LC_ALL wins). */
-    setenv("LC_ALL", "zh_CN.UTF-8", 1);
-    run_against(&sv, CLOSE_AT_ONCE, "tg-server", NULL, &r);
-    unsetenv("LC_ALL");
-    CHECK(r.rc == PAM_AUTHINFO_UNAVAIL, "daemon hung up: %d", r.rc);
-    CHECK(frame_string_is(&sv.conn[0].request, TG_TAG_LOCALE, "zh_CN.UTF-8"), "LOCALE from LC_ALL");
-    CHECK(shown_once(&r, PAM_ERROR_MSG, "指纹服务无响应：请使用密码"),
-          "daemon hung up: Chinese 'not responding' not shown: '%s'", r.shown.text[0]);
-
-    /* LANGUAGE chooses the module's words ahead of the locale, as gettext lets it: the daemon is
-     * sent that choice, so its lines and the module's are in one language. */
-    setenv("LC_ALL", "zh_CN.UTF-8", 1);
-    setenv("LANGUAGE", "en", 1);
-    run_against(&sv, CLOSE_AT_ONCE, "tg-server", NULL, &r);
-    CHECK(frame_string_is(&sv.conn[0].request, TG_TAG_LOCALE, "C"), "LOCALE with LANGUAGE=en");
-    CHECK(shown_once(&r, PAM_ERROR_MSG, TEXT_NOT_RESPONDING),
-          "LANGUAGE=en: English 'not responding' not shown: '%s'", r.shown.text[0]);
-    setenv("LANGUAGE", "fr:zh_CN", 1); /* no French catalog: the next one */
-    run_against(&sv, CLOSE_AT_ONCE, "tg-server", NULL, &r);
-    unsetenv("LANGUAGE");
-    unsetenv("LC_ALL");
-    CHECK(frame_string_is(&sv.conn[0].request, TG_TAG_LOCALE, "zh_CN"),
-          "LOCALE with LANGUAGE=fr:zh_CN");
-    CHECK(shown_once(&r, PAM_ERROR_MSG, "指纹服务无响应：请使用密码"),
-          "LANGUAGE=fr:zh_CN: Chinese 'not responding' not shown: '%s'", r.shown.text[0]);
-
-    /* An unknown locale: English, and still sent as it is for the daemon to judge. */
-    setenv("LC_ALL", "xx_YY.UTF-8", 1);
-    run_against(&sv, CLOSE_AT_ONCE, "tg-server", NULL, &r);
-    unsetenv("LC_ALL");
-    CHECK(shown_once(&r, PAM_ERROR_MSG, TEXT_NOT_RESPONDING), "unknown locale: '%s'",
-          r.shown.text[0]);
-    CHECK(frame_string_is(&sv.conn[0].request, TG_TAG_LOCALE, "xx_YY.UTF-8"),
-          "unknown LOCALE not sent");
 
     /* A refusal is relayed as an error line and lets the password module run; RHOST is sent;
      * invalid options kept their defaults. */
@@ -320,73 +253,6 @@ static void test_noinput(void)
           "no terminal: FLAGS not NO_TERMINAL alone");
 }
 
-/* sudo or su inside an SSH session leave PAM_RHOST unset: the daemon must still see a remote. */
-static void test_ssh_session(void)
-{
-    static struct fake_server sv;
-    struct run r;
-    struct run_setup rhost = { .wait_fd = -1, .rhost = "192.0.2.9" };
-    struct run_setup pam_env = { .wait_fd = -1,
-                                 .pam_env = "SSH_CONNECTION=192.0.2.1 50000 192.0.2.2 22" };
-
-    setenv("SSH_CONNECTION", "192.0.2.1 50000 192.0.2.2 22", 1);
-    run_against(&sv, MATCH, "tg-server", NULL, &r);
-    CHECK(frame_string_is(&sv.conn[0].request, TG_TAG_RHOST, "ssh"),
-          "SSH_CONNECTION: RHOST not \"ssh\"");
-    /* PAM_RHOST, when set, is the better answer. */
-    run_against(&sv, MATCH, "tg-server", &rhost, &r);
-    CHECK(frame_string_is(&sv.conn[0].request, TG_TAG_RHOST, "192.0.2.9"),
-          "PAM_RHOST not preferred over SSH_CONNECTION");
-    unsetenv("SSH_CONNECTION");
-
-    /* From the PAM environment (pam_env, or the application) too. */
-    run_against(&sv, MATCH, "tg-server", &pam_env, &r);
-    CHECK(frame_string_is(&sv.conn[0].request, TG_TAG_RHOST, "ssh"),
-          "PAM env SSH_CONNECTION: RHOST not \"ssh\"");
-
-    run_against(&sv, MATCH, "tg-server", NULL, &r);
-    CHECK(frame_string_is(&sv.conn[0].request, TG_TAG_RHOST, NULL), "RHOST without any SSH sign");
-}
-
-/* device= names the reader in the EVALUATE request, as written; the daemon matches it. */
-static void test_device(void)
-{
-    static struct fake_server sv;
-    struct run r;
-
-    write_service("tg-device", "socket=SOCKET device=virtual_image");
-    run_against(&sv, MATCH, "tg-device", NULL, &r);
-    const struct tg_frame *req = &sv.conn[0].request;
-    CHECK(r.rc == PAM_SUCCESS, "device= match: %d", r.rc);
-    CHECK(sv.conn[0].got_request && req->kind == TG_KIND_EVALUATE, "device=: not an EVALUATE");
-    CHECK(frame_string_is(req, TG_TAG_DEVICE, "virtual_image"), "device=: DEVICE not sent");
-
-    /* A full name with blanks, in pam.conf's square brackets. */
-    write_service("tg-device-name", "socket=SOCKET [device=Virtual image device for debugging]");
-    run_against(&sv, MATCH, "tg-device-name", NULL, &r);
-    CHECK(frame_string_is(&sv.conn[0].request, TG_TAG_DEVICE, "Virtual image device for debugging"),
-          "[device=...]: DEVICE not the name with its blanks");
-}
-
-/* A controlling terminal would make the module read keys: these runs are about the terminal-less
- * case, so they run in a session of their own, without one (test_tty covers the terminal). */
-static void detach_from_terminal(void)
-{
-    if (setsid() >= 0)
-        return;
-    pid_t pid = fork();
-    if (pid < 0)
-        return;
-    if (pid == 0) {
-        setsid();
-        return;
-    }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
-}
-
 int main(int argc, char **argv)
 {
     detach_from_terminal();
@@ -401,8 +267,6 @@ int main(int argc, char **argv)
     test_unsolicited_success();
     test_quiet_when_not_enrolled();
     test_noinput();
-    test_ssh_session();
-    test_device();
     fake_cleanup(&env);
     return check_summary("test_pam");
 }
