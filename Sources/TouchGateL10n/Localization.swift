@@ -26,23 +26,23 @@ public struct Language: Sendable, Equatable {
                 break
             }
         }
-        guard let list = getenv("LANGUAGE"), list.pointee != 0, let locale = named.locale else { return named }
-        var lang = tg_lang()
-        tg_lang_open_at(&lang, locale, Catalogs.directory)
-        defer { tg_lang_close(&lang) }
-        guard lang.loc != nil else { return named }
-        var chosen = [CChar](repeating: 0, count: 72)
-        tg_lang_catalog(&lang, &chosen, chosen.count)
-        return Language(locale: String(cString: chosen))  // "C": English
+        guard let list = getenv("LANGUAGE"), list.pointee != 0 else { return named }
+        let chosen = lookup(named) { lang in
+            var out = [CChar](repeating: 0, count: 72)
+            tg_lang_catalog(lang, &out, out.count)
+            return String(cString: out)
+        }
+        guard let chosen, !chosen.isEmpty else { return named }  // "": English anyway
+        return Language(locale: chosen)  // "C": English
     }
 }
 
 extension Language {
     /// A client's LOCALE as the daemon takes it: the language of a catalog it has (the name's
     /// `ll_CC`: the catalogs are named so, and a locale of that name can be opened), in UTF-8, or
-    /// English. Only those names reach the C library, which
-    /// keeps every locale name it failed to open for good and searches them all at each open: a
-    /// client sending made-up names would grow the daemon and slow every reply.
+    /// English. Only those names reach the C library, which keeps every locale name it failed to
+    /// open for good and searches them all at each open: a client sending made-up names would grow
+    /// the daemon and slow every reply.
     public static func ofClient(_ locale: String?) -> Language {
         guard let locale, !locale.isEmpty else { return .english }
         let base = String(locale.prefix { $0 != "." && $0 != "@" })
@@ -89,10 +89,7 @@ public func L(_ msgid: String, _ language: Language, _ arguments: CustomStringCo
 
 /// The C library's sentence for errno value `e` in `language` (its own catalogs: the system's).
 public func systemError(_ e: Int32, _ language: Language) -> String {
-    var lang = tg_lang()
-    tg_lang_open_at(&lang, language.locale, Catalogs.directory)
-    defer { tg_lang_close(&lang) }
-    return tg_strerror(&lang, e).map { String(cString: $0) } ?? "errno \(e)"
+    lookup(language) { lang in tg_strerror(lang, e).map { String(cString: $0) } } ?? String(cString: strerror(e))
 }
 
 /// A sentence received in English (the daemon's, written before it knew the language) as the
