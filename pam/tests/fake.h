@@ -67,6 +67,16 @@ static inline void fake_result(int fd, uint32_t id, int32_t code, const char *re
     fake_result_flags(fd, id, code, reason, message, 0);
 }
 
+/* A RESULT with a MESSAGE and no CODE, which no daemon sends. */
+static inline void fake_result_without_code(int fd, uint32_t id, const char *message)
+{
+    uint8_t buf[TG_FRAME_BUFFER];
+    struct tg_writer w;
+    tg_writer_init(&w, buf, sizeof(buf), TG_KIND_RESULT, id);
+    tg_put_string(&w, TG_TAG_MESSAGE, message);
+    fake_send(fd, &w);
+}
+
 /* A PROGRESS with FLAGS (0: none sent); message may be NULL. */
 static inline void fake_progress_flags(int fd, uint32_t id, int32_t progress, int32_t style,
                                        const char *message, int32_t flags)

@@ -184,14 +184,9 @@ static void serve_one(struct fake_server *sv, int fd, struct fake_conn *c)
         fake_result(fd, id, TG_ERR_INTERNAL, TG_REASON_PASSWORD_SERVICE,
                     "The fingerprint service had an internal error");
         break;
-    case PASSWORD_NO_CODE: {
-        uint8_t buf[TG_FRAME_BUFFER];
-        struct tg_writer w;
-        tg_writer_init(&w, buf, sizeof(buf), TG_KIND_RESULT, id);
-        tg_put_string(&w, TG_TAG_MESSAGE, FAKE_TEXT_WRONG);
-        fake_send(fd, &w);
+    case PASSWORD_NO_CODE:
+        fake_result_without_code(fd, id, FAKE_TEXT_WRONG);
         break;
-    }
     }
 done:
     /* The module must hang up once it has returned, whatever ended the exchange. */

@@ -180,13 +180,8 @@ static inline void *daemon_main(void *arg)
         fake_result(fd, id, TG_OK, NULL, "Fingerprint recognised");
         break;
     case NO_CODE_ON_GO:
-        if (wait_go(d)) {
-            uint8_t buf[TG_FRAME_BUFFER];
-            struct tg_writer w;
-            tg_writer_init(&w, buf, sizeof(buf), TG_KIND_RESULT, id);
-            tg_put_string(&w, TG_TAG_MESSAGE, TEXT_REFUSED);
-            fake_send(fd, &w);
-        }
+        if (wait_go(d))
+            fake_result_without_code(fd, id, TEXT_REFUSED);
         break;
     case REFUSE_ON_GO:
         if (!wait_go(d))
