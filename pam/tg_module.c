@@ -60,7 +60,12 @@ bool tg_finish_request(pam_handle_t *pamh, struct tg_writer *w, size_t *len)
 void tg_hand_over(const struct tg_call *c, const char *password)
 {
     int rc = pam_set_item(c->pamh, PAM_AUTHTOK, password);
-    TG_DEBUG(c->opt, c->pamh, "typed password set as PAM_AUTHTOK: %s", pam_strerror(c->pamh, rc));
+    /* Not handed on, the password module asks for it again: said, as that is not expected. */
+    if (rc != PAM_SUCCESS)
+        pam_syslog(c->pamh, LOG_ERR, "cannot set the typed password as PAM_AUTHTOK: %s",
+                   pam_strerror(c->pamh, rc));
+    else
+        TG_DEBUG(c->opt, c->pamh, "typed password set as PAM_AUTHTOK");
 }
 
 const char *tg_busy_text(const struct tg_call *c)
