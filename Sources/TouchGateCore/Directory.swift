@@ -286,6 +286,9 @@ public final class Directory: Sendable {
         switch e {
         case ELOOP: return .unsafe("\(path) is a symbolic link")
         case ENOTDIR: return .unsafe("\(path) is not a directory")
+        // A socket, or a device without its driver: a file of another kind, which a read of a
+        // state or a print refuses (not a failure of the disk, which is worth trying again).
+        case ENXIO, ENODEV: return .unsafe("\(path) is not a regular file")
         default: return .io("open \(path)", e)
         }
     }

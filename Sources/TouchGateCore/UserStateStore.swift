@@ -4,6 +4,7 @@
 // minute, with the next other change, or at shutdown, whichever comes first: that is most
 // authentications, and losing it only ends the windows that start at that time sooner.
 import FoundationEssentials
+import Glibc
 import TouchGatePolicy
 
 public enum StoredState: Sendable, Equatable {
@@ -46,14 +47,20 @@ public enum Durability: Sendable {
     private let log: (String) -> Void
     private let deferral: Int
     private let retry: Int
+    private let writeDeadline: Int
+    private let readFile: FileReader
     private var entries: [String: Entry] = [:]
-    private var loading: [String: OneShot<StoredState>] = [:]
+    private var loading: [String: OneShot<Result<StoredState, StorageError>>] = [:]
 
     /// How long a deferred change may wait for the disk, in milliseconds.
     nonisolated static let deferralMilliseconds = 60_000
     /// After a write failed: the first wait before it is tried again, doubled after each failure
     /// up to a minute (a full or read-only disk stays so for a while).
     nonisolated static let retryMilliseconds = 1000
+    /// How long a reply waits for its change to be on disk before it is answered as a storage
+    /// failure (the change stays in memory and its write goes on): a hung disk must not hold a
+    /// prompt, and the reader it has, without end.
+    nonisolated static let writeDeadlineMilliseconds = 5000
 
     private final class Entry {
         var stored: StoredState
@@ -72,13 +79,23 @@ public enum Durability: Sendable {
 
     nonisolated static let fileName = "state.json"
 
+    /// Reads one user's file: what it holds, `.corrupt` when it is not a state; throws what the
+    /// file system said (a test gives one that fails as a failing disk does).
+    typealias FileReader =
+        @Sendable (_ user: String, _ users: Directory, _ policy: Policy, _ now: Instant)
+        throws(StorageError) -> StoredState
+
     init(
         users: Directory, policy: Policy, clock: any WallClock, pool: WorkerPool,
         deferral: Int = UserStateStore.deferralMilliseconds, retry: Int = UserStateStore.retryMilliseconds,
+        writeDeadline: Int = UserStateStore.writeDeadlineMilliseconds,
+        readFile: @escaping FileReader = UserStateStore.readState,
         log: @escaping (String) -> Void
     ) {
+        self.readFile = readFile
         self.deferral = deferral
         self.retry = retry
+        self.writeDeadline = writeDeadline
         self.users = users
         self.policy = policy
         self.clock = clock
@@ -92,7 +109,8 @@ public enum Durability: Sendable {
     }
 
     /// The state as last decided; throws when it could not be read now (the storage queue is
-    /// full), which a caller that must judge a back-off refuses on instead of guessing.
+    /// full, or the file system failed: an I/O error, no file descriptor left), which a caller that
+    /// must judge a back-off refuses on instead of guessing.
     func read(_ user: String) async throws(StorageError) -> StoredState { try await entry(user).stored }
 
     /// How many changes the user's state has had in memory (nil: not read yet).
@@ -120,6 +138,8 @@ public enum Durability: Sendable {
         guard durability == .beforeReply else { return next }
         let done = OneShot<StorageError?>()
         if e.durable >= version { done.set(nil) } else { e.waiters.append((version, done)) }
+        let late = LoopTimer(after: writeDeadline) { done.set(.io("write the state of \(user)", ETIMEDOUT)) }
+        defer { late.cancel() }
         if let error = await done.wait() { throw error }
         return next
     }
@@ -137,28 +157,38 @@ public enum Durability: Sendable {
 
     // MARK: reading
 
-    /// The user's entry, read from disk the first time. Throws only when the read could not even
-    /// be started (the storage queue is full): nothing is cached then, and nothing may be written.
+    /// The user's entry, read from disk the first time. Throws when it could not be read now (the
+    /// storage queue is full, or the file system failed): nothing is cached then, so the next
+    /// request reads it again, and nothing may be written, which would replace a good file.
     private func entry(_ user: String) async throws(StorageError) -> Entry {
         if let e = entries[user] { return e }
         if let pending = loading[user] {
-            _ = await pending.wait()  // the reader adopts what it read
-            guard let e = entries[user] else { throw .unsafe("storage queue full") }
+            // The reader adopts what it read; a failure is each waiter's too.
+            if case .failure(let error) = await pending.wait() { throw error }
+            guard let e = entries[user] else { throw .unsafe("the state of \(user) could not be read now") }
             return e
         }
-        let pending = OneShot<StoredState>()
+        let pending = OneShot<Result<StoredState, StorageError>>()
         loading[user] = pending
-        let (users, policy, now) = (self.users, self.policy, clock.now())
-        let read = try? await pool.run { Self.read(user, users: users, policy: policy, now: now) }
-        loading[user] = nil
-        guard let stored = read else {
-            pending.set(.corrupt("the state of \(user) could not be read now (storage queue full)"))
-            throw .unsafe("storage queue full")
+        let (users, policy, now, readFile) = (self.users, self.policy, clock.now(), self.readFile)
+        let read: Result<StoredState, StorageError>
+        do {
+            read = try await pool.run {
+                Self.read { () throws(StorageError) in try readFile(user, users, policy, now) }
+            }
+        } catch {
+            read = .failure(.unsafe("storage queue full"))
         }
-        if case .corrupt(let why) = stored { log("state of \(user) refused: \(why)") }
-        let e = entries[user] ?? adopt(user, stored)
-        pending.set(stored)
-        return e
+        loading[user] = nil
+        pending.set(read)
+        switch read {
+        case .failure(let error):
+            log("cannot read the state of \(user) now: \(error)")
+            throw error
+        case .success(let stored):
+            if case .corrupt(let why) = stored { log("state of \(user) refused: \(why)") }
+            return entries[user] ?? adopt(user, stored)
+        }
     }
 
     private func adopt(_ user: String, _ stored: StoredState) -> Entry {
@@ -167,23 +197,32 @@ public enum Durability: Sendable {
         return e
     }
 
-    private nonisolated static func read(_ user: String, users: Directory, policy: Policy, now: Instant) -> StoredState
-    {
-        do {
-            // No state yet: nothing was ever disabled. Enrolling is what opts in, so prints found
-            // without a state were enrolled elsewhere (fprintd) and count as opted in; the policy
-            // still asks the password once for them (enrollmentChanged). No prints: not enrolled.
-            guard let dir = try users.subdirectory(user),
-                let bytes = try dir.read(fileName, limit: 64 * 1024)
-            else { return .state(UserState(enabled: true)) }
-            guard let state = try? JSONDecoder().decode(UserState.self, from: Data(bytes)) else {
-                return .corrupt("\(users.path)/\(user)/\(fileName) is not a valid state")
-            }
-            // A back-off end pushed far ahead by a clock jump is pulled back to one step from now.
-            return .state(policy.backoffCappedToItsStep(state, at: now))
-        } catch {
-            return .corrupt(error.description)
+    /// What the file holds, `.corrupt` when it cannot be trusted (a symlink, not a regular file,
+    /// another owner, too large) or is not a state; a failure of the file system itself (an I/O
+    /// error, no descriptor or memory left) is no verdict on the file: the read failed.
+    private nonisolated static func read(_ readFile: () throws(StorageError) -> StoredState) -> Result<
+        StoredState, StorageError
+    > {
+        Result(catching: readFile).flatMapError { error in
+            if case .io = error { return .failure(error) }
+            return .success(.corrupt(error.description))
         }
+    }
+
+    nonisolated static func readState(
+        _ user: String, users: Directory, policy: Policy, now: Instant
+    ) throws(StorageError) -> StoredState {
+        // No state yet: nothing was ever disabled. Enrolling is what opts in, so prints found
+        // without a state were enrolled elsewhere (fprintd) and count as opted in; the policy
+        // still asks the password once for them (enrollmentChanged). No prints: not enrolled.
+        guard let dir = try users.subdirectory(user),
+            let bytes = try dir.read(fileName, limit: 64 * 1024)
+        else { return .state(UserState(enabled: true)) }
+        guard let state = try? JSONDecoder().decode(UserState.self, from: Data(bytes)) else {
+            return .corrupt("\(users.path)/\(user)/\(fileName) is not a valid state")
+        }
+        // A back-off end pushed far ahead by a clock jump is pulled back to one step from now.
+        return .state(policy.backoffCappedToItsStep(state, at: now))
     }
 
     /// Whether `user` has a change in memory that no write has been started for (a deferred one).
@@ -244,7 +283,9 @@ public enum Durability: Sendable {
                 e.failures = 0
                 e.durable = max(e.durable, version)
             }
-            let (ready, waiting) = e.waiters.partitioned { $0.version <= version }
+            // A failure answers every waiter: a later change is written with this one, which
+            // the disk just refused, and is tried again only later (`retryLater`).
+            let (ready, waiting) = e.waiters.partitioned { outcome != nil || $0.version <= version }
             e.waiters = waiting
             for w in ready { w.done.set(outcome) }
             if let outcome {

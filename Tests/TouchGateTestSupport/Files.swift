@@ -61,6 +61,23 @@ public func plantFile(_ path: String, _ text: String, mode: mode_t = 0o600) thro
     try plantFile(path, Array(text.utf8), mode: mode)
 }
 
+/// A Unix socket bound at `path` (closed again: the file stays).
+public func plantSocket(_ path: String) throws {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw TestSetupError("socket: \(errno)") }
+    defer { close(fd) }
+    var addr = sockaddr_un()
+    addr.sun_family = sa_family_t(AF_UNIX)
+    guard path.utf8.count < MemoryLayout.size(ofValue: addr.sun_path) else { throw TestSetupError("\(path): too long") }
+    withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+        for (i, b) in path.utf8.enumerated() { raw[i] = b }
+    }
+    let bound = withUnsafePointer(to: &addr) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    }
+    guard bound == 0 else { throw TestSetupError("bind \(path): \(errno)") }
+}
+
 public func plantSymlink(at path: String, to target: String) throws {
     guard symlink(target, path) == 0 else { throw TestSetupError("symlink \(path): \(errno)") }
 }
