@@ -26,6 +26,8 @@ import TouchGateWire
     var language = Language.english
 
     var core: Core? { listener?.core }
+    /// The remote host of the client's login session, by logind's record (nil: local, or none).
+    var sessionRemoteHost: String? { listener?.sessions.remoteHost(ofProcess: caller.pid) }
     var log: Logger { listener?.log ?? Logger(label: "touchgated") }
     var isBusy: Bool { request != nil && subscription == nil }
 

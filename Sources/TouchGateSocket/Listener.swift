@@ -46,11 +46,15 @@ public struct ConnectionLimits: Sendable {
     /// Connections closed since `afterClients` last ran.
     private var closedSinceAfterClients = 0
 
+    /// Where a client's login session is told remote or not.
+    let sessions: LoginSessions
+
     public init(
         core: Core, fd: Int32, limits: ConnectionLimits = ConnectionLimits(), log: Logger,
-        afterClients: @escaping @CoreActor () -> Void = {}
+        sessions: LoginSessions = LoginSessions(), afterClients: @escaping @CoreActor () -> Void = {}
     ) {
         self.core = core
+        self.sessions = sessions
         self.fd = fd
         self.log = log
         self.afterClients = afterClients

@@ -8,7 +8,12 @@ import TouchGateWire
         async throws(WireError) -> Reply?
     {
         let caller = connection.caller
-        let origin = Origin(service: frame.string(.service), tty: frame.string(.tty), rhost: frame.string(.rhost))
+        // The host the client names, else, for a prompt, its login session's when that is remote:
+        // a remote session's client that leaves out its RHOST is still remote (docs/spec.md §9).
+        let named = frame.string(.rhost).flatMap { $0.isEmpty ? nil : $0 }
+        let judgesRemote = frame.kind == .evaluate || frame.kind == .canEvaluate
+        let rhost = named ?? (judgesRemote ? connection.sessionRemoteHost : nil)
+        let origin = Origin(service: frame.string(.service), tty: frame.string(.tty), rhost: rhost)
         // The reader the request names (pam_touchgate's device=, the CLI's --device); nil: the default.
         let reader = frame.string(.device)
         switch frame.kind {

@@ -13,14 +13,18 @@ import TouchGateWire
     let path: String
     private let fd: Int32
 
-    init(_ bed: TestBed, limits: ConnectionLimits, afterClients: @escaping @CoreActor () -> Void = {}) throws {
+    init(
+        _ bed: TestBed, limits: ConnectionLimits, sessions: LoginSessions,
+        afterClients: @escaping @CoreActor () -> Void = {}
+    ) throws {
         self.bed = bed
         // Clients of other uids must reach the socket through the test's directory.
         try changeMode(bed.root, 0o755)
         core = try bed.makeCore()
         path = "\(bed.root)/touchgated.sock"
         fd = try ListeningSocket.bind(path)
-        listener = Listener(core: core, fd: fd, limits: limits, log: quietLogger, afterClients: afterClients)
+        listener = Listener(
+            core: core, fd: fd, limits: limits, log: quietLogger, sessions: sessions, afterClients: afterClients)
     }
 
     func stop() {
@@ -47,10 +51,11 @@ import TouchGateWire
 /// Runs `body` with a listener on a fresh socket; `limits` small where a test needs them.
 @CoreActor func withSocketBed<T>(
     limits: ConnectionLimits = ConnectionLimits(), reader: StubReader = StubReader(),
-    afterClients: @escaping @CoreActor () -> Void = {}, _ body: (SocketBed) async throws -> T
+    sessions: LoginSessions = LoginSessions(), afterClients: @escaping @CoreActor () -> Void = {},
+    _ body: (SocketBed) async throws -> T
 ) async throws -> T {
     try await withTestBed(reader: reader) { bed in
-        let socket = try SocketBed(bed, limits: limits, afterClients: afterClients)
+        let socket = try SocketBed(bed, limits: limits, sessions: sessions, afterClients: afterClients)
         defer { socket.stop() }
         return try await body(socket)
     }
@@ -76,9 +81,10 @@ func evaluateFrame(
     return Frame(.evaluate, requestID: id, fields)
 }
 
-func canEvaluateFrame(_ id: UInt32, user: String = "alice", locale: String? = nil) -> Frame {
+func canEvaluateFrame(_ id: UInt32, user: String = "alice", locale: String? = nil, rhost: String? = nil) -> Frame {
     var fields = [Field(.user, user), Field(.policy, EvaluationPolicy.biometrics.rawValue)]
     if let locale { fields.append(Field(.locale, locale)) }
+    if let rhost { fields.append(Field(.rhost, rhost)) }
     return Frame(.canEvaluate, requestID: id, fields)
 }
 
