@@ -65,10 +65,12 @@ extension UserStateStoreTests {
                 enabled: true, consecutiveWrongPasswords: 7, backoffStep: 3, backoffUntil: clock.now() + 600)
             try await store(dir).update("alice", .beforeReply) { _ in backedOff }
             let reads = Atomic(0)
-            let restarted = try store(dir, readFile: { user, users, policy, now throws(StorageError) in
-                guard reads.add(1, ordering: .relaxed).oldValue > 0 else { throw .io("read \(user)", EIO) }
-                return try UserStateStore.readState(user, users: users, policy: policy, now: now)
-            })
+            let restarted = try store(
+                dir,
+                readFile: { user, users, policy, now throws(StorageError) in
+                    guard reads.add(1, ordering: .relaxed).oldValue > 0 else { throw .io("read \(user)", EIO) }
+                    return try UserStateStore.readState(user, users: users, policy: policy, now: now)
+                })
             await #expect(throws: StorageError.io("read alice", EIO)) { try await restarted.read("alice") }
             #expect(try await restarted.read("alice") == .state(backedOff))
             #expect(directoryEntries("\(dir)/users/alice") == ["state.json"])
