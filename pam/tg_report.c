@@ -110,7 +110,11 @@ done:
 }
 
 /* The daemon accepts the report from root callers alone (SO_PEERCRED), so no user process can
- * clear its own lockout this way. */
+ * clear its own lockout this way. Reaching this line says only that the stack succeeded so far:
+ * another factor may have (a smartcard, a FIDO key, pam_succeed_if), and what the report lifts (a
+ * lockout, every reason that requires a password, docs/spec.md §10) only a password may. So it is
+ * sent only when a password is in the stack: PAM_AUTHTOK, set by the password module that verified
+ * it (or by this module, for that password module to verify). */
 int tg_report_password_success(pam_handle_t *pamh, const struct tg_options *opt)
 {
     const void *matched = NULL;
@@ -122,6 +126,10 @@ int tg_report_password_success(pam_handle_t *pamh, const struct tg_options *opt)
                  "report: the fingerprint matched in this transaction, nothing to report");
     else if (user == NULL)
         TG_DEBUG(opt, pamh, "report: no user");
+    else if (stack_authtok(pamh) == NULL)
+        TG_DEBUG(opt, pamh,
+                 "report: no password in this stack (PAM_AUTHTOK unset or empty), "
+                 "nothing to report");
     else /* authtok: the password the stack just verified renews a sealed keyring password; the
           * report itself goes without a password the wire cannot carry */
         tell_daemon(pamh, opt, TG_KIND_PASSWORD_SUCCESS, "report: password success", user,

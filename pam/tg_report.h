@@ -6,8 +6,9 @@
 
 #include "tg_options.h"
 
-/* auth `report`: the stack verified the password. Not a factor: always PAM_IGNORE, so it can
- * never make a stack succeed (nor fail). */
+/* auth `report`: the stack verified the password. Sent only with a password in the stack (a
+ * non-empty PAM_AUTHTOK), never after a match. Not a factor: always PAM_IGNORE, so it can never
+ * make a stack succeed (nor fail). */
 int tg_report_password_success(pam_handle_t *pamh, const struct tg_options *opt);
 
 /* password `authtok`: the stack changed the password, which renews a sealed keyring password.
