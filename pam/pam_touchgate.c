@@ -37,8 +37,13 @@ static int authenticate(pam_handle_t *pamh, const struct tg_options *opt)
         tg_lang_close(&c.lang);
         tg_lang_open(&c.lang, c.locale); /* "C": English; the module's words are the daemon's */
     }
-    if (!opt->noinput && !tg_tty_open(&c.tty))
-        TG_DEBUG(opt, pamh, "no terminal in the foreground: messages only");
+    if (!opt->noinput) {
+        enum tg_tty_found found = tg_tty_open(&c.tty);
+        if (found == TG_TTY_NO_TERMINAL)
+            TG_DEBUG(opt, pamh, "no terminal in the foreground: messages only");
+        else if (found == TG_TTY_NOT_STDIN) /* sudo -S, say: its conversation reads stdin */
+            TG_DEBUG(opt, pamh, "stdin is not the terminal: no keys read, the conversation asks");
+    }
     rc = tg_prompt_run(&c, &ask_password, &typed);
     if (ask_password)
         rc = tg_password_step(&c, &typed);

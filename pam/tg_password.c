@@ -43,7 +43,8 @@ static enum asked ask_on_terminal(struct tg_call *c, struct tg_line *line)
     return asked;
 }
 
-/* Through the application's conversation (graphical clients, clients without a terminal). */
+/* Through the application's conversation (graphical clients, clients without a terminal or that
+ * read their input elsewhere, sudo -S). */
 static enum asked ask_in_conversation(struct tg_call *c, struct tg_line *line)
 {
     char *answer = NULL;

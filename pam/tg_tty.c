@@ -22,22 +22,38 @@ void tg_tty_init(struct tg_tty *t)
     t->fd = -1;
 }
 
-bool tg_tty_open(struct tg_tty *t)
+/* Whether stdin is this process's controlling terminal. Device numbers cannot tell (/dev/tty's
+ * fstat gives its own, 5,0): the terminal on stdin is asked for its foreground process group,
+ * which a terminal tells only the session it controls (any other gets ENOTTY), and which the
+ * caller found to be this process's on /dev/tty. */
+static bool stdin_is_the_terminal(void)
+{
+    return isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+}
+
+enum tg_tty_found tg_tty_open(struct tg_tty *t)
 {
     tg_tty_init(t);
     /* O_NOCTTY: never acquire a terminal; O_NONBLOCK: this open file description is ours
      * alone, and no read or write of ours may hang the prompt. */
     int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
-        return false;
+        return TG_TTY_NO_TERMINAL;
     /* Only the foreground may use it: from the background, changing or reading the terminal
      * would stop the whole process (SIGTTOU, SIGTTIN) with the terminal half set up. */
     if (!isatty(fd) || tcgetpgrp(fd) != getpgrp()) {
         close(fd);
-        return false;
+        return TG_TTY_NO_TERMINAL;
+    }
+    /* The terminal is the application's input only when stdin is it. One that reads elsewhere
+     * (sudo -S, a locker started from a shell) answers through its conversation: keys and a
+     * password read here would wait for a line nobody types at the terminal. */
+    if (!stdin_is_the_terminal()) {
+        close(fd);
+        return TG_TTY_NOT_STDIN;
     }
     t->fd = fd;
-    return true;
+    return TG_TTY_FOUND;
 }
 
 bool tg_tty_raw(struct tg_tty *t)

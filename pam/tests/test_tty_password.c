@@ -38,6 +38,32 @@ static void test_password_step_correct(void)
     CHECK(strstr(o.after, "pw") == NULL, "step correct: echoed: '%s'", o.after);
     CHECK(strstr(o.after, "Password accepted") == NULL, "step correct: success was chattered: '%s'",
           o.after);
+    CHECK(frame_int_is(&d.request, TG_TAG_FLAGS, 0, false), "step correct: EVALUATE flags set");
+}
+
+/* The application reads its input elsewhere (sudo -S: stdin a pipe), the pty still its controlling
+ * terminal in the foreground: the module leaves the terminal alone, as without one. It tells the
+ * daemon it reads no keys and asks through the conversation, which answers at once, never waiting
+ * for a line at the terminal that nobody will type. */
+static void test_password_step_stdin_elsewhere(void)
+{
+    struct daemon d = { .act = ASK_PASSWORD, .answer = TG_OK, .answer_reason = TG_REASON_PASSWORD };
+    struct outcome o;
+    struct script s = { "tg-tty-bop", TEXT_LOCKED, "", NULL };
+    int32_t flags = 0;
+
+    child_stdin = "from stdin\n";
+    run_tty(&s, &d, &o);
+    child_stdin = NULL;
+    CHECK(o.rep.rc == PAM_SUCCESS, "stdin elsewhere: %d", o.rep.rc);
+    CHECK(d.verify_came && strcmp(d.password, "from stdin") == 0,
+          "stdin elsewhere: daemon saw '%s'", d.verify_came ? d.password : "no VERIFY_PASSWORD");
+    CHECK(o.ms_after_keys < 5000, "stdin elsewhere: %llu ms", (unsigned long long)o.ms_after_keys);
+    CHECK(tg_frame_int(&d.request, TG_TAG_FLAGS, &flags) && (flags & TG_FLAG_NO_TERMINAL) != 0,
+          "stdin elsewhere: EVALUATE without NO_TERMINAL (flags %#x)", (unsigned)flags);
+    CHECK((o.mid.c_lflag & (ICANON | ECHO)) == (ICANON | ECHO) &&
+              termios_same(&o.rep.before, &o.rep.after),
+          "stdin elsewhere: the terminal was changed");
 }
 
 static void test_password_step_wrong(void)
@@ -247,6 +273,7 @@ int main(int argc, char **argv)
     if (tty_bed_setup(argc, argv)) {
         test_line_editor();
         test_password_step_correct();
+        test_password_step_stdin_elsewhere();
         test_password_step_wrong();
         test_password_step_cancelled();
         test_password_step_in_chinese();

@@ -59,6 +59,21 @@ static bool child_reads_leftover;
 /* Set before the fork: a message with this text is shown by a slow conversation, which returns
  * only once a key can be read from the terminal (the test types while it is shown; 5 s at most). */
 static const char *conv_waits_for;
+/* Set before the fork: the child's stdin is a pipe holding this text while the pty stays its
+ * controlling terminal, stdout and stderr, and the conversation answers a password prompt with a
+ * line of stdin, as sudo -S does. NULL: stdin is the pty, and the conversation asks nothing. */
+static const char *child_stdin;
+
+/* The line sudo -S reads: stdin up to a newline or its end, at most TG_LINE_MAX bytes. */
+static inline char *stdin_line(void)
+{
+    char line[TG_LINE_MAX + 1];
+    size_t n = 0;
+    while (n < TG_LINE_MAX && read(0, line + n, 1) == 1 && line[n] != '\n')
+        n++;
+    line[n] = '\0';
+    return strdup(line);
+}
 
 /* Shows messages on the terminal as a console client does (misc_conv style). */
 static inline int tty_conv(int num, const struct pam_message **msg, struct pam_response **resp,
@@ -70,6 +85,14 @@ static inline int tty_conv(int num, const struct pam_message **msg, struct pam_r
         return PAM_BUF_ERR;
     for (int i = 0; i < num; i++) {
         int fd = msg[i]->msg_style == PAM_ERROR_MSG ? 2 : 1;
+        if (msg[i]->msg_style == PAM_PROMPT_ECHO_OFF && child_stdin != NULL) {
+            /* The prompt on stderr, the answer from stdin, as sudo -S. */
+            if (write(2, msg[i]->msg, strlen(msg[i]->msg)) >= 0 &&
+                (r[i].resp = stdin_line()) != NULL)
+                continue;
+            free(r);
+            return PAM_CONV_ERR;
+        }
         if (msg[i]->msg_style != PAM_TEXT_INFO && msg[i]->msg_style != PAM_ERROR_MSG) {
             free(r);
             return PAM_CONV_ERR; /* the module must never ask for input */
@@ -96,15 +119,21 @@ static inline void child_main(const char *service, int report_fd)
 
     memset(&rep, 0, sizeof(rep));
     rep.rc = -1;
-    /* Unusual but valid canonical settings: the module must put back exactly these, not defaults. */
-    if (tcgetattr(0, &t) == 0) {
+    /* Unusual but valid canonical settings: the module must put back exactly these, not defaults.
+     * (Through stdout: the pty, whatever stdin is.) */
+    if (tcgetattr(1, &t) == 0) {
         t.c_cc[VMIN] = 3;
         t.c_cc[VTIME] = 7;
         t.c_lflag &= ~(tcflag_t)IEXTEN;
         t.c_iflag |= IUTF8;
-        tcsetattr(0, TCSANOW, &t);
+        tcsetattr(1, TCSANOW, &t);
     }
-    tcgetattr(0, &rep.before);
+    tcgetattr(1, &rep.before);
+    int in[2]; /* the whole text fits in the pipe; closed, its end ends a line too */
+    if (child_stdin != NULL &&
+        (pipe(in) != 0 || write(in[1], child_stdin, strlen(child_stdin)) < 0 ||
+         dup2(in[0], 0) < 0 || close(in[0]) != 0 || close(in[1]) != 0))
+        _exit(3);
     if (pam_start_confdir(service, "root", &conv, dir, &pamh) == PAM_SUCCESS) {
         rep.rc = pam_authenticate(pamh, 0);
         const char *tok = pam_getenv(pamh, "TG_PROBE_AUTHTOK");
@@ -114,7 +143,7 @@ static inline void child_main(const char *service, int report_fd)
         }
         pam_end(pamh, rep.rc);
     }
-    tcgetattr(0, &rep.after);
+    tcgetattr(1, &rep.after);
     if (child_reads_leftover) {
         struct pollfd pfd = { .fd = 0, .events = POLLIN };
         if (poll(&pfd, 1, 3000) == 1) {
