@@ -109,7 +109,13 @@ static void on_match(struct prompt *p, const struct tg_frame *frame)
     pam_set_data(p->c->pamh, TG_MATCH_KEY, "fingerprint", NULL);
     if (p->c->opt->authtok && tg_frame_string(frame, TG_TAG_PASSWORD, secret, sizeof(secret))) {
         int rc = pam_set_item(p->c->pamh, PAM_AUTHTOK, secret);
-        DEBUG(p, "sealed login password set as PAM_AUTHTOK: %s", pam_strerror(p->c->pamh, rc));
+        /* Not set, the keyring stays locked after a match: said, as that is not expected. */
+        if (rc != PAM_SUCCESS)
+            pam_syslog(p->c->pamh, LOG_ERR,
+                       "cannot set the sealed login password as PAM_AUTHTOK: %s",
+                       pam_strerror(p->c->pamh, rc));
+        else
+            DEBUG(p, "sealed login password set as PAM_AUTHTOK");
     }
     explicit_bzero(secret, sizeof(secret));
 }
