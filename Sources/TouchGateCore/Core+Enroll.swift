@@ -34,7 +34,7 @@ extension Core {
             let scans = info.enrollScans
             client.show(ProgressEvent(.prompt, .enrollPrompt(finger: finger, stages: scans)))
             // A reader that can identify spends the first scan on refusing a finger already
-            // enrolled, for anyone (fprintd 1.94 does the same, and counts it as a stage).
+            // enrolled (fprintd 1.94 does the same, and counts it as a stage).
             if info.supportsIdentify {
                 if let refused = await refuseDuplicate(
                     user: user, replacing: finger, caller: caller, on: served, client: client, prompt: prompt)
@@ -215,9 +215,15 @@ extension Core {
         // Only a store read in full says that a print the chip holds is no one's (a print sealed
         // with the TPM away, or damaged, may be it): otherwise the chip keeps it.
         var whole = false
+        // A caller other than root learns nothing of other users' prints from an enrollment: on a
+        // reader that matches on the computer the gallery is `user`'s own prints, so the scan is no
+        // test of a finger against everyone's, outside their attempt limits (docs/spec.md §2). A
+        // reader with its own storage matches against what it holds whatever the gallery says;
+        // there every print stays in it, so that a print no one here owns can be told and deleted.
+        let everyone = caller.isRoot || served.info.hasStorage
         do {
             gallery = try await prints.gallery(device: served.info.deviceKey).filter {
-                !($0.user == user && $0.finger == finger)
+                !($0.user == user && $0.finger == finger) && (everyone || $0.user == user)
             }
             if served.info.hasStorage { whole = try await prints.everyTemplate(device: served.info.deviceKey) != nil }
         } catch {
