@@ -105,9 +105,13 @@ def tidy(page):
                     skipping = False
                 continue
         if line == ".Ex -std":
-            # The argument parser's own: said here, as its --help does not say it.
-            out += [line, "A usage error (an unknown option, a missing or conflicting argument) exits 64,",
-                    "after a line beginning", ".Ql Error:", "and the usage."]
+            # The argument parser's own: said here, as its --help does not say it. A command with
+            # subcommands (touchgate's main() makes a group without one a usage error) says that too.
+            cases = "an unknown option, a missing or conflicting argument"
+            if not only_help and any(l.startswith(".It Em ") for l in lines):
+                cases += ", a missing subcommand"
+            out += [line, "A usage error (%s) exits 64," % cases, "after a line beginning", ".Ql Error:",
+                    "and the usage."]
             continue
         if line.startswith(".Nd "):
             line = re.sub(r'\.(")?$', r"\1", line)

@@ -42,6 +42,7 @@ struct Touchgate: ParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         do {
             var command = try parseAsRoot()
+            if !type(of: command).configuration.subcommands.isEmpty { missingSubcommand(type(of: command)) }
             try command.run()
             if let lost = outputFailure() { throw Failure(lost) }
         } catch let failure as Failure {
@@ -51,6 +52,16 @@ struct Touchgate: ParsableCommand {
         } catch {
             exit(withError: error)
         }
+    }
+
+    /// A group (`touchgate`, `touchgate keyring`, `touchgate prints`) given without its
+    /// subcommand does nothing: a usage error, never help and exit status 0, which a script's
+    /// `touchgate --socket="$S" disable` with $S empty (`disable` then taken as the socket) would
+    /// read as success. The help goes to standard error, below the error.
+    static func missingSubcommand(_ group: any ParsableCommand.Type) -> Never {
+        complain("Error: " + L("Missing a subcommand: give one of those listed below.", cli) + "\n")
+        complain(helpMessage(for: group))
+        Glibc.exit(ExitCode.validationFailure.rawValue)
     }
 }
 

@@ -89,6 +89,22 @@ def test_an_empty_socket_path_is_a_usage_error_not_a_path_too_long(world, daemon
     assert result.stderr.startswith("Error: --socket needs a path\n"), result
 
 
+@pytest.mark.parametrize("reader_kind", ["virtual_device"], indirect=True)
+@pytest.mark.parametrize("args, usage", [([], "touchgate [--socket <path>] <subcommand>"),
+                                         (["keyring"], "touchgate keyring <subcommand>"),
+                                         (["prints"], "touchgate prints <subcommand>"),
+                                         # The empty value takes `disable` as the socket's path.
+                                         (["--socket=", "disable"], "touchgate [--socket <path>] <subcommand>")])
+def test_a_command_without_its_subcommand_is_a_usage_error(reader_kind, world, daemon, alice, args, usage):
+    """A script's `touchgate --socket="$S" disable` with $S empty does nothing: it must not succeed,
+    nor print help where the script reads its output."""
+    result = world.cli(*args)
+    assert (result.returncode, result.stdout) == (64, ""), result
+    assert result.stderr.startswith("Error: Missing a subcommand"), result
+    assert "USAGE: %s\n" % usage in result.stderr, result
+    assert json.loads(world.cli("status", "--user", "alice", "--json").stdout)["enabled"] is True
+
+
 def test_an_empty_password_is_refused_by_the_cli_and_costs_no_try(world, alice):
     for _ in range(5):  # five wrong passwords would back off
         result = world.cli("enable", "--user", "alice", as_user="alice", password="")
