@@ -19,7 +19,12 @@ struct KeyringEnable: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "enable",
         abstract: "Keep your login password sealed so that a fingerprint login unlocks the keyring.",
-        discussion: "The login password is asked for (or read from standard input) and checked by touchgated.")
+        discussion: """
+            The login password is asked for (or read from standard input) and checked by \
+            touchgated. Root naming another user with --user types that user's login password: the \
+            prompt names the user, and an account this computer does not know is refused before \
+            any password is asked for.
+            """)
 
     @ParentCommand var root: Touchgate
     @OptionGroup var user: UserOption
@@ -28,10 +33,18 @@ struct KeyringEnable: ParsableCommand {
         let user = try user.resolved()
         let client = DaemonClient(socketPath: root.socketPath)
         try client.checkReachable()
-        // Another user's keyring is root's to set up: the daemon refuses anyone else before any
-        // password, so none is asked for, nor sent.
-        let mayAsk = Caller.isRoot || Caller.isSelf(user)
-        let password = mayAsk ? [Field(.password, try PasswordPrompt.read())] : []
+        var password: [Field] = []
+        if Caller.isSelf(user) {
+            password = [Field(.password, try PasswordPrompt.read())]
+        } else if Caller.isRoot {
+            // The daemon checks the password as the user's (docs/spec.md §12): root is told whose
+            // to type, and a name no account has is refused before one is typed (the daemon's
+            // sentence), so root's own password never counts as a wrong one of another account.
+            guard try Caller.accountExists(user) else { throw Failure(L("No such user: %s", cli, user)) }
+            password = [Field(.password, try PasswordPrompt.read(prompt: L("Login password of %s: ", cli, user)))]
+        }
+        // Anyone else naming another user's keyring is refused by the daemon before any password
+        // (docs/spec.md §5), so none is asked for, nor sent.
         _ = try client.call(.keyringEnable, [Field(.user, user)] + password)
         say(L("A fingerprint login now unlocks the keyring of %s.", cli, user))
     }

@@ -14,14 +14,15 @@ enum PasswordPrompt {
         return [Field(.password, try read())]
     }
 
-    /// The password, from the terminal when stdin is one (prompt `Password: `), else one line of stdin.
-    static func read() throws(Failure) -> String {
+    /// The password, from the terminal when stdin is one (prompt `prompt`, by default
+    /// `Password: `), else one line of stdin.
+    static func read(prompt: String = L("Password: ", cli)) throws(Failure) -> String {
         var bytes: [UInt8]
         if isatty(STDIN_FILENO) == 1 {
             let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
             let fd = tty >= 0 ? tty : STDIN_FILENO
             defer { if tty >= 0 { close(tty) } }
-            bytes = try readWithoutEcho(fd: fd, promptFD: tty >= 0 ? tty : STDERR_FILENO)
+            bytes = try readWithoutEcho(fd: fd, promptFD: tty >= 0 ? tty : STDERR_FILENO, prompt: prompt)
         } else {
             bytes = try readLine(fd: STDIN_FILENO)
         }
@@ -37,7 +38,7 @@ enum PasswordPrompt {
         return password
     }
 
-    private static func readWithoutEcho(fd: Int32, promptFD: Int32) throws(Failure) -> [UInt8] {
+    private static func readWithoutEcho(fd: Int32, promptFD: Int32, prompt: String) throws(Failure) -> [UInt8] {
         var saved = termios()
         guard tcgetattr(fd, &saved) == 0 else { return try readLine(fd: fd) }
         var quiet = saved
@@ -46,7 +47,7 @@ enum PasswordPrompt {
         // A signal while echo is off must not leave the terminal silent: restore, then die as usual.
         TerminalGuard.arm(fd: fd, saved: saved)
         defer { TerminalGuard.disarm() }
-        _ = writeAll(promptFD, L("Password: ", cli))
+        _ = writeAll(promptFD, prompt)
         guard tcsetattr(fd, TCSAFLUSH, &quiet) == 0 else {
             throw Failure(L("cannot turn off echo on the terminal", cli))
         }

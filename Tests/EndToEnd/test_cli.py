@@ -11,6 +11,7 @@ import subprocess
 import pytest
 
 import harness
+import terminal
 import wire
 
 # Each test that uses the reader runs on each of libfprint's three kinds of reader (readers.py).
@@ -182,6 +183,31 @@ def test_another_users_account_is_refused_without_asking_a_password(world, alice
     so nobody is invited to type someone else's password (none is on standard input here)."""
     refused = world.cli(*command, "--user", "bob", as_user="alice")
     assert refused.returncode == 1 and refused.stderr.strip() == "touchgate: Not permitted", refused
+
+
+@pytest.mark.parametrize("reader_kind", ["virtual_device"], indirect=True)
+def test_root_is_asked_for_the_login_password_of_the_user_whose_keyring_it_sets_up(reader_kind, world, alice):
+    """The daemon checks the password typed for `keyring enable --user alice` as alice's: root's
+    prompt names her, so root does not type its own password (a wrong one counted against her)."""
+    term = terminal.Terminal(["setsid", "--ctty", "--wait", str(harness.TOUCHGATE), "keyring", "enable",
+                              "--user", "alice"], harness.cli_env(world), "touchgate keyring enable")
+    try:
+        term.expect("Login password of alice: ")
+        assert term.text().startswith("Login password of alice: "), term.transcript()
+        term.wait_reading(secret=True)
+        term.type_line(harness.PASSWORDS["alice"])
+        term.wait()
+    finally:
+        term.kill()
+    assert "Wrong password" not in term.text(), term.transcript()
+    assert json.loads(world.cli("status", "--user", "alice", "--json").stdout)["wrongPasswords"] == 0
+
+
+@pytest.mark.parametrize("reader_kind", ["virtual_device"], indirect=True)
+def test_root_naming_an_unknown_account_for_the_keyring_is_refused_before_any_password(reader_kind, world, daemon):
+    """Refused before a password is read (none is on standard input), in the daemon's sentence."""
+    refused = world.cli("keyring", "enable", "--user", "nosuch")
+    assert (refused.returncode, refused.stdout, refused.stderr) == (1, "", "touchgate: No such user: nosuch\n"), refused
 
 
 @pytest.mark.parametrize("as_systemd", [False, True])
