@@ -118,13 +118,15 @@ struct DaemonClient {
             throw Failure(L("touchgated sent a result without a code", cli))
         }
         if code == Outcome.success.rawValue { return result }
+        let refused = result.string(.reason).flatMap(Reason.init(rawValue:))
         if let message = result.string(.message), !message.isEmpty {
             // Refused before the request (and its LOCALE) was read: in English, one of the
             // catalog's sentences, shown in the caller's language (docs/spec.md §6).
             let unread = result.requestID == WireLimits.unsolicitedRequestID
-            throw Failure(unread ? translated(message, cli) : message)
+            throw Failure(unread ? translated(message, cli) : message, refused: refused)
         }
-        throw Failure(sentence(for: code, reason: result.string(.reason), seconds: result.int(.seconds)))
+        throw Failure(
+            sentence(for: code, reason: result.string(.reason), seconds: result.int(.seconds)), refused: refused)
     }
 }
 

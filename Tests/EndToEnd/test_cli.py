@@ -136,6 +136,16 @@ def test_devices_lists_the_virtual_reader(world, daemon):
     assert result.stdout.splitlines() == ["%s (%s)" % (world.reader.name, world.reader_kind)]
 
 
+@pytest.mark.parametrize("reader_kind", ["virtual_device"], indirect=True)
+@pytest.mark.parametrize("command", [["list"], ["verify"], ["enroll"], ["delete", "--all"]])
+def test_a_reader_name_that_matches_no_reader_is_said_as_such(reader_kind, world, alice, command):
+    """Not the sentence a login shows when there is no reader at all: the name typed matched none."""
+    result = world.cli(*command, "--user", "alice", "--device", "typo")
+    assert (result.returncode, result.stdout) == (1, ""), result
+    assert result.stderr == "touchgate: No reader named 'typo' (touchgate devices lists them)\n", result
+    assert world.cli("list", "--user", "alice").stdout.split() == ["right-index-finger"]
+
+
 def test_cli_without_daemon_fails_with_one_line(world):
     result = world.cli("devices", "--socket", "/nonexistent")
     assert result.returncode != 0
