@@ -99,15 +99,19 @@ extension Core {
     }
 
     /// Streams events to `deliver` until it returns false or `stop` is set: root may watch
-    /// everyone (or one user), a user only themself.
+    /// everyone (or one user), a user only themself (docs/spec.md §5). An account named is judged
+    /// as every request judges one: another's is notPermitted, one that does not exist userUnknown.
     public func monitor(user wanted: String?, caller: Caller, deliver: @escaping (String) -> Bool) async -> (
         Reply, UInt64?
     ) {
         let filter: String?
-        if caller.isRoot {
+        if let wanted {
+            if let refusal = await authorize(caller, wanted, .selfOrRoot) { return (refusal, nil) }
             filter = wanted
+        } else if caller.isRoot {
+            filter = nil
         } else {
-            guard let me = await name(of: caller), wanted == nil || wanted == me else {
+            guard let me = await name(of: caller) else {
                 return (Refusal(.notPermitted, reason: nil, text: .notPermitted), nil)
             }
             filter = me

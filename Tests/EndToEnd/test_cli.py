@@ -137,6 +137,13 @@ def test_devices_lists_the_virtual_reader(world, daemon):
 
 
 @pytest.mark.parametrize("reader_kind", ["virtual_device"], indirect=True)
+def test_roots_monitor_of_an_unknown_account_is_refused_as_every_command_is(reader_kind, world, daemon):
+    """Not a silent wait for events that can never come."""
+    result = world.cli("monitor", "--user", "nosuch", timeout=harness.DEFAULT_WAIT)
+    assert (result.returncode, result.stdout, result.stderr) == (1, "", "touchgate: No such user: nosuch\n"), result
+
+
+@pytest.mark.parametrize("reader_kind", ["virtual_device"], indirect=True)
 @pytest.mark.parametrize("command", [["list"], ["verify"], ["enroll"], ["delete", "--all"]])
 def test_a_reader_name_that_matches_no_reader_is_said_as_such(reader_kind, world, alice, command):
     """Not the sentence a login shows when there is no reader at all: the name typed matched none."""

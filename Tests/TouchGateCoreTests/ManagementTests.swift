@@ -169,6 +169,19 @@ import TouchGateWire
             #expect(core.events.subscriberCount == 0)
         }
     }
+
+    @Test func anUnknownAccountIsUnknownToRootsMonitorAndNotPermittedToAnyoneElse() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            let (unknown, id) = await core.monitor(user: "mallory", caller: .root) { _ in true }
+            #expect(unknown == Refusal(.userUnknown, reason: nil, text: .userUnknown("mallory")))
+            #expect(id == nil)
+            // Whether it exists is not told to someone who may not ask about it.
+            let (refused, none) = await core.monitor(user: "mallory", caller: .alice) { _ in true }
+            #expect(refused == Refusal(.notPermitted, reason: nil, text: .notPermitted) && none == nil)
+            #expect(core.events.subscriberCount == 0)
+        }
+    }
 }
 
 /// `touchgate status --json`, decoded with the field names the CLI prints.
