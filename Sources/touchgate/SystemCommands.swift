@@ -59,12 +59,17 @@ struct CheckConfig: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check-config",
         abstract: "Check a touchgate.conf with the daemon's own validator, without contacting the daemon.",
-        discussion: "Prints 'FILE: ok', or 'FILE:LINE: reason' on standard error with exit status 1.")
+        discussion: """
+            Prints 'FILE: ok', or 'FILE:LINE: reason' on standard error with exit status 1. \
+            Without FILE, a missing \(ConfigFile.defaultPath) means the defaults apply, as it \
+            does for touchgated; a FILE named that does not exist is an error.
+            """)
 
-    @Argument(help: ArgumentHelp("The file to check.", valueName: "file"))
-    var file: String = ConfigFile.defaultPath
+    @Argument(help: ArgumentHelp("The file to check (default: \(ConfigFile.defaultPath)).", valueName: "file"))
+    var named: String?
 
     func run() throws {
+        let file = named ?? ConfigFile.defaultPath
         do {
             _ = try ConfigFile.load(path: file)
         } catch let error as ConfigError {
@@ -76,6 +81,12 @@ struct CheckConfig: ParsableCommand {
             throw ExitCode.failure
         }
         if access(file, F_OK) != 0 && errno == ENOENT {
+            // Only the daemon's own default may be missing (docs/spec.md §6, --config): a file
+            // named is one meant to be checked, and a typo in its name is no valid file.
+            guard named == nil else {
+                complain(L("%s: no such file", cli, file))
+                throw ExitCode.failure
+            }
             say(L("%s: ok (no such file: the defaults apply)", cli, file))
         } else {
             say(L("%s: ok", cli, file))

@@ -245,6 +245,15 @@ def test_invalid_config_stops_the_daemon_naming_the_line(world, as_systemd):
 
 
 @pytest.mark.parametrize("reader_kind", ["virtual_device"], indirect=True)
+def test_check_config_of_a_file_named_that_does_not_exist_fails(reader_kind, world):
+    """Only the default file, not named, may be missing (the defaults then apply): a typo in a
+    name given is no valid file."""
+    missing = world.dir / "touchgat.conf"
+    result = world.cli("check-config", missing)
+    assert (result.returncode, result.stdout, result.stderr) == (1, "", "%s: no such file\n" % missing), result
+
+
+@pytest.mark.parametrize("reader_kind", ["virtual_device"], indirect=True)
 def test_the_cli_waits_for_a_password_check_the_pam_stack_delays(reader_kind, world, alice):
     """A PAM stack delays a wrong password (pam_unix's fail delay, here pam_faildelay's 3 s); the
     daemon keeps the request alive meanwhile, so the CLI tells the wrong password, not a timeout."""
