@@ -4,6 +4,7 @@ opt-in, domain state, rights, events — real daemon, libfprint's virtual reader
 import json
 import os
 import signal
+import subprocess
 import time
 
 import pytest
@@ -48,15 +49,16 @@ def fail_prompt(world, print_ids, expect_last):
 
 
 def stack_service(world):
-    """sudo-like stack: fingerprint first, then the password (pam_matrix), then the report line
-    that tells the daemon about a password success (root callers only)."""
-    passdb = world.dir / "stack-passdb"
-    passdb.write_text("".join("%s:%s:touchgate-stack\n" % (u, pw) for u, pw in PASSWORDS.items()))
+    """sudo-like stack: fingerprint first, then the password module (pam/tests/pam_probe.so, which
+    takes alice's password, leaves it as PAM_AUTHTOK, as pam_unix does, and judges it), then the
+    report line that tells the daemon about a password success (root callers only)."""
+    probe = harness.REPO / "pam" / "tests" / "pam_probe.so"
+    subprocess.run(["make", "-s", "-C", str(probe.parent.parent), "tests/pam_probe.so"], check=True, timeout=120)
     (world.pam_dir / "touchgate-stack").write_text(
         "auth [success=done default=ignore] %s socket=%s\n"
-        "auth requisite %s passdb=%s\n"
+        "auth requisite %s settok want=%s\n"
         "auth optional %s socket=%s report\n"
-        % (harness.PAM_MODULE, world.socket, harness.PAM_MATRIX, passdb, harness.PAM_MODULE, world.socket))
+        % (harness.PAM_MODULE, world.socket, probe, PASSWORDS["alice"], harness.PAM_MODULE, world.socket))
     return "touchgate-stack"
 
 

@@ -11,7 +11,8 @@
 /* Applications may not read PAM_AUTHTOK; this puts it in the PAM environment as
  * TG_PROBE_AUTHTOK, where pam_getenv can. Never in a real stack. With the argument `settok` it
  * first takes a password (pam_get_authtok asks "Password: ") and leaves it as PAM_AUTHTOK, as
- * pam_unix does before a `report` line. */
+ * pam_unix does before a `report` line; with `want=PASSWORD` after it, it then judges that
+ * password as a password module would (PAM_SUCCESS or PAM_AUTH_ERR) instead of being ignored. */
 EXPORT int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const char **argv)
 {
     const void *tok = NULL;
@@ -24,6 +25,8 @@ EXPORT int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const ch
         snprintf(entry, sizeof(entry), "TG_PROBE_AUTHTOK=%s", (const char *)tok) <
             (int)sizeof(entry))
         pam_putenv(pamh, entry);
+    if (argc > 1 && strncmp(argv[1], "want=", 5) == 0)
+        return tok != NULL && strcmp(tok, argv[1] + 5) == 0 ? PAM_SUCCESS : PAM_AUTH_ERR;
     return PAM_IGNORE;
 }
 
