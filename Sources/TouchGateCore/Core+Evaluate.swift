@@ -82,7 +82,9 @@ extension Core {
         prompt: ActivePrompt
     ) async -> ScanOutcome {
         let maxTries = min(config.maxTries, r.maxTries.map { max(1, $0) } ?? .max)
-        let timeout = Int(min(config.timeout, r.timeoutSeconds.map { Int64(max(1, $0)) } ?? .max))
+        // Seconds each try waits for a finger; nil: until the prompt is ended (`untimed`).
+        let timeout: Int? =
+            r.untimed ? nil : Int(min(config.timeout, r.timeoutSeconds.map { Int64(max(1, $0)) } ?? .max))
         let ticket = queue.enqueue()
         defer { queue.leave(ticket) }
         if !ticket.granted.isSet {
@@ -102,7 +104,7 @@ extension Core {
         // What a match is judged against again, unless nothing moved since the judgement the
         // prompt was prepared on (the common case: a check without a single await).
         var seen: Seen
-        switch await prepare(r, timeout: timeout) {
+        switch await prepare(r) {
         case .refused(let refusal): return .reply(refusal, method: nil)
         case .ready(let served, let l, let t, let s):
             (reader, info, list, templates, seen) = (served.reader, served.info, l, t, s)
@@ -172,7 +174,7 @@ extension Core {
             case .first(.failure(let failure)):
                 log.notice("reader: \(failure)")
                 recordFailures()
-                return .reply(refusal(for: failure, timeout: timeout), method: "fingerprint")
+                return .reply(refusal(for: failure, timeout: timeout ?? 0), method: "fingerprint")
             }
         }
     }
@@ -193,7 +195,7 @@ extension Core {
     /// prints judged (changed outside the daemon: by hand, by another tool), that judgement is
     /// stale, so the prints are judged again from disk, the policy included (docs/SECURITY.md: a
     /// changed set of prints asks the password once). Files that change again in between refuse.
-    private func prepare(_ r: EvaluateRequest, timeout: Int) async -> Prepared {
+    private func prepare(_ r: EvaluateRequest) async -> Prepared {
         for attempt in 1...2 {
             // Taken before the judgement: a lock, disable or deletion during any await below is
             // seen as a move when the finger matches.
@@ -202,7 +204,7 @@ extension Core {
                 return .refused(refusal)
             }
             guard let served = await served(r.reader) else {  // the reader it names went while it waited
-                return .refused(refusal(for: r.reader == nil ? .noReader : .removed, timeout: timeout))
+                return .refused(refusal(for: r.reader == nil ? .noReader : .removed, timeout: 0))
             }
             let list = await prints.list(r.user, device: served.info.deviceKey).prints
             let wanted = list.filter { r.fingers?.contains($0.finger) ?? true }

@@ -40,6 +40,10 @@ public struct EvaluateRequest: Sendable {
     /// Per-request limits; they may only tighten the daemon's.
     public var maxTries: Int?
     public var timeoutSeconds: Int?
+    /// The prompt waits for a finger until it is ended (its client stops it or leaves, the reader
+    /// goes, the machine sleeps or the daemon stops), without the daemon's `timeout`: fprintd's
+    /// VerifyStart (docs/spec.md §6). `timeoutSeconds` is then ignored.
+    public var untimed: Bool
     /// The client takes no input (GDM style): it cannot ask for a password afterwards.
     public var noInput: Bool
     /// The client reads no keys during the prompt (no terminal); it may still ask a password after it.
@@ -54,12 +58,12 @@ public struct EvaluateRequest: Sendable {
     public var reader: String?
     public init(
         user: String, policy: EvaluationPolicy, origin: Origin = Origin(), maxTries: Int? = nil,
-        timeoutSeconds: Int? = nil, noInput: Bool = false, noTerminal: Bool = false, fingers: [Finger]? = nil,
-        wantAuthtok: Bool = false, reader: String? = nil
+        timeoutSeconds: Int? = nil, untimed: Bool = false, noInput: Bool = false, noTerminal: Bool = false,
+        fingers: [Finger]? = nil, wantAuthtok: Bool = false, reader: String? = nil
     ) {
         self.user = user; self.policy = policy; self.origin = origin; self.maxTries = maxTries
-        self.timeoutSeconds = timeoutSeconds; self.noInput = noInput; self.noTerminal = noTerminal
-        self.fingers = fingers; self.wantAuthtok = wantAuthtok; self.reader = reader
+        self.timeoutSeconds = timeoutSeconds; self.untimed = untimed; self.noInput = noInput
+        self.noTerminal = noTerminal; self.fingers = fingers; self.wantAuthtok = wantAuthtok; self.reader = reader
     }
 }
 

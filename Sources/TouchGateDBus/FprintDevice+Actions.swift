@@ -190,32 +190,32 @@ extension FprintDevice {
         let candidates = usable.isEmpty ? enrolled.fingers : usable
         let first = candidates[0].rawValue
         let selected = finger?.rawValue ?? (candidates.count == 1 || !info.supportsIdentify ? first : "any")
+        // As fprintd's: one try that waits for a finger until it is stopped, with no timeout
+        // (docs/spec.md §6), so no prompt deadline restarts the reader or is recorded as an outcome.
         let request = EvaluateRequest(
             user: claim.username, policy: .biometrics, origin: Origin(service: FprintNames.bus),
-            maxTries: 1, noInput: true, fingers: finger.map { [$0] }, reader: info.selector)
+            maxTries: 1, untimed: true, noInput: true, fingers: finger.map { [$0] }, reader: info.selector)
         let signals = DeviceSignals(device: self, verify: true)
         // The core's own evaluation from the start, so a locked-out or password-required user is
         // refused by the same rules, with the reason, and audited as every refused evaluation is.
         let refused = OneShot<Reply>()
         CoreLoop.shared.task { [self] in
-            while true {
-                let reply = await core.evaluate(request, caller: caller, client: signals, input: action.input)
-                guard signals.begun.isSet else { refused.set(reply); break }  // refused before any prompt
-                // fprintd waits for a finger until it is stopped: a timeout just listens again.
-                if reply.outcome == .timeout && !action.input.isDelivered { continue }
-                let stopped = action.input.isDelivered
-                let status = FprintStatus.verifyResult(reply, stopped: stopped)
-                // As fprintd orders them: a result is told while the reader still listens, then
-                // it stops; a stopped verify stops listening first.
-                signals.afterAnswer { [self] in
-                    if stopped { setFingerNeeded(false) }
-                    emit("VerifyStatus", [V.string(status), V.bool(true)])
-                    setFingerNeeded(false)
-                    action.ended.set(())
-                }
+            let reply = await core.evaluate(request, caller: caller, client: signals, input: action.input)
+            guard signals.begun.isSet else {  // refused before any prompt
+                refused.set(reply)
+                action.ended.set(())
                 return
             }
-            action.ended.set(())
+            let stopped = action.input.isDelivered
+            let status = FprintStatus.verifyResult(reply, stopped: stopped)
+            // As fprintd orders them: a result is told while the reader still listens, then
+            // it stops; a stopped verify stops listening first.
+            signals.afterAnswer { [self] in
+                if stopped { setFingerNeeded(false) }
+                emit("VerifyStatus", [V.string(status), V.bool(true)])
+                setFingerNeeded(false)
+                action.ended.set(())
+            }
         }
         // Answered once the prompt has begun (listening, or queued behind another client) or was refused.
         if case .second(let refusal) = await firstOf(signals.begun, refused) {

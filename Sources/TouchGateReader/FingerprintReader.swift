@@ -156,12 +156,12 @@ public protocol FingerprintReader: AnyObject, Sendable {
         retry: @escaping @Sendable (RetryHint) -> Void,
         completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void)
 
-    /// One attempt: waits up to `timeoutSeconds` for a usable scan (retry hints restart the wait)
-    /// and reports whether it matched one of `templates`. Identify and verify report it as soon as
-    /// libfprint does; the reader may go on ending the operation (an image reader until the finger
-    /// is lifted), and its next operation waits for that.
+    /// One attempt: waits up to `timeoutSeconds` (nil: until cancelled) for a usable scan (retry
+    /// hints restart the wait) and reports whether it matched one of `templates`. Identify and
+    /// verify report it as soon as libfprint does; the reader may go on ending the operation (an
+    /// image reader until the finger is lifted), and its next operation waits for that.
     func verify(
-        templates: [[UInt8]], timeoutSeconds: Int, cancellation: Cancellation,
+        templates: [[UInt8]], timeoutSeconds: Int?, cancellation: Cancellation,
         retry: @escaping @Sendable (RetryHint) -> Void,
         completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void)
 }

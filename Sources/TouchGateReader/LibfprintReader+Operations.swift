@@ -21,7 +21,7 @@ extension LibfprintReader {
     }
 
     public func verify(
-        templates: [[UInt8]], timeoutSeconds: Int, cancellation: Cancellation,
+        templates: [[UInt8]], timeoutSeconds: Int?, cancellation: Cancellation,
         retry: @escaping @Sendable (RetryHint) -> Void,
         completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void
     ) {

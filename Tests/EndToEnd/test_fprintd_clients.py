@@ -9,7 +9,7 @@ import pytest
 import harness
 from fprintd_world import (ALICE_PRINT, ERROR, FPRINT, MANAGER, MANAGER_IFACE, BusError, bus_daemon,  # noqa: F401
                            bus_world, enroll_alice, enroll_with_tool, password_success, status, verify_with_tool)
-from harness import PASSWORD_AFTER_BOOT
+from harness import PASSWORD_AFTER_BOOT, WaitTimeout, now
 
 LOCKED = "Fingerprint locked after 5 failed attempts: enter your password"
 PAM_FPRINTD_PROMPT = "Swipe your right index finger across the fingerprint reader"  # pam_fprintd's own words
@@ -185,6 +185,35 @@ def test_the_daemon_gives_its_free_heap_pages_back_after_a_claim_and_after_socke
     mark = len(daemon.log.texts())
     assert world.cli("list", "--user", "alice").stdout.split() == ["right-index-finger"]
     daemon.log.wait_for("gave the heap's free pages back to the kernel after a spell of socket clients", start=mark)
+
+
+def test_a_verify_listens_past_the_daemons_timeout_until_a_finger_comes(bus_world):
+    """As fprintd's, a VerifyStart listens until it is stopped: the daemon's `timeout` (2 s here,
+    for the PAM prompts) neither restarts the reader, which would drop finger-needed and raise it
+    again, nor records a timeout; the finger given later still matches."""
+    world, root = bus_world, bus_world.root
+    conf = world.dir / "touchgate.conf"
+    conf.write_text("timeout = 2\n")
+    daemon = world.start_daemon(config=conf)
+    enroll_alice(world)
+    root.call("Claim", "alice")
+    mark = root.signal_count()
+    root.call("VerifyStart", "any")
+    listening = root.wait_finger_needed(True, start=mark)
+    logged = len(daemon.log.texts())
+    began = now()
+    try:  # the wait is the test: no property may change while it listens for over two timeouts
+        changed = root.wait_signal("PropertiesChanged", start=listening + 1, timeout=5.0)
+        raise AssertionError("a property changed while the verify listened: %s" % root.signals[changed])
+    except WaitTimeout:
+        pass
+    assert now() - began >= 5.0
+    assert not [t for t in daemon.log.texts()[logged:] if "outcome=timeout" in t], daemon.log.dump()
+    world.reader.scan(ALICE_PRINT)
+    root.wait_signal("VerifyStatus", lambda a: a == ["verify-match", True], start=listening)
+    root.call("VerifyStop")
+    root.call("Release")
+    assert not [t for t in daemon.log.texts()[logged:] if "outcome=timeout" in t], daemon.log.dump()
 
 
 # --- the reader's own words: retry hints, an unplugged reader -------------------------------------

@@ -370,4 +370,26 @@ import TouchGateWire
             #expect(timedOut == Refusal(.timeout, reason: .timeout, text: .timedOut(seconds: 5)))
         }
     }
+
+    /// An untimed prompt (fprintd's VerifyStart) gives the reader no deadline, whatever the request
+    /// or the daemon's `timeout` say; a timed one gives the daemon's, or a lower one asked for.
+    @Test func anUntimedPromptGivesTheReaderNoDeadline() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            bed.reader.script(.match, .match, .match)
+            var untimed = core.evaluateRequest()
+            untimed.untimed = true
+            untimed.timeoutSeconds = 5
+            var quick = core.evaluateRequest()
+            quick.timeoutSeconds = 5
+            for request in [untimed, core.evaluateRequest(), quick] {
+                let reply = await within {
+                    await core.evaluate(request, caller: .root, client: CollectingClient(), input: PromptInput())
+                }
+                #expect(reply?.isSuccess == true)
+            }
+            #expect(bed.reader.verifyTimeouts == [nil, Int(core.config.timeout), 5])
+        }
+    }
 }

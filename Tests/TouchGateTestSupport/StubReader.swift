@@ -36,6 +36,7 @@ public final class StubReader: FingerprintReader, FingerprintReaders, Sendable {
         var scans: [Scan] = []
         var enrollments: [Enrollment] = []
         var verified: [[[UInt8]]] = []
+        var timeouts: [Int?] = []
         var enrolled: [(user: String, finger: Int)] = []
         var cancelled = 0
         var closed = 0
@@ -108,6 +109,8 @@ public final class StubReader: FingerprintReader, FingerprintReaders, Sendable {
 
     /// The templates each verification was given, in order.
     public var verifications: [[[UInt8]]] { state.withLock { $0.verified } }
+    /// The deadline each verification was given, in order (nil: none, it waits until cancelled).
+    public var verifyTimeouts: [Int?] { state.withLock { $0.timeouts } }
     public var enrollments: [(user: String, finger: Int)] { state.withLock { $0.enrolled } }
     /// Operations that ended because the core cancelled them.
     public var cancellations: Int { state.withLock { $0.cancelled } }
@@ -154,16 +157,18 @@ public final class StubReader: FingerprintReader, FingerprintReaders, Sendable {
         retry: @escaping @Sendable (RetryHint) -> Void,
         completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void
     ) {
-        verify(templates: gallery, timeoutSeconds: 0, cancellation: cancellation, retry: retry, completion: completion)
+        verify(
+            templates: gallery, timeoutSeconds: nil, cancellation: cancellation, retry: retry, completion: completion)
     }
 
     public func verify(
-        templates: [[UInt8]], timeoutSeconds: Int, cancellation: Cancellation,
+        templates: [[UInt8]], timeoutSeconds: Int?, cancellation: Cancellation,
         retry: @escaping @Sendable (RetryHint) -> Void,
         completion: @escaping @Sendable (Result<ScanResult, ReaderFailure>) -> Void
     ) {
         let steps = state.withLock { s -> [Scan] in
             s.verified.append(templates)
+            s.timeouts.append(timeoutSeconds)
             var steps: [Scan] = []
             while let next = s.scans.first {
                 s.scans.removeFirst()
