@@ -4,14 +4,25 @@ import TouchGatePolicy
 import TouchGateReader
 import TouchGateWire
 
+/// Which of a user's prints `Core.list` names.
+public enum PrintListing: Sendable {
+    /// Every enrolled print, damaged or sealed shut too (`touchgate list`).
+    case all
+    /// Without the damaged prints, which fprintd's ListEnrolledFingers leaves out (it lists the
+    /// prints it can load), so a desktop offers to enroll them again; sealed ones stay listed.
+    case withoutDamaged
+    /// The prints a prompt can match against now (`EnrolledPrint.matchable`, the rule the core
+    /// verifies by): those a D-Bus verify chooses its finger among.
+    case matchable
+}
+
 extension Core {
     /// The user's fingers on the reader named (nil: the default one; on every reader when none
     /// is served), or on `device`, a reader the front-end knows even while it is closed (fprintd's
-    /// device objects list their prints during a suspend, as fprintd does). `usableOnly`: without
-    /// the damaged prints, which fprintd's ListEnrolledFingers leaves out (it lists the prints it
-    /// can load), so a desktop offers to enroll them again; sealed ones stay listed.
+    /// device objects list their prints during a suspend, as fprintd does); `listing` says which.
     public func list(
-        user: String, caller: Caller, reader: String? = nil, device known: DeviceKey? = nil, usableOnly: Bool = false
+        user: String, caller: Caller, reader: String? = nil, device known: DeviceKey? = nil,
+        listing: PrintListing = .all
     ) async -> Reply {
         if let refusal = await authorize(caller, user, .selfOrRoot) { return refusal }
         var device = known
@@ -28,7 +39,13 @@ extension Core {
             return Refusal(.internalError, reason: .printsUnsafe, text: .printsUnsafe)
         }
         var reply = Reply.success()
-        reply.fingers = found.prints.filter { !(usableOnly && $0.needsEnrolling) }.map(\.finger)
+        reply.fingers = found.prints.filter { print in
+            switch listing {
+            case .all: return true
+            case .withoutDamaged: return !print.needsEnrolling
+            case .matchable: return print.matchable
+            }
+        }.map(\.finger)
         return reply
     }
 

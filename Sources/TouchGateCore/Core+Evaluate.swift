@@ -208,8 +208,8 @@ extension Core {
             }
             let list = await prints.list(r.user, device: served.info.deviceKey).prints
             let wanted = list.filter { r.fingers?.contains($0.finger) ?? true }
-            let usable = wanted.filter { !$0.damaged }
-            guard !usable.isEmpty || list.allSatisfy(\.damaged) else {
+            let usable = wanted.filter(\.matchable)
+            guard !usable.isEmpty || !list.contains(where: \.matchable) else {
                 // Only damaged prints for the fingers asked for: say which, as when every print is.
                 guard !wanted.isEmpty else {
                     return .refused(Refusal(.biometryNotEnrolled, reason: .noPrints, text: .notEnrolled))
@@ -251,7 +251,7 @@ extension Core {
             let digest = PrintFiles.digest(template)
             let device = await readerInfo(r.reader)?.deviceKey
             let now = await prints.list(r.user, device: device).prints
-            guard now.contains(where: { $0.digest == digest && !$0.damaged }) else {
+            guard now.contains(where: { $0.digest == digest && $0.matchable }) else {
                 return Refusal(.biometryNotEnrolled, reason: .noPrints, text: .notEnrolled)
             }
         }

@@ -266,7 +266,7 @@ public struct CoreSetup: Sendable {
             }
             return refused
         }
-        if list.prints.allSatisfy(\.damaged), list.prints.contains(where: \.closed) {
+        if !list.prints.contains(where: \.matchable), list.prints.contains(where: \.closed) {
             return Refusal(.biometryNotAvailable, reason: .printsSealed, text: .printsSealed)
         }
         if damaged.count == list.prints.count {

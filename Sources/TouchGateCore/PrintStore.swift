@@ -35,6 +35,10 @@ public struct EnrolledPrint: Sendable, Equatable {
     /// Damaged in a way that enrolling it again mends (not merely sealed shut).
     public var needsEnrolling: Bool { damaged && !closed }
 
+    /// Whether a prompt can match against it now: the one rule by which the core offers prints to
+    /// the reader and judges a match again (neither a damaged print nor one sealed shut can be).
+    public var matchable: Bool { !damaged }
+
     /// `finger:digest`: what the enrollment snapshot and the domain state are made of.
     public var identity: String { "\(finger.rawValue):\(digest)" }
 }

@@ -165,11 +165,11 @@ extension FprintDevice {
         let enrolled = await core.list(user: claim.username, caller: caller, device: info.deviceKey)
         guard enrolled.isSuccess else { return .failure(Self.error(for: enrolled)) }
         // fprintd skips the prints it cannot load (a damaged or sealed one) when it chooses the
-        // finger, which it does only when none is named; when none can be used, the core refuses
-        // below and says why.
+        // finger, which it does only when none is named: here those the core would not match
+        // against (its own rule); when none can be used, the core refuses below and says why.
         var usable: [Finger] = []
         if finger == nil {
-            usable = await core.list(user: claim.username, caller: caller, device: info.deviceKey, usableOnly: true)
+            usable = await core.list(user: claim.username, caller: caller, device: info.deviceKey, listing: .matchable)
                 .fingers
         }
         // As fprintd: a finger named is looked for first, then whether there is any print.

@@ -286,7 +286,7 @@ import TouchGateWire
 
     private func listEnrolled(_ call: Invocation) async -> Result<[Variant], BusError> {
         await authorized(call, [.verify]) { user, caller in
-            let reply = await core.list(user: user, caller: caller, device: info.deviceKey, usableOnly: true)
+            let reply = await core.list(user: user, caller: caller, device: info.deviceKey, listing: .withoutDamaged)
             guard reply.isSuccess else { return .failure(Self.error(for: reply)) }
             guard !reply.fingers.isEmpty else { return .failure(.noEnrolledPrints("Failed to discover prints")) }
             return .success([V.array("s", reply.fingers.map { V.string($0.rawValue) })])

@@ -8,10 +8,14 @@ import stat
 import subprocess
 from pathlib import Path
 
+import pytest
+
 import harness
 from fprintd_world import (ALICE_PRINT, DEBIAN_PYTHON, ERROR, bus_world, enroll_alice,  # noqa: F401
                            enroll_with_tool, password_success, status, verify_with_tool)
 from harness import PROMPT
+from swtpm import SwTPM
+from test_sealing import configure, print_files
 
 DEVICE = ("virtual_device", "0")  # libfprint's virtual reader: driver, device id
 MAKER = Path(__file__).resolve().parent / "fprintd_print.py"
@@ -146,6 +150,39 @@ def test_a_corrupt_foreign_or_unreadable_print_file_costs_only_its_finger(bus_wo
     assert status(world)["damagedFingers"] == ["left-thumb", "left-index-finger", "left-middle-finger", "left-ring-finger"]
     bob = verify_with_tool(world, ["bob"], scan="bob-print")  # bob's own print is his, and unharmed
     assert bob.lines()[-1] == "Verify result: verify-match (done)", bob.transcript()
+
+
+# libfprint's virtual chip keeps its prints in the daemon's memory: after a restart it holds none.
+@pytest.mark.parametrize("reader_kind", ["virtual_device", "virtual_image"])
+def test_any_finger_is_chosen_among_the_prints_a_match_can_use_never_a_sealed_one(bus_world, reader_kind):
+    """left-thumb sealed under a TPM that cannot open it now, right-index in the clear: VerifyStart
+    "any" names the one finger the core matches against, where a reader that verifies one print
+    would otherwise name the first listed (left-thumb) and one that identifies would say "any"."""
+    world = bus_world
+    world.start_daemon(config=configure(world, None, seal="no"))
+    enroll_alice(world)  # right-index, in the clear
+    world.daemon.stop()
+    [clear] = print_files(world)
+    aside = world.dir / "right-index-aside"
+    clear.rename(aside)  # not there while the TPM seals: it stays in the clear
+    with SwTPM(world.dir) as tpm:
+        world.start_daemon(config=configure(world, tpm))
+        enroll_alice(world, "alice-left-thumb", finger="left-thumb")
+        world.daemon.stop()
+    aside.rename(clear)
+
+    world.start_daemon(config=configure(world, None))  # sealing required, the TPM gone
+    password_success(world)  # the set of prints changed outside the daemon
+    assert status(world)["sealedFingers"] == ["left-thumb"]
+    root = world.root
+    root.call("Claim", "alice")
+    mark = root.signal_count()
+    root.call("VerifyStart", "any")
+    assert root.signals[root.wait_signal("VerifyFingerSelected", start=mark)]["args"] == ["right-index-finger"]
+    world.reader.scan(ALICE_PRINT)
+    root.wait_signal("VerifyStatus", lambda a: a == ["verify-match", True], start=mark)
+    root.call("VerifyStop")
+    root.call("Release")
 
 
 def test_a_print_store_that_vanishes_or_cannot_be_written_is_an_error_for_those_calls_only(bus_world):
