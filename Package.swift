@@ -146,7 +146,7 @@ let package = Package(
         .testTarget(
             name: "TouchGateDBusTests",
             dependencies: [
-                "TouchGateDBus", "TouchGateCore", "TouchGateReader", "TouchGateWire", "CGIO",
+                "TouchGateDBus", "TouchGateCore", "TouchGateReader", "TouchGateWire", "CGIO", "TouchGateTestSupport",
             ]),
     ],
     swiftLanguageModes: [.v6]

@@ -98,13 +98,14 @@ enum FprintStatus {
     /// (Debian 12's 1.94.2 says unknown error for the last two: docs/readers.md).
     static let disconnections: Set<Reason> = [.removed, .tooHot, .readerProtocol]
 
-    /// The final VerifyStatus for the core's answer. A verify the client stopped (VerifyStop,
-    /// Release, the client gone) ends with `verify-no-match` before the stop is answered, as in
-    /// fprintd, whatever the reader did meanwhile.
+    /// The final VerifyStatus for the core's answer. A match the core recorded is told as one, as
+    /// fprintd reports the match and ignores a cancellation after it (the enrollment's stored print
+    /// wins the same way); else a verify the client stopped (VerifyStop, Release, the client gone)
+    /// ends with `verify-no-match` before the stop is answered, as in fprintd.
     static func verifyResult(_ r: Reply, stopped: Bool) -> String {
+        if r.isSuccess { return "verify-match" }
         if stopped { return "verify-no-match" }
         switch r.outcome {
-        case .success: return "verify-match"
         // A failed match (also the one that locked biometrics out: the next VerifyStart says so).
         case .authenticationFailed, .biometryLockout: return "verify-no-match"
         case .biometryNotAvailable where r.reason.map(disconnections.contains) ?? false:
@@ -132,6 +133,31 @@ enum FprintStatus {
         // prevents.
         default: return "enroll-unknown-error"
         }
+    }
+}
+
+/// How a D-Bus verify ended in the core.
+enum VerifyEnd: Equatable {
+    /// Refused before any prompt began: the VerifyStart is refused with it.
+    case refused(Reply)
+    /// The final VerifyStatus, and whether the client's stop ended the verify (it then stops
+    /// listening before the status is told).
+    case finished(status: String, stopped: Bool)
+}
+
+extension FprintStatus {
+    /// One D-Bus verify in the core, to its end. `begun` is set once its prompt began (listening,
+    /// or queued); `input` carries the client's stop.
+    @CoreActor static func verify(
+        _ core: Core, _ request: EvaluateRequest, caller: Caller, client: any PromptClient, begun: OneShot<Void>,
+        input: PromptInput
+    ) async -> VerifyEnd {
+        let reply = await core.evaluate(request, caller: caller, client: client, input: input)
+        guard begun.isSet else { return .refused(reply) }
+        // A stop that came while the core still judged a match has not ended the verify: the
+        // success is recorded (counters reset, outcome published), and it is what is told.
+        let stopped = input.isDelivered && !reply.isSuccess
+        return .finished(status: verifyResult(reply, stopped: stopped), stopped: stopped)
     }
 }
 
@@ -200,14 +226,13 @@ extension FprintDevice {
         // refused by the same rules, with the reason, and audited as every refused evaluation is.
         let refused = OneShot<Reply>()
         CoreLoop.shared.task { [self] in
-            let reply = await core.evaluate(request, caller: caller, client: signals, input: action.input)
-            guard signals.begun.isSet else {  // refused before any prompt
-                refused.set(reply)
+            let end = await FprintStatus.verify(
+                core, request, caller: caller, client: signals, begun: signals.begun, input: action.input)
+            guard case .finished(let status, let stopped) = end else {
+                if case .refused(let reply) = end { refused.set(reply) }
                 action.ended.set(())
                 return
             }
-            let stopped = action.input.isDelivered
-            let status = FprintStatus.verifyResult(reply, stopped: stopped)
             // As fprintd orders them: a result is told while the reader still listens, then
             // it stops; a stopped verify stops listening first.
             signals.afterAnswer { [self] in

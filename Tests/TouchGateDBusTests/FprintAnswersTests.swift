@@ -68,9 +68,13 @@ struct FprintAnswersTests {
                 FprintStatus.verifyResult(Reply(.systemCancel, reason: ended), stopped: false) == "verify-unknown-error"
             )
         }
-        // Stopped by the client (VerifyStop, Release, gone): no match, as in fprintd, whatever came meanwhile.
+        // Stopped by the client (VerifyStop, Release, gone): no match, as in fprintd, whatever the
+        // reader did meanwhile, except a match the core recorded, which fprintd reports too.
         #expect(FprintStatus.verifyResult(Reply(.appCancel, reason: .cancelled), stopped: true) == "verify-no-match")
-        #expect(FprintStatus.verifyResult(.success(), stopped: true) == "verify-no-match")
+        #expect(
+            FprintStatus.verifyResult(Reply(.biometryNotAvailable, reason: .removed), stopped: true)
+                == "verify-no-match")
+        #expect(FprintStatus.verifyResult(.success(), stopped: true) == "verify-match")
     }
 
     /// A verify's or an enrollment's final result, and the results fprintd's clients know for it.
