@@ -79,6 +79,7 @@ public enum Text: Sendable, Equatable {
             case .tooShort: return L("Swipe was too short, try again", l)
             case .centerFinger: return L("Centre your finger on the reader and try again", l)
             case .removeFinger: return L("Remove your finger and try again", l)
+            case .tooFast: return L("The scan was too fast, try again", l)
             }
         case .noMatch(let left):
             return NL(

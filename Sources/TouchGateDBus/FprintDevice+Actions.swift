@@ -81,6 +81,7 @@ enum FprintStatus {
         case .tooShort: return "verify-swipe-too-short"
         case .centerFinger: return "verify-finger-not-centered"
         case .removeFinger: return "verify-remove-and-retry"
+        case .tooFast: return "verify-too-fast"
         case .general: return "verify-retry-scan"
         }
     }
@@ -90,6 +91,7 @@ enum FprintStatus {
         case .tooShort: return "enroll-swipe-too-short"
         case .centerFinger: return "enroll-finger-not-centered"
         case .removeFinger: return "enroll-remove-and-retry"
+        case .tooFast: return "enroll-too-fast"
         case .general: return "enroll-retry-scan"
         }
     }

@@ -255,7 +255,7 @@ extension LibfprintReader {
 
     static func retryHint(_ error: UnsafeMutablePointer<GError>) -> RetryHint? {
         guard error.pointee.domain == cfp_device_retry_quark() else { return nil }
-        return RetryHint(rawValue: Int(error.pointee.code)) ?? .general
+        return RetryHint(libfprintCode: Int(error.pointee.code))
     }
 
     static func message(_ error: UnsafeMutablePointer<GError>?) -> String {

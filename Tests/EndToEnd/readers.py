@@ -8,6 +8,7 @@ width for a command (-1 retry, -2 error, -3 the driver's own finger reports on o
 -5 removal)."""
 
 import array
+import ctypes
 import fcntl
 import functools
 import hashlib
@@ -31,6 +32,20 @@ NAME = {"virtual_device": "Virtual device for debugging",
         "virtual_device_storage": "Virtual device with storage and identification for debugging",
         "virtual_image": "Virtual image device for debugging"}
 CAN_IDENTIFY = {"virtual_device": False, "virtual_device_storage": True, "virtual_image": True}
+
+
+@functools.lru_cache(maxsize=1)
+def retry_codes():
+    """The FpDeviceRetry codes the libfprint the daemon loads knows (its GLib enum type's values):
+    TOO_FAST (4) only from libfprint 1.94.9 on; an older one's virtual readers turn `RETRY 4` into
+    GENERAL."""
+    fprint, gobject = ctypes.CDLL("libfprint-2.so.2"), ctypes.CDLL("libgobject-2.0.so.0")
+    fprint.fp_device_retry_get_type.restype = ctypes.c_size_t
+    gobject.g_type_class_ref.restype, gobject.g_type_class_ref.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    gobject.g_enum_get_value.restype = ctypes.c_void_p
+    gobject.g_enum_get_value.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    enum = gobject.g_type_class_ref(fprint.fp_device_retry_get_type())
+    return frozenset(code for code in range(16) if gobject.g_enum_get_value(enum, code))
 
 
 @functools.lru_cache(maxsize=64)

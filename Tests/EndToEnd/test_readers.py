@@ -13,6 +13,7 @@ import pytest
 
 import doc_tables
 import harness
+import readers
 import wire
 from fprintd_world import (ALICE_PRINT, DEVICE_IFACE, bus_daemon, bus_world, enroll_alice, enroll_with_tool,  # noqa: F401
                            password_success, status)
@@ -40,6 +41,8 @@ ENROLL_STATUS = {code: row[5] for code, row in ERROR_ROWS.items()}
 RETRY_TEXT = {code: doc_tables.sentence(row[2]) for code, row in RETRY_ROWS.items()}
 VERIFY_RETRY = {code: row[3] for code, row in RETRY_ROWS.items()}
 ENROLL_RETRY = {code: row[4] for code, row in RETRY_ROWS.items()}
+# The codes the virtual readers can send: those the libfprint loaded knows (TOO_FAST from 1.94.9).
+RETRY_CODES = sorted(code for code in RETRY_ROWS if code in readers.retry_codes())
 
 
 def enroll_once(world, user, print_id, finger, as_user=None):
@@ -235,7 +238,7 @@ def test_every_reader_error_gives_fprintds_verify_and_enroll_status(bus_world, b
 def test_every_retry_code_is_relayed_and_the_scan_goes_on_on_every_door(bus_world, bus_daemon):
     world, root = bus_world, bus_world.root
     enroll_alice(world)
-    for code in sorted(RETRY_TEXT):
+    for code in RETRY_CODES:
         pam = world.pam("alice")
         pam.wait_for(harness.PROMPT)
         world.reader.retry(code)

@@ -93,6 +93,16 @@ struct MessagesTests {
                 == "sudo: touch the reader to run as root")
     }
 
+    /// libfprint's TOO_FAST hint (code 4, libfprint 1.94.9) has a sentence of its own for the PAM
+    /// prompt and the CLI, as fprintd's clients have one for verify-too-fast.
+    @Test func theTooFastHintHasASentenceOfItsOwn() {
+        let others = [RetryHint.general, .tooShort, .centerFinger, .removeFinger].map {
+            Text.retry($0).render(.english)
+        }
+        #expect(RetryHint(libfprintCode: 4) == .tooFast)
+        #expect(!others.contains(Text.retry(.tooFast).render(.english)))
+    }
+
     @Test func sentencesCarryTheirNumbers() {
         #expect(
             Text.lockout(attempts: 5).render(.english)
@@ -106,6 +116,7 @@ struct MessagesTests {
         #expect(Text.noMatch(triesLeft: 2).render(.english) == "Fingerprint not recognised, try again (2 tries left)")
         #expect(Text.queued(ahead: 2).render(.english) == "Waiting for the fingerprint reader (2 ahead in the queue)")
         #expect(Text.retry(.tooShort).render(.english) == "Swipe was too short, try again")
+        #expect(Text.retry(.tooFast).render(.english) == "The scan was too fast, try again")
         #expect(
             Text.passwordRequired(.boot).render(.english)
                 == "Enter your password: it is required once after the computer starts")

@@ -10,11 +10,12 @@ import TouchGateWire
 /// fprintd's result strings (its D-Bus interface's documentation).
 private let fprintdVerifyResults: Set<String> = [
     "verify-match", "verify-no-match", "verify-retry-scan", "verify-swipe-too-short",
-    "verify-finger-not-centered", "verify-remove-and-retry", "verify-disconnected", "verify-unknown-error",
+    "verify-finger-not-centered", "verify-remove-and-retry", "verify-too-fast", "verify-disconnected",
+    "verify-unknown-error",
 ]
 private let fprintdEnrollResults: Set<String> = [
     "enroll-completed", "enroll-failed", "enroll-stage-passed", "enroll-retry-scan", "enroll-swipe-too-short",
-    "enroll-finger-not-centered", "enroll-remove-and-retry", "enroll-data-full", "enroll-duplicate",
+    "enroll-finger-not-centered", "enroll-remove-and-retry", "enroll-too-fast", "enroll-data-full", "enroll-duplicate",
     "enroll-disconnected", "enroll-unknown-error",
 ]
 /// fprintd's error names (its FprintError enumeration's nicks).
@@ -24,7 +25,7 @@ private let fprintdErrors: Set<String> = Set(
         "NoActionInProgress", "InvalidFingername", "NoSuchDevice", "PrintsNotDeleted", "PrintsNotDeletedFromDevice",
     ].map { "net.reactivated.Fprint.Error." + $0 })
 
-private let hints: [RetryHint] = [.general, .tooShort, .centerFinger, .removeFinger]
+private let hints: [RetryHint] = [.general, .tooShort, .centerFinger, .removeFinger, .tooFast]
 
 /// Every outcome, with every reason and with none.
 private let everyReply: [Reply] = Outcome.allCases.flatMap { outcome in
@@ -43,6 +44,22 @@ struct FprintAnswersTests {
         #expect(Set(enroll).isSubset(of: fprintdEnrollResults))
         #expect(FprintStatus.verifyRetry(.general) == "verify-retry-scan")
         #expect(FprintStatus.enrollRetry(.tooShort) == "enroll-swipe-too-short")
+    }
+
+    /// libfprint's FpDeviceRetry codes as fprintd names them: TOO_FAST (4, libfprint 1.94.9) is
+    /// fprintd's verify-too-fast and enroll-too-fast; a code this build does not know is a general
+    /// retry, as fprintd's default case has it.
+    @Test(
+        "each of libfprint's retry codes becomes fprintd's result for it",
+        arguments: [
+            (0, "verify-retry-scan", "enroll-retry-scan"), (1, "verify-swipe-too-short", "enroll-swipe-too-short"),
+            (2, "verify-finger-not-centered", "enroll-finger-not-centered"),
+            (3, "verify-remove-and-retry", "enroll-remove-and-retry"), (4, "verify-too-fast", "enroll-too-fast"),
+            (5, "verify-retry-scan", "enroll-retry-scan"),
+        ])
+    func libfprintRetryCodes(_ code: Int, _ verify: String, _ enroll: String) {
+        #expect(FprintStatus.verifyRetry(RetryHint(libfprintCode: code)) == verify)
+        #expect(FprintStatus.enrollRetry(RetryHint(libfprintCode: code)) == enroll)
     }
 
     @Test("a match, a failed match and a lockout, a reader gone, the daemon's own end of a verify, a stop")
