@@ -34,7 +34,7 @@ public struct ReaderInfo: Sendable, Equatable {
 
 /// A scan the reader could not use; not a failed match (docs/spec.md §3: relayed, not counted).
 /// The values are libfprint's FpDeviceRetry codes (TOO_FAST, 4, since libfprint 1.94.9).
-public enum RetryHint: Int, Sendable {
+public enum RetryHint: Int, Sendable, CaseIterable {
     case general = 0, tooShort, centerFinger, removeFinger, tooFast
 
     /// The hint for libfprint's code; one this build does not know (a later libfprint's) is the

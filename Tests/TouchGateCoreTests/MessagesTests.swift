@@ -38,7 +38,7 @@ struct MessagesTests {
             .readerProtocolError, .readerStorageFull, .readerFailed, .enrolledOnReader, .keptOnReader,
             .alreadyEnrolled(.leftThumb), .alreadyEnrolledFor(.rightIndex, user: "alice"), .enrolledForAnotherUser,
         ]
-        all += [RetryHint.general, .tooShort, .centerFinger, .removeFinger].map(Text.retry)
+        all += RetryHint.allCases.map(Text.retry)
         all += PasswordRequiredReason.allCases.map(Text.passwordRequired)
         for text in all { _ = coverage(text) }
         return all
