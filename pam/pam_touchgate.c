@@ -42,7 +42,8 @@ static int authenticate(pam_handle_t *pamh, const struct tg_options *opt)
         if (found == TG_TTY_NO_TERMINAL)
             TG_DEBUG(opt, pamh, "no terminal in the foreground: messages only");
         else if (found == TG_TTY_NOT_STDIN) /* sudo -S, say: its conversation reads stdin */
-            TG_DEBUG(opt, pamh, "stdin is not the terminal: no keys read, the conversation asks");
+            TG_DEBUG(opt, pamh,
+                     "stdin is not the terminal: a password is asked in the conversation");
     }
     rc = tg_prompt_run(&c, &ask_password, &typed);
     if (ask_password)

@@ -25,7 +25,7 @@ struct tg_call {
     const char *locale;  /* the client's LC_ALL / LC_MESSAGES / LANG, sent to the daemon */
     char catalog[72];    /* with LANGUAGE set: the language gettext chose, sent instead */
     struct tg_lang lang; /* the module's own words in that language */
-    struct tg_tty tty;   /* fd -1: no terminal to read (none, background, not stdin, noinput) */
+    struct tg_tty tty;   /* fd -1: no terminal to read (none, background, or noinput) */
 };
 
 #define TG_DEBUG(opt, pamh, ...)                        \

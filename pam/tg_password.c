@@ -193,7 +193,7 @@ static int judge(struct tg_call *c, const struct tg_frame *frame, const char *pa
  * (where nothing typed at the terminal belongs). */
 static enum asked ask(struct tg_call *c, struct tg_line *line)
 {
-    enum asked asked = c->tty.fd >= 0 ? ask_on_terminal(c, line) : ASKED_NOWHERE;
+    enum asked asked = c->tty.fd >= 0 && c->tty.input ? ask_on_terminal(c, line) : ASKED_NOWHERE;
     if (asked == ASKED_NOWHERE) {
         tg_line_wipe(line);
         asked = ask_in_conversation(c, line);

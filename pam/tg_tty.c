@@ -45,15 +45,13 @@ enum tg_tty_found tg_tty_open(struct tg_tty *t)
         close(fd);
         return TG_TTY_NO_TERMINAL;
     }
-    /* The terminal is the application's input only when stdin is it. One that reads elsewhere
-     * (sudo -S, a locker started from a shell) answers through its conversation: keys and a
-     * password read here would wait for a line nobody types at the terminal. */
-    if (!stdin_is_the_terminal()) {
-        close(fd);
-        return TG_TTY_NOT_STDIN;
-    }
     t->fd = fd;
-    return TG_TTY_FOUND;
+    /* The terminal is where the application takes its password only when stdin is it. One that
+     * reads elsewhere (sudo -S) answers the password step through its conversation: a password
+     * asked here would wait for a line nobody types at the terminal. Keys are still read during
+     * the prompt (Enter to the password): the person at a terminal may be piping into sudo. */
+    t->input = stdin_is_the_terminal();
+    return t->input ? TG_TTY_FOUND : TG_TTY_NOT_STDIN;
 }
 
 bool tg_tty_raw(struct tg_tty *t)

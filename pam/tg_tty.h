@@ -12,6 +12,7 @@
 
 struct tg_tty {
     int fd;               /* /dev/tty, or -1: no terminal to read */
+    bool input;           /* stdin is that terminal: the application takes its password there */
     bool raw;             /* the terminal is changed: saved must be put back */
     struct termios saved; /* the termios as we found it */
 };
@@ -22,11 +23,13 @@ void tg_tty_init(struct tg_tty *t);
 enum tg_tty_found {
     TG_TTY_FOUND,       /* opened: the application's own terminal, this process in its foreground */
     TG_TTY_NO_TERMINAL, /* no controlling terminal, or this process is not in its foreground */
-    TG_TTY_NOT_STDIN,   /* the application reads its input elsewhere: stdin is not that terminal */
+    TG_TTY_NOT_STDIN,   /* opened, but the application reads its input elsewhere (stdin is not
+                         * that terminal): keys are read, a password is asked in the conversation */
 };
 
-/* Opens the controlling terminal when this process has one, is in its foreground, and reads its
- * own input there (stdin is that terminal, docs/spec.md §6); otherwise t->fd stays -1. */
+/* Opens the controlling terminal when this process has one and is in its foreground (otherwise
+ * t->fd stays -1); t->input says whether the application reads its own input there (stdin is
+ * that terminal, docs/spec.md §6). */
 enum tg_tty_found tg_tty_open(struct tg_tty *t);
 
 /* Non-canonical mode, ECHO and ISIG off, VMIN=1 VTIME=0. False: the terminal is as it was. */
