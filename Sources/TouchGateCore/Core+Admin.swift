@@ -97,11 +97,18 @@ extension Core {
     }
 
     /// An admin change, on disk before it is confirmed. It never turns an unreadable state into a
-    /// clean one.
+    /// clean one. Recorded once it is made in memory, where it holds whether or not the disk then
+    /// takes it in time (the reply then says only that the disk failed).
     func adminChange(_ ctx: EventContext, action: String, _ change: (UserState) -> UserState) async throws(StorageError)
     {
-        try await states.update(ctx.user, .beforeReply) { change($0.stateOrFailClosed(policyEngine)) }
-        events.publish(event("admin", ctx, method: "admin", outcome: .success, reason: action))
+        var made = false
+        defer {
+            if made { events.publish(event("admin", ctx, method: "admin", outcome: .success, reason: action)) }
+        }
+        try await states.update(ctx.user, .beforeReply, overUnreadable: true) {
+            made = true
+            return change($0.stateOrFailClosed(policyEngine))
+        }
     }
 
     public func domainState(user: String, service: String, caller: Caller) async -> Reply {

@@ -270,16 +270,27 @@ extension Core {
     /// A failed match: counts toward lockout, on disk before the reply. Returns the lockout
     /// refusal when this failure caused it.
     func recordFailedMatch(_ ctx: EventContext) async throws(StorageError) -> Refusal? {
-        var locked = false
-        let s = try await states.update(ctx.user, .beforeReply) { stored in
-            let (next, became) = policyEngine.recordFailedMatch(stored.stateOrFailClosed(policyEngine), at: clock.now())
-            locked = became
-            return next
+        var lockedAt: Int?  // the count, when this failure locked biometrics out
+        // Said once the change is made in memory, whether or not the disk then takes it in time:
+        // the lockout holds from then on, and every lockout is recorded (docs/logging.md).
+        func announce() {
+            guard let count = lockedAt else { return }
+            var e = event("lockout", ctx, method: "fingerprint", outcome: .biometryLockout, reason: .lockout)
+            e.failedMatches = count
+            events.publish(e)
         }
-        guard locked else { return nil }
-        var e = event("lockout", ctx, method: "fingerprint", outcome: .biometryLockout, reason: .lockout)
-        e.failedMatches = s.consecutiveFailedMatches
-        events.publish(e)
-        return refusal(for: .lockout)
+        do {
+            try await states.update(ctx.user, .beforeReply) { stored in
+                let (next, became) = policyEngine.recordFailedMatch(
+                    stored.stateOrFailClosed(policyEngine), at: clock.now())
+                if became { lockedAt = next.consecutiveFailedMatches }
+                return next
+            }
+        } catch {
+            announce()
+            throw error
+        }
+        announce()
+        return lockedAt == nil ? nil : refusal(for: .lockout)
     }
 }

@@ -289,6 +289,9 @@ public final class Directory: Sendable {
         // A socket, or a device without its driver: a file of another kind, which a read of a
         // state or a print refuses (not a failure of the disk, which is worth trying again).
         case ENXIO, ENODEV: return .unsafe("\(path) is not a regular file")
+        // Another owner's file or directory, which the daemon (without CAP_DAC_OVERRIDE) may not
+        // open: as one it may open and finds another's, not trusted.
+        case EACCES, EPERM: return .unsafe("\(path) cannot be opened by the daemon: \(String(cString: strerror(e)))")
         default: return .io("open \(path)", e)
         }
     }

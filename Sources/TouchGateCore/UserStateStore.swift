@@ -121,13 +121,16 @@ public enum Durability: Sendable {
 
     /// Applies `change` and records the result, on disk before returning for `.beforeReply`.
     /// Throws when that write failed; the new state is kept in memory either way (it only adds
-    /// what happened, so keeping it is never weaker than the disk).
+    /// what happened, so keeping it is never weaker than the disk). `overUnreadable`: a state the
+    /// disk fails to read now is taken as unreadable (`.corrupt`), so the change replaces it and
+    /// keeps it aside; an administrator's action, which would otherwise never get past a file
+    /// that keeps failing.
     @discardableResult
     func update(
-        _ user: String, _ durability: Durability,
+        _ user: String, _ durability: Durability, overUnreadable: Bool = false,
         _ change: (StoredState) -> UserState
     ) async throws(StorageError) -> UserState {
-        let e = try await entry(user)
+        let e = try await entry(user, unreadableIsCorrupt: overUnreadable)
         let next = change(e.stored)
         let deferrable = durability == .afterReply && Self.onlyLaterFingerprintSuccess(e.stored, next)
         if e.stored.isCorrupt { e.moveAside = true }  // kept for inspection, not overwritten
@@ -160,11 +163,16 @@ public enum Durability: Sendable {
     /// The user's entry, read from disk the first time. Throws when it could not be read now (the
     /// storage queue is full, or the file system failed): nothing is cached then, so the next
     /// request reads it again, and nothing may be written, which would replace a good file.
-    private func entry(_ user: String) async throws(StorageError) -> Entry {
+    private func entry(_ user: String, unreadableIsCorrupt: Bool = false) async throws(StorageError) -> Entry {
         if let e = entries[user] { return e }
         if let pending = loading[user] {
             // The reader adopts what it read; a failure is each waiter's too.
-            if case .failure(let error) = await pending.wait() { throw error }
+            if case .failure(let error) = await pending.wait() {
+                if unreadableIsCorrupt, case .io = error {
+                    return entries[user] ?? adopt(user, .corrupt(error.description))
+                }
+                throw error
+            }
             guard let e = entries[user] else { throw .unsafe("the state of \(user) could not be read now") }
             return e
         }
@@ -184,6 +192,9 @@ public enum Durability: Sendable {
         switch read {
         case .failure(let error):
             log("cannot read the state of \(user) now: \(error)")
+            if unreadableIsCorrupt, case .io = error {
+                return entries[user] ?? adopt(user, .corrupt(error.description))
+            }
             throw error
         case .success(let stored):
             if case .corrupt(let why) = stored { log("state of \(user) refused: \(why)") }

@@ -27,7 +27,8 @@ public struct LoginSessions: Sendable {
     }
 
     /// The session ID in a `/proc/PID/cgroup`: from the unified hierarchy's line (`0::PATH`), else
-    /// from systemd's own (`N:name=systemd:PATH`); nil when the path names no session scope.
+    /// from systemd's own (`N:name=systemd:PATH`, where systemd runs on the older hierarchies and
+    /// the unified one is mounted beside them); nil when neither names a session scope.
     static func sessionID(inCgroups text: String) -> String? {
         var unified: Substring?, systemd: Substring?
         for line in text.split(separator: "\n") {
@@ -36,12 +37,14 @@ public struct LoginSessions: Sendable {
             if parts[0] == "0" && parts[1].isEmpty { unified = parts[2] }
             if parts[1] == "name=systemd" { systemd = parts[2] }
         }
-        guard let path = unified ?? systemd else { return nil }
-        for part in path.split(separator: "/").reversed() where part.hasPrefix("session-") && part.hasSuffix(".scope") {
-            let id = part.dropFirst("session-".count).dropLast(".scope".count)
-            // logind's IDs are letters and digits: nothing else is taken as a file name.
-            guard !id.isEmpty, id.utf8.allSatisfy({ isASCIIAlnum($0) }) else { return nil }
-            return String(id)
+        for path in [unified, systemd].compactMap({ $0 }) {
+            for part in path.split(separator: "/").reversed()
+            where part.hasPrefix("session-") && part.hasSuffix(".scope") {
+                let id = part.dropFirst("session-".count).dropLast(".scope".count)
+                // logind's IDs are letters and digits: nothing else is taken as a file name.
+                guard !id.isEmpty, id.utf8.allSatisfy({ isASCIIAlnum($0) }) else { return nil }
+                return String(id)
+            }
         }
         return nil
     }

@@ -30,6 +30,29 @@ import TouchGateWire
         }
     }
 
+    /// The fifth failure is made, and holds, even when the disk refuses it: the reply says the
+    /// disk failed, and the lockout is still announced, as every lockout is.
+    @Test func aLockoutTheDiskRefusesIsStillAnnounced() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            let events = Collector<String>()
+            _ = core.events.subscribe(user: "alice") {
+                events.append($0); return true
+            }
+            for _ in 1...4 { _ = try await core.recordFailedMatch(context()) }
+            // The user's directory is gone and a file stands in its place: no write lands.
+            let dir = "\(bed.statePath)/users/alice"
+            removeTree(dir)
+            try plantFile(dir, "in the way")
+            await #expect(throws: StorageError.unsafe("\(dir) is not a directory")) {
+                try await core.recordFailedMatch(context())
+            }
+            #expect(await core.preflight() == lockoutRefusal)
+            #expect(events.all.count == 1 && events.all[0].contains(#""event":"lockout""#), "\(events.all)")
+        }
+    }
+
     @Test func furtherFailedMatchesAfterLockoutDoNotAnnounceItAgain() async throws {
         try await withTestBed { bed in
             let core = try bed.makeCore()

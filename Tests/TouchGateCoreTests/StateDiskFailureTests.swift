@@ -77,6 +77,25 @@ extension UserStateStoreTests {
         }
     }
 
+    /// A file the disk keeps failing to read: every request is refused, but an administrator's
+    /// change gets past it, keeping the file aside as an unreadable one is kept.
+    @Test func anAdminChangeReplacesAStateTheDiskCannotReadAndKeepsItAside() async throws {
+        try await withTemporaryDirectory { dir in
+            try await store(dir).update("alice", .beforeReply) { _ in UserState(enabled: true) }
+            let failing = try store(
+                dir, readFile: { user, _, _, _ throws(StorageError) in throw .io("read \(user)", EIO) })
+            await #expect(throws: StorageError.io("read alice", EIO)) {
+                try await failing.update("alice", .beforeReply) { _ in UserState(adminLocked: true) }
+            }
+            try await failing.update("alice", .beforeReply, overUnreadable: true) { stored in
+                #expect(stored == .corrupt("read alice: Input/output error"))
+                return UserState(adminLocked: true)
+            }
+            #expect(directoryEntries("\(dir)/users/alice") == ["state.json", "state.json.corrupt-\(clock.now())"])
+            #expect(await (try store(dir)).load("alice") == .state(UserState(adminLocked: true)))
+        }
+    }
+
     /// A write refused by the disk answers every reply waiting for it, the later changes' too
     /// (they would be written with it): none waits for the next try, a minute away.
     @Test func aChangeWaitingBehindAFailedWriteIsAnsweredWithTheFailure() async throws {

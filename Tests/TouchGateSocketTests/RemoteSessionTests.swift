@@ -58,7 +58,7 @@ import TouchGateWire
         arguments: [
             ("0::/user.slice/user-1000.slice/session-7.scope\n", "7"),
             ("0::/user.slice/user-1000.slice/session-c2.scope/app\n", "c2"),
-            ("12:pids:/user.slice\n1:name=systemd:/user.slice/user-0.slice/session-3.scope\n0::/\n", nil),
+            ("12:pids:/user.slice\n1:name=systemd:/user.slice/user-0.slice/session-3.scope\n0::/\n", "3"),
             ("1:name=systemd:/user.slice/user-0.slice/session-3.scope\n", "3"),
             ("0::/user.slice/user-1000.slice/user@1000.service/app.slice/x.scope\n", nil),
             ("0::/system.slice/gdm.service\n", nil),
