@@ -9,12 +9,16 @@ import pytest
 
 import doc_tables
 import harness
+import reader_codes
 from fprintd_tools import BusError
 from fprintd_world import ALICE_PRINT, bus_daemon, bus_world, enroll_alice  # noqa: F401
 
-BUSY = 4
-DATA_NOT_FOUND = 7
-STORAGE_FULL = doc_tables.sentence(doc_tables.by_code(doc_tables.table("readers.md", "FpDeviceError"))[8][2])
+# The codes from the reader layer's sources, the sentence from docs/readers.md's row for that code
+# (test_readers.py checks that the table has one for each).
+BUSY = reader_codes.DEVICE_ERRORS["BUSY"]
+DATA_NOT_FOUND = reader_codes.DEVICE_ERRORS["DATA_NOT_FOUND"]
+STORAGE_FULL = doc_tables.sentence(doc_tables.by_code(doc_tables.table("readers.md", "FpDeviceError"))
+                                   [reader_codes.DEVICE_ERRORS["DATA_FULL"]][2])
 
 
 @pytest.mark.parametrize("reader_kind", ["virtual_device_storage"])

@@ -13,6 +13,7 @@ import pytest
 
 import doc_tables
 import harness
+import reader_codes
 import readers
 import wire
 from fprintd_world import (ALICE_PRINT, DEVICE_IFACE, bus_daemon, bus_world, enroll_alice, enroll_with_tool,  # noqa: F401
@@ -21,14 +22,17 @@ from fprintd_world import (ALICE_PRINT, DEVICE_IFACE, bus_daemon, bus_world, enr
 IDENTIFYING = pytest.mark.parametrize("reader_kind", ["virtual_device_storage", "virtual_image"])
 
 # libfprint's FpDeviceError and FpDeviceRetry codes, as the virtual readers' ERROR and RETRY
-# commands take them, and what each door answers: the tables of docs/readers.md, read from there.
+# commands take them: those the reader layer knows, read from its sources (reader_codes.py). What
+# each door answers: the tables of docs/readers.md, read from there, a row for each code
+# (test_the_tables_have_a_row_for_every_code_the_reader_layer_knows).
 ERROR_ROWS = doc_tables.by_code(doc_tables.table("readers.md", "FpDeviceError"))
 RETRY_ROWS = doc_tables.by_code(doc_tables.table("readers.md", "FpDeviceRetry"))
 
 # 256 (removed) is sent last: the reader is gone after it.
-REMOVED = 256
-DATA_NOT_FOUND = 7
-ERRORS = sorted(code for code in ERROR_ROWS if code != REMOVED)
+REMOVED = reader_codes.DEVICE_ERRORS["REMOVED"]
+DATA_NOT_FOUND = reader_codes.DEVICE_ERRORS["DATA_NOT_FOUND"]
+ERRORS = sorted(code for code in reader_codes.DEVICE_ERRORS.values() if code != REMOVED)
+RETRIES = sorted(reader_codes.RETRY_HINTS.values())
 # The errors that end a prompt: DATA_NOT_FOUND to a scan is a failed match instead.
 ENDING = [code for code in ERRORS if code != DATA_NOT_FOUND]
 
@@ -42,7 +46,18 @@ RETRY_TEXT = {code: doc_tables.sentence(row[2]) for code, row in RETRY_ROWS.item
 VERIFY_RETRY = {code: row[3] for code, row in RETRY_ROWS.items()}
 ENROLL_RETRY = {code: row[4] for code, row in RETRY_ROWS.items()}
 # The codes the virtual readers can send: those the libfprint loaded knows (TOO_FAST from 1.94.9).
-RETRY_CODES = sorted(code for code in RETRY_ROWS if code in readers.retry_codes())
+RETRY_CODES = sorted(code for code in RETRIES if code in readers.retry_codes())
+
+
+def test_the_tables_have_a_row_for_every_code_the_reader_layer_knows():
+    """docs/readers.md's tables, by code and name, are libfprint's FpDeviceError (every one reaches
+    the reader layer's mapping) and the cases of RetryHint: none missing, none the code lacks."""
+    assert reader_codes.MAPPED_ERRORS and reader_codes.MAPPED_ERRORS <= set(reader_codes.DEVICE_ERRORS), \
+        reader_codes.MAPPED_ERRORS
+    assert {code: row[0] for code, row in ERROR_ROWS.items()} == \
+        {code: name for name, code in reader_codes.DEVICE_ERRORS.items()}
+    assert {code: row[0] for code, row in RETRY_ROWS.items()} == \
+        {code: name for name, code in reader_codes.RETRY_HINTS.items()}
 
 
 def enroll_once(world, user, print_id, finger, as_user=None):
