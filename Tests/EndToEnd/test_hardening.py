@@ -8,7 +8,9 @@ import os
 import resource
 import shutil
 import signal
+import socket
 import threading
+import time
 
 import pytest
 
@@ -103,14 +105,43 @@ def test_out_of_descriptors_the_daemon_refuses_and_recovers(world, daemon):
     assert wire.flood(world.socket, 8)["answered"] == 8
 
 
+REFUSED_BUSY = "refused at accept: busy"
+
+
+def can_evaluate_or_refusal(world):
+    """can_evaluate on a connection of its own, as wire.request sends it: (code, reason); or
+    REFUSED_BUSY when the daemon refused the connection at accept, whose unsolicited TG_ERR_BUSY
+    frame (request id 0xFFFFFFFF) is read instead, as wire.flood reads it."""
+    deadline = time.monotonic() + wire.REQUEST_DEADLINE
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(wire.REQUEST_DEADLINE)
+        s.connect(str(world.socket))
+        try:
+            s.sendall(wire.encode("can_evaluate", 7, user="alice", policy=1, service="sudo"))
+        except OSError:
+            pass  # refused: the daemon closed it after its refusal, which is still there to read
+        while True:
+            kind, rid, fields = wire.read_frame(s, deadline)
+            if rid == wire.UNSOLICITED and fields.get("code") == wire.BUSY:
+                return REFUSED_BUSY
+            assert rid == 7, "reply for another request id: %r %r" % (rid, fields)
+            if kind == wire.PROGRESS and fields.get("progress") == wire.KEEPALIVE:
+                continue
+            assert kind == wire.RESULT, "unexpected frame kind %#x: %r" % (kind, fields)
+            return fields["code"], fields.get("reason")
+
+
 def test_a_burst_of_two_hundred_clients_is_answered_without_kernel_refusals(world, alice):
+    """Every client connects (the listen backlog holds the burst: no EAGAIN) and gets its answer.
+    Only a daemon whose descriptor limit makes its caps smaller than the burst may refuse some at
+    accept, saying busy (the unsolicited refusal, counted), and even then it answers the others."""
     results = []
     lock = threading.Lock()
 
     def ask():
         try:
-            r = can_evaluate(world)
-        except OSError as e:  # EAGAIN: the listen backlog overflowed
+            r = can_evaluate_or_refusal(world)
+        except Exception as e:  # EAGAIN (the listen backlog overflowed), a timeout, a stray frame…
             r = repr(e)
         with lock:
             results.append(r)
@@ -119,16 +150,23 @@ def test_a_burst_of_two_hundred_clients_is_answered_without_kernel_refusals(worl
     for t in workers:
         t.start()
     for t in workers:
-        t.join(10)
-    assert len(results) == 200
-    busy = [r for r in results if r == (wire.BUSY, None)]
-    errors = [r for r in results if isinstance(r, str)]
-    assert errors == [], errors[:3]
-    assert all(r in ((0, None),) for r in results if r not in busy), set(map(str, results))
+        t.join(wire.REQUEST_DEADLINE + 5)
+    assert len(results) == 200, "%d clients still waiting" % (200 - len(results))
+    busy = results.count(REFUSED_BUSY)
+    answers = [r for r in results if isinstance(r, tuple)]
+    errors = [r for r in results if isinstance(r, str) and r != REFUSED_BUSY]
+    assert errors == [], (len(errors), sorted(set(errors))[:3])
+    assert answers, "no client was answered (%d refused busy)" % busy
+    assert set(answers) == {(0, None)}, set(answers)
+    # Root-run clients may hold 320 connections (256 in all plus 64 kept for root), fewer when the
+    # descriptor limit leaves less than that past the 64 the daemon keeps for itself (Listener).
+    soft, _ = resource.prlimit(world.daemon.proc.pid, resource.RLIMIT_NOFILE)
+    room = 320 if soft == resource.RLIM_INFINITY else min(320, soft - 64)
+    if room >= 200:
+        assert busy == 0, "%d of 200 refused busy, with room for %d" % (busy, room)
 
 
 def test_a_malformed_frame_gets_an_error_and_the_daemon_serves_everyone_else(world, daemon):
-    import socket
     with socket.socket(socket.AF_UNIX) as s:
         s.connect(str(world.socket))
         s.sendall(b"\x00\x00\x00\x08\x02\x01\x00\x00\x00\x00\x00\x07")  # protocol version 2
