@@ -2,14 +2,42 @@
 no obstacle), purged (the daemon stopped, no file left but the prints and, while prints are still
 sealed, the key), and installed again in fprintd's place, keeping the prints."""
 
+import json
 import re
 import shutil
 
 import machine as m
 from test_install import USER, doctor
 
+STATE_FILE = "/var/lib/touchgate/users/%s/state.json" % USER
+
+
+def files_under(machine, *directories):
+    """{path inside the root: bytes} of every file under the directories."""
+    return {"/" + str(p.relative_to(machine.root)): p.read_bytes()
+            for d in directories for p in sorted(machine.path(d).rglob("*")) if p.is_file()}
+
+
+def kept_but_a_deferred_success(before, after):
+    """Whether a user's state.json is the one it was, but for the time of the last fingerprint
+    success: the daemon defers writing a success that changes nothing else (UserStateStore), and
+    writes it when the removal stops it. That time may only move later."""
+    if before == after:
+        return True
+    was, now = json.loads(before), json.loads(after)
+    moved_later = now.get("lastFingerprintSuccess", 0) >= was.get("lastFingerprintSuccess", 0)
+    now.pop("lastFingerprintSuccess", None)
+    was.pop("lastFingerprintSuccess", None)
+    return moved_later and was == now
+
 
 def test_14_remove_keeps_the_state_and_a_broken_config_does_not_fail_the_install(machine, state):
+    # What the removal must keep: the touchgate state (the user's counters and windows, the domain
+    # state's secret, a sealed key where there is one) and the prints, which lie in fprintd's store.
+    touchgate_before = files_under(machine, "/var/lib/touchgate")
+    prints_before = files_under(machine, "/var/lib/fprint")
+    assert STATE_FILE in touchgate_before, sorted(touchgate_before)
+    assert prints_before, "no print in /var/lib/fprint before the removal"
     outside = m.OutsideDaemon()  # the host's touchgated, as a chroot sees it: not the root's to stop
     try:
         machine.run("apt-get", "remove", "-y", "-q", "touchgate", "libpam-touchgate", limit=300)
@@ -20,8 +48,13 @@ def test_14_remove_keeps_the_state_and_a_broken_config_does_not_fail_the_install
     state["activator"].kill()
     state["activator"].wait(10)
     assert machine.read("/etc/pam.d/common-auth") == state["original_common_auth"]
-    prints = [p for p in machine.path("/var/lib/touchgate").rglob("*") if p.is_file()]
-    assert prints, "removal deleted the state"
+    touchgate_after = files_under(machine, "/var/lib/touchgate")
+    changed = sorted(f for f in touchgate_before if f != STATE_FILE and touchgate_after.get(f) != touchgate_before[f])
+    assert changed == [], "the removal deleted or changed %s" % changed
+    assert STATE_FILE in touchgate_after, "the removal deleted %s" % STATE_FILE
+    assert kept_but_a_deferred_success(touchgate_before[STATE_FILE], touchgate_after[STATE_FILE]), \
+        (touchgate_before[STATE_FILE], touchgate_after[STATE_FILE])
+    assert files_under(machine, "/var/lib/fprint") == prints_before, "the removal changed the prints"
     # The export's mark: a touchgated started during the removal would not have sealed them again.
     exported = machine.path("/var/lib/touchgate/prints-exported")
     assert exported.is_file() and (exported.stat().st_mode & 0o777) == 0o600
