@@ -9,21 +9,22 @@ import TouchGateWire
 
 @Suite("D-Bus: a verify's end")
 @CoreActor struct VerifyEndTests {
-    /// Alice enrolled, opted in and with her password typed this boot: nothing refuses her finger.
-    private func readyAlice(_ bed: TestBed, _ core: Core) async throws {
-        let info = StubReader.defaultInfo
-        try await core.prints.save(
-            bed.reader.print(user: "alice", finger: 7), user: "alice",
-            device: DeviceKey(driver: info.driver, deviceID: info.deviceID), finger: .rightIndex)
-        let ctx = EventContext(user: "alice", origin: Origin(), policy: nil, byUID: 0)
-        try await core.adminChange(ctx, action: "enable") { core.policyEngine.enable($0) }
-        try await core.recordPasswordSuccess(ctx)
-    }
-
     private func request() -> EvaluateRequest {
         EvaluateRequest(
             user: "alice", policy: .biometrics, origin: Origin(service: FprintNames.bus), maxTries: 1, untimed: true,
             noInput: true)
+    }
+
+    /// A verify begun in the core, once its prompt listens; its input to deliver the stop to.
+    private func started(_ core: Core) async throws -> (Running<VerifyEnd>, PromptInput) {
+        let client = CollectingClient(), input = PromptInput(), begun = OneShot<Void>()
+        let request = request()
+        let running = Running {
+            await FprintStatus.verify(core, request, caller: .root, client: client, begun: begun, input: input)
+        }
+        try #require(await client.waitFor(.prompt))
+        begun.set(())
+        return (running, input)
     }
 
     /// The match is judged again after the scan, and that judgement reads the prints (nothing is
@@ -32,15 +33,9 @@ import TouchGateWire
     @Test func aMatchTheCoreRecordedWinsOverAStopThatCameWhileItWasJudged() async throws {
         try await withTestBed { bed in
             let core = try bed.makeCore()
-            try await readyAlice(bed, core)
+            try await bed.readyAlice(core)
             bed.reader.script(.matchOnRelease)
-            let client = CollectingClient(), input = PromptInput(), begun = OneShot<Void>()
-            let request = request()
-            let running = Running {
-                await FprintStatus.verify(core, request, caller: .root, client: client, begun: begun, input: input)
-            }
-            #expect(await client.waitFor(.prompt))
-            begun.set(())
+            let (running, input) = try await started(core)
             bed.reader.chipListingChanged()  // every cached list of prints dropped
             let hold = try #require(await PoolHold(core.storagePool, threads: 2))
             bed.reader.releaseScan()
@@ -61,15 +56,9 @@ import TouchGateWire
     @Test func aStopBeforeAnyMatchEndsItWithNoMatch() async throws {
         try await withTestBed { bed in
             let core = try bed.makeCore()
-            try await readyAlice(bed, core)
+            try await bed.readyAlice(core)
             bed.reader.script(.hold)
-            let client = CollectingClient(), input = PromptInput(), begun = OneShot<Void>()
-            let request = request()
-            let running = Running {
-                await FprintStatus.verify(core, request, caller: .root, client: client, begun: begun, input: input)
-            }
-            #expect(await client.waitFor(.prompt))
-            begun.set(())
+            let (running, input) = try await started(core)
             input.deliver(.cancel)
             #expect(await running.value() == .finished(status: "verify-no-match", stopped: true))
         }

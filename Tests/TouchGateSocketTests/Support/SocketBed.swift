@@ -37,15 +37,7 @@ import TouchGateWire
     }
 
     /// Alice enrolled, opted in and with her password typed this boot.
-    func readyAlice() async throws {
-        let info = StubReader.defaultInfo
-        try await core.prints.save(
-            bed.reader.print(user: "alice", finger: 7), user: "alice",
-            device: DeviceKey(driver: info.driver, deviceID: info.deviceID), finger: .rightIndex)
-        let ctx = EventContext(user: "alice", origin: Origin(), policy: nil, byUID: 0)
-        try await core.adminChange(ctx, action: "enable") { core.policyEngine.enable($0) }
-        try await core.recordPasswordSuccess(ctx)
-    }
+    func readyAlice() async throws { try await bed.readyAlice(core) }
 }
 
 /// Runs `body` with a listener on a fresh socket; `limits` small where a test needs them.
