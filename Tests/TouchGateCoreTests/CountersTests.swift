@@ -8,22 +8,13 @@ import TouchGateWire
 
 @Suite("Core: lockout and passwords")
 @CoreActor struct CountersTests {
-    /// Alice's events from now on, as `touchgate monitor` gets them.
-    func aliceEvents(_ core: Core) -> Collector<String> {
-        let events = Collector<String>()
-        _ = core.events.subscribe(user: "alice") {
-            events.append($0); return true
-        }
-        return events
-    }
-
     // MARK: biometric lockout
 
     @Test func theFifthConsecutiveFailedMatchLocksBiometricsOut() async throws {
         try await withTestBed { bed in
             let core = try bed.makeCore()
             try await bed.readyUser(core)
-            let events = aliceEvents(core)
+            let events = await core.collectEvents(user: "alice")
 
             var answers: [Refusal?] = []
             for _ in 1...5 { answers.append(try await core.recordFailedMatch(context())) }
@@ -42,7 +33,7 @@ import TouchGateWire
         try await withTestBed { bed in
             let core = try bed.makeCore()
             try await bed.readyUser(core)
-            let events = aliceEvents(core)
+            let events = await core.collectEvents(user: "alice")
             for _ in 1...4 { _ = try await core.recordFailedMatch(context()) }
             // The user's directory is gone and a file stands in its place: no write lands.
             let dir = "\(bed.statePath)/users/alice"

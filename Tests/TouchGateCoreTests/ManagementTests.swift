@@ -130,6 +130,24 @@ import TouchGateWire
 
     // MARK: monitor
 
+    /// A lock the disk refuses holds all the same (the reply says the disk failed), and is
+    /// recorded as every admin action is.
+    @Test func anAdminActionTheDiskRefusesHoldsAndIsRecorded() async throws {
+        try await withTestBed { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            let events = await core.collectEvents()
+            let dir = "\(bed.statePath)/users/alice"
+            removeTree(dir)
+            try plantFile(dir, "in the way")  // no write lands
+            #expect(await core.lock(user: "alice", origin: Origin(), caller: .root) == Core.storageFailure)
+            #expect(
+                await core.preflight()
+                    == Refusal(.passwordRequired, reason: .adminLock, text: .passwordRequired(.adminLock)))
+            #expect(TouchGateCoreTests.events(events.all, "admin").count == 1)
+        }
+    }
+
     @Test func aUserMonitorsOnlyTheirOwnEventsAndRootEveryones() async throws {
         try await withTestBed { bed in
             let core = try bed.makeCore()
