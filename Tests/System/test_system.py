@@ -1,6 +1,6 @@
 """touchgate on a booted Debian 12: systemd listening on touchgated.socket from boot, the first PAM
 call starting the service under its hardening, login(1) on the serial getty, sudo, su, logind's
-sessions, journald and auditd, a restart, a suspend and a screen locker. The steps run in order on one guest (the
+sessions, journald and auditd, a restart, a suspend, a screen locker and a remote login session. The steps run in order on one guest (the
 reboot, fprintd's tools, the start loop and the upgrade follow in test_system_lifecycle.py, which
 pytest runs after this file); each asserts what the person at the console or the administrator sees.
 
@@ -295,3 +295,30 @@ def test_d2_vlock_with_a_lockout_asks_for_the_password_itself_and_it_unlocks(gue
     s.shell(guest)
     assert rc == 0, s.seen(guest, start)
     guest.control.run("rm /etc/pam.d/vlock")
+
+
+REMOTE_HOST = "203.0.113.9"
+NOT_REMOTE = "Fingerprint is not offered in remote sessions"
+
+
+def test_l_a_remote_login_session_gets_no_prompt_though_its_ssh_variables_are_cleared(guest):
+    """login -h makes a session that logind records as remote (pam_systemd, from PAM_RHOST). A sudo
+    in it with SSH_CONNECTION and SSH_CLIENT cleared names no remote host, and the daemon still
+    refuses the finger as remote, by that session's record; sudo then asks for the password (none
+    is given here: -S with nothing on stdin)."""
+    cur = s.cursor(guest)
+    # The shell's input held open (the FIFO, read and written by fd 3) so script never sees its
+    # end; login -f: root logs the user in without a password; the shell exits after the lines.
+    rc, out = guest.control.run(
+        "rm -f /run/tg-remote.fifo && mkfifo -m 600 /run/tg-remote.fifo && exec 3<>/run/tg-remote.fifo\n"
+        "printf '%%s\\n' 'env -u SSH_CONNECTION -u SSH_CLIENT sudo -k -S true </dev/null; echo sudo-rc=$?' "
+        "'grep ^REMOTE /run/systemd/sessions/$XDG_SESSION_ID' 'exit' >&3\n"
+        "timeout 50 script -qefc 'login -h %s -f %s' /dev/null <&3\n" % (REMOTE_HOST, USER),
+        limit=60, check=False)
+    guest.control.run("rm -f /run/tg-remote.fifo")
+    s.show("a remote login session's sudo, without its SSH variables", out.splitlines())
+    assert rc == 0, out
+    assert "REMOTE=1" in out and "REMOTE_HOST=%s" % REMOTE_HOST in out, out
+    assert NOT_REMOTE in out and "sudo-rc=1" in out, out
+    records = [e.get("MESSAGE", "") for e in s.journal_after(guest, cur) if e.get("TOUCHGATE_EVENT") == "outcome"]
+    assert any("reason=remote" in m and "rhost=%s" % REMOTE_HOST in m and "service=sudo" in m for m in records), records
