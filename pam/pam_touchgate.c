@@ -38,10 +38,9 @@ static int authenticate(pam_handle_t *pamh, const struct tg_options *opt)
         tg_lang_open(&c.lang, c.locale); /* "C": English; the module's words are the daemon's */
     }
     if (!opt->noinput) {
-        enum tg_tty_found found = tg_tty_open(&c.tty);
-        if (found == TG_TTY_NO_TERMINAL)
+        if (!tg_tty_open(&c.tty))
             TG_DEBUG(opt, pamh, "no terminal in the foreground: messages only");
-        else if (found == TG_TTY_NOT_STDIN) /* sudo -S, say: its conversation reads stdin */
+        else if (!c.tty.input) /* sudo -S, say: its conversation reads stdin */
             TG_DEBUG(opt, pamh,
                      "stdin is not the terminal: a password is asked in the conversation");
     }

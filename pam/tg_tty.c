@@ -31,19 +31,19 @@ static bool stdin_is_the_terminal(void)
     return isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
 }
 
-enum tg_tty_found tg_tty_open(struct tg_tty *t)
+bool tg_tty_open(struct tg_tty *t)
 {
     tg_tty_init(t);
     /* O_NOCTTY: never acquire a terminal; O_NONBLOCK: this open file description is ours
      * alone, and no read or write of ours may hang the prompt. */
     int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
-        return TG_TTY_NO_TERMINAL;
+        return false;
     /* Only the foreground may use it: from the background, changing or reading the terminal
      * would stop the whole process (SIGTTOU, SIGTTIN) with the terminal half set up. */
     if (!isatty(fd) || tcgetpgrp(fd) != getpgrp()) {
         close(fd);
-        return TG_TTY_NO_TERMINAL;
+        return false;
     }
     t->fd = fd;
     /* The terminal is where the application takes its password only when stdin is it. One that
@@ -51,7 +51,7 @@ enum tg_tty_found tg_tty_open(struct tg_tty *t)
      * asked here would wait for a line nobody types at the terminal. Keys are still read during
      * the prompt (Enter to the password): the person at a terminal may be piping into sudo. */
     t->input = stdin_is_the_terminal();
-    return t->input ? TG_TTY_FOUND : TG_TTY_NOT_STDIN;
+    return true;
 }
 
 bool tg_tty_raw(struct tg_tty *t)

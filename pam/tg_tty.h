@@ -20,17 +20,11 @@ struct tg_tty {
 /* fd = -1: no terminal. Call before anything else, so tg_tty_close is always safe. */
 void tg_tty_init(struct tg_tty *t);
 
-enum tg_tty_found {
-    TG_TTY_FOUND,       /* opened: the application's own terminal, this process in its foreground */
-    TG_TTY_NO_TERMINAL, /* no controlling terminal, or this process is not in its foreground */
-    TG_TTY_NOT_STDIN,   /* opened, but the application reads its input elsewhere (stdin is not
-                         * that terminal): keys are read, a password is asked in the conversation */
-};
-
-/* Opens the controlling terminal when this process has one and is in its foreground (otherwise
- * t->fd stays -1); t->input says whether the application reads its own input there (stdin is
- * that terminal, docs/spec.md §6). */
-enum tg_tty_found tg_tty_open(struct tg_tty *t);
+/* Opens the controlling terminal when this process has one and is in its foreground (false, and
+ * t->fd stays -1, otherwise); t->input says whether the application reads its own input there
+ * (stdin is that terminal, docs/spec.md §6): if not, keys are read, a password is asked in the
+ * conversation. */
+bool tg_tty_open(struct tg_tty *t);
 
 /* Non-canonical mode, ECHO and ISIG off, VMIN=1 VTIME=0. False: the terminal is as it was. */
 bool tg_tty_raw(struct tg_tty *t);
