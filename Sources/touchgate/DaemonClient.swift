@@ -29,7 +29,7 @@ struct DaemonClient {
             guard let frame = try exchange.nextOrEnd(before: cap) else {
                 throw Failure(L("touchgated closed the connection before answering", cli))
             }
-            if frame.kind == .result { return try succeeded(frame) }
+            if frame.kind == .result { return try succeeded(frame, naming: Self.device(fields)) }
             // Progress during a short request (keepalives) carries nothing to show.
         }
     }
@@ -50,7 +50,7 @@ struct DaemonClient {
         while true {
             let frame = try exchange.next(deadlineMilliseconds: WireLimits.silenceDeadlineMilliseconds, wait: .silence)
             switch frame.kind {
-            case .result: return try succeeded(frame)
+            case .result: return try succeeded(frame, naming: Self.device(fields))
             case .progress: progress(frame)
             default: throw Failure(L("touchgated sent an unexpected message", cli))
             }
@@ -79,7 +79,7 @@ struct DaemonClient {
             switch frame.kind {
             case .event: try event(frame)
             case .result:
-                _ = try succeeded(frame)  // an acknowledgement; a refusal throws
+                _ = try succeeded(frame, naming: nil)  // an acknowledgement; a refusal throws
                 acknowledged = true
             case .progress: break
             default: throw Failure(L("touchgated sent an unexpected message", cli))
@@ -112,21 +112,31 @@ struct DaemonClient {
         return exchange
     }
 
-    /// The RESULT when its CODE is 0; otherwise its MESSAGE, or a sentence for the outcome, as a Failure.
-    private func succeeded(_ result: Frame) throws(Failure) -> Frame {
+    /// The reader a request names (its DEVICE field: `--device`).
+    private static func device(_ fields: [Field]) -> String? {
+        guard case .string(let name)? = fields.first(where: { $0.tag == .device })?.value else { return nil }
+        return name
+    }
+
+    /// The RESULT when its CODE is 0; otherwise its MESSAGE, or a sentence for the outcome, as a
+    /// Failure. A reader named (`device`) that none answers to is refused as `noReader` with the
+    /// sentence a login shows when there is no reader (docs/spec.md §6, DEVICE); here, where the
+    /// name was typed, the failure says the name matched none.
+    private func succeeded(_ result: Frame, naming device: String?) throws(Failure) -> Frame {
         guard let code = result.int(.code) else {
             throw Failure(L("touchgated sent a result without a code", cli))
         }
         if code == Outcome.success.rawValue { return result }
-        let refused = result.string(.reason).flatMap(Reason.init(rawValue:))
+        if let device, result.string(.reason) == Reason.noReader.rawValue {
+            throw Failure(L("No reader named '%s' (touchgate devices lists them)", cli, device))
+        }
         if let message = result.string(.message), !message.isEmpty {
             // Refused before the request (and its LOCALE) was read: in English, one of the
             // catalog's sentences, shown in the caller's language (docs/spec.md §6).
             let unread = result.requestID == WireLimits.unsolicitedRequestID
-            throw Failure(unread ? translated(message, cli) : message, refused: refused)
+            throw Failure(unread ? translated(message, cli) : message)
         }
-        throw Failure(
-            sentence(for: code, reason: result.string(.reason), seconds: result.int(.seconds)), refused: refused)
+        throw Failure(sentence(for: code, reason: result.string(.reason), seconds: result.int(.seconds)))
     }
 }
 

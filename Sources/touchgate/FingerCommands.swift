@@ -34,10 +34,8 @@ struct Enroll: ParsableCommand {
         let fields =
             [Field(.user, user), Field(.finger, finger)] + reader.fields + localeField()
             + (try PasswordPrompt.fieldIfNeeded(for: user))
-        _ = try reader.naming { () throws(Failure) in
-            try client.prompt(.enroll, fields) { frame in
-                if let line = progressLine(frame, enrolling: finger) { say(line) }
-            }
+        _ = try client.prompt(.enroll, fields) { frame in
+            if let line = progressLine(frame, enrolling: finger) { say(line) }
         }
         say(L("Enrolled %s for %s.", cli, finger, user))
     }
@@ -60,10 +58,8 @@ struct Verify: ParsableCommand {
             ] + reader.fields + localeField()
         if let tty = Caller.tty { fields.append(Field(.tty, tty)) }
         if let rhost = Caller.remoteHost { fields.append(Field(.rhost, rhost)) }
-        _ = try reader.naming { () throws(Failure) in
-            try DaemonClient(socketPath: root.socketPath).prompt(.evaluate, fields) { frame in
-                if let line = progressLine(frame) { say(line) }
-            }
+        _ = try DaemonClient(socketPath: root.socketPath).prompt(.evaluate, fields) { frame in
+            if let line = progressLine(frame) { say(line) }
         }
         say(L("Fingerprint recognised.", cli))
     }
@@ -80,10 +76,7 @@ struct List: ParsableCommand {
 
     func run() throws {
         let user = try user.resolved()
-        let client = DaemonClient(socketPath: root.socketPath)
-        let result = try reader.naming { () throws(Failure) in
-            try client.call(.list, [Field(.user, user)] + reader.fields)
-        }
+        let result = try DaemonClient(socketPath: root.socketPath).call(.list, [Field(.user, user)] + reader.fields)
         let fingers = result.strings(.finger)
         if fingers.isEmpty {
             say(L("No fingers enrolled for %s.", cli, user))
@@ -121,7 +114,7 @@ struct Delete: ParsableCommand {
         if !Caller.isRoot { try client.checkReachable() }
         let which = finger.map { Field(.finger, $0) } ?? Field(.all, 1)
         let fields = [Field(.user, user), which] + reader.fields + (try PasswordPrompt.fieldIfNeeded(for: user))
-        let result = try reader.naming { () throws(Failure) in try client.call(.delete, fields) }
+        let result = try client.call(.delete, fields)
         if let finger {
             say(L("Deleted %s for %s.", cli, finger, user))
         } else if result.strings(.finger).isEmpty {

@@ -69,12 +69,9 @@ struct Touchgate: ParsableCommand {
 struct Failure: Error {
     let reason: String
     var status: Int32 = 1
-    /// The daemon's REASON, when the failure is its refusal.
-    var refused: Reason?
-    init(_ reason: String, status: Int32 = 1, refused: Reason? = nil) {
+    init(_ reason: String, status: Int32 = 1) {
         self.reason = reason
         self.status = status
-        self.refused = refused
     }
 }
 
@@ -115,15 +112,4 @@ struct ReaderOption: ParsableArguments {
     /// The DEVICE field the request carries (none: the default reader).
     var fields: [Field] { device.map { [Field(.device, $0)] } ?? [] }
 
-    /// `request`'s answer. A reader named that none answers to is refused as `noReader` with the
-    /// sentence a login shows when there is no reader (docs/spec.md §6, DEVICE); here, where the
-    /// name was typed, the refusal says the name matched none.
-    func naming<T>(_ request: () throws(Failure) -> T) throws(Failure) -> T {
-        do {
-            return try request()
-        } catch {
-            guard let device, error.refused == .noReader else { throw error }
-            throw Failure(L("No reader named '%s' (touchgate devices lists them)", cli, device), refused: .noReader)
-        }
-    }
 }
