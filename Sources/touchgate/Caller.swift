@@ -20,20 +20,15 @@ enum Caller {
     /// Whether `user` is the account of the real uid (as the daemon judges it, by uid).
     static func isSelf(_ user: String) -> Bool { getpwnam(user).map { $0.pointee.pw_uid == getuid() } ?? false }
 
-    /// Whether this computer knows an account named `user` (getpwnam_r); a look-up that fails is
-    /// said, never taken for an answer either way.
+    /// Whether this computer knows an account named `user`; a look-up that fails is said, never
+    /// taken for an answer either way.
     static func accountExists(_ user: String) throws(Failure) -> Bool {
-        var entry = passwd()
-        var found: UnsafeMutablePointer<passwd>?
-        var buffer = [CChar](repeating: 0, count: 4096)
-        var rc = getpwnam_r(user, &entry, &buffer, buffer.count, &found)
-        while rc == ERANGE && buffer.count < 1 << 20 {  // an entry larger than the buffer
-            buffer = [CChar](repeating: 0, count: buffer.count * 4)
-            rc = getpwnam_r(user, &entry, &buffer, buffer.count, &found)
-        }
-        // getpwnam_r(3): these too mean "no such name" for some NSS modules.
-        if rc == 0 || [ENOENT, ESRCH, EBADF, EPERM].contains(rc) { return found != nil }
-        throw Failure(L("cannot look up the user %s: %s", cli, user, systemError(rc, cli)))
+        errno = 0
+        if getpwnam(user) != nil { return true }
+        let e = errno
+        // getpwnam(3): these too mean "no such name" for some NSS modules.
+        if [0, ENOENT, ESRCH, EBADF, EPERM].contains(e) { return false }
+        throw Failure(L("cannot look up the user %s: %s", cli, user, systemError(e, cli)))
     }
 
     /// The name of the real uid (who typed the command, also under a setuid wrapper).
