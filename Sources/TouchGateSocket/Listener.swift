@@ -37,7 +37,10 @@ public struct ConnectionLimits: Sendable {
     private var nonRootCount = 0
     private var rootCount = 0
     private var lastExhaustionLog: Int64 = 0
+    /// The daemon is stopping: a client that connects is told so at once (docs/spec.md §6).
     private var closing = false
+    /// The listener is no longer watched at all.
+    private var stopped = false
     /// Set during shutdown's drain, when no request is running any more.
     private var idle: OneShot<Void>?
     /// Runs on a sweep after clients have come and gone, once none has a request running (a
@@ -71,9 +74,10 @@ public struct ConnectionLimits: Sendable {
         watch = FDWatch(fd: fd, events: .readable) { [weak self] _ in self?.acceptBatch() ?? false }
     }
 
-    /// Stops accepting (shutdown); connections already open finish their requests.
+    /// Stops watching the listener for good; connections already open finish their requests.
     public func stopAccepting() {
         closing = true
+        stopped = true
         watch?.cancel()
         pauseTimer?.cancel()
     }
@@ -81,10 +85,12 @@ public struct ConnectionLimits: Sendable {
     /// Requests still running, for shutdown's drain.
     public var busyConnections: Int { connections.values.filter(\.isBusy).count }
 
-    /// Shutdown: no new clients; then waits until every running request has answered (the core has
-    /// told each prompt to end), at most `deadlineMilliseconds`. Told by the connections, not polled.
+    /// Shutdown: a client that connects from now on is refused at once as the daemon stops (it
+    /// would otherwise wait in the backlog, unanswered, until the daemon exits); then waits until
+    /// every running request has answered (the core has told each prompt to end), at most
+    /// `deadlineMilliseconds`. Told by the connections, not polled.
     public func drain(deadlineMilliseconds: Int = 1000) async {
-        stopAccepting()
+        closing = true
         let idle = OneShot<Void>()
         self.idle = idle
         requestEnded()
@@ -147,7 +153,7 @@ public struct ConnectionLimits: Sendable {
         watch?.cancel()
         watch = nil
         pauseTimer = LoopTimer(after: 100) { [weak self] in
-            guard let self, !self.closing else { return }
+            guard let self, !self.stopped else { return }
             self.watch = FDWatch(fd: self.fd, events: .readable) { [weak self] _ in self?.acceptBatch() ?? false }
         }
         return false
@@ -167,12 +173,17 @@ public struct ConnectionLimits: Sendable {
         } else {
             refused = mine >= limits.perUser || nonRootCount >= limits.total
         }
-        if refused || closing {
+        if closing {
+            ClientConnection.refuse(client, .systemCancel, text: .shuttingDown)
+            close(client)
+            return
+        }
+        if refused {
             if let more = core.clientNotices.admit(person) {
                 log.notice(
                     "refused a connection: too many (uid \(person), \(mine) open, \(connections.count) in all)\(more)")
             }
-            ClientConnection.refuse(client, closing ? .systemCancel : .busy, text: closing ? .shuttingDown : .busy)
+            ClientConnection.refuse(client, .busy, text: .busy)
             close(client)
             return
         }

@@ -39,6 +39,21 @@ import TouchGateWire
         }
     }
 
+    /// Shutdown: a client that connects once the stop began hears at once that the daemon stops,
+    /// instead of waiting unanswered in the backlog until the daemon exits.
+    @Test func aClientThatConnectsWhileTheDaemonStopsIsToldSoAtOnce() async throws {
+        try await withSocketBed { socket in
+            socket.core.beginShutdown()
+            await socket.listener.drain(deadlineMilliseconds: 100)
+            let client = try await socket.connect(as: 1000)
+            let refusal = try #require(await client.untilResult()?.result)
+            #expect(refusal.requestID == WireLimits.unsolicitedRequestID)
+            #expect(refusal.code == .systemCancel && refusal.string(.reason) == Reason.shutdown.rawValue)
+            #expect(refusal.string(.message) == Text.shuttingDown.render(.english))
+            #expect(await client.closedByDaemon())
+        }
+    }
+
     @Test func pastThePerPersonCapTheDaemonRefusesWithAnUnsolicitedBusy() async throws {
         try await withSocketBed(limits: limits(perUser: 2)) { socket in
             let first = try await admitted(socket, as: 1000), second = try await admitted(socket, as: 1000)
