@@ -20,8 +20,9 @@ public enum ListeningSocket {
     public static let backlog: Int32 = 1024
 
     /// The socket systemd passed (LISTEN_PID is us, LISTEN_FDS ≥ 1: fd 3), or nil. One that is
-    /// not a listening Unix stream socket (a unit changed by hand) is refused: serving nothing
-    /// while saying READY would be worse than not starting.
+    /// not a listening Unix stream socket, or more than one socket (a unit changed by hand), is
+    /// refused: serving nothing, or one path of several, while saying READY would be worse than
+    /// not starting (the clients of the others would wait unanswered).
     public static func fromActivation() throws(SocketSetupError) -> Int32? {
         guard let pid = environment("LISTEN_PID").flatMap(Int32.init), pid == getpid(),
             let n = environment("LISTEN_FDS").flatMap(Int.init), n >= 1
@@ -29,6 +30,10 @@ public enum ListeningSocket {
         let fd: Int32 = 3
         // Children (none today) must not think the socket is theirs.
         unsetenv("LISTEN_PID"); unsetenv("LISTEN_FDS"); unsetenv("LISTEN_FDNAMES")
+        guard n == 1 else {
+            throw .unsafe(
+                "systemd passed \(n) sockets; touchgated serves one (its socket unit must have one ListenStream=)")
+        }
         guard isListeningUnixStream(fd) else {
             throw .unsafe("the socket systemd passed (fd 3) is not a listening Unix stream socket")
         }

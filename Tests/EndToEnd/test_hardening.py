@@ -9,6 +9,8 @@ import resource
 import shutil
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 
@@ -252,6 +254,34 @@ def test_a_start_that_fails_after_binding_its_socket_removes_the_socket_file(wor
     assert result.returncode == 1
     assert "state directory" in result.stderr and "users" in result.stderr, result.stderr
     assert not world.socket.exists()
+
+
+# Binds a listening socket at each of the first two paths as fds 3 and 4, as systemd passes a
+# socket unit's sockets, and execs the rest of the command line with LISTEN_PID and LISTEN_FDS.
+SOCKET_ACTIVATE = """
+import os, socket, sys
+held = []
+for i, path in enumerate(sys.argv[1:3]):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(path)
+    s.listen(4)
+    os.dup2(s.fileno(), 3 + i)
+    os.set_inheritable(3 + i, True)
+    held.append(s)
+os.environ.update(LISTEN_PID=str(os.getpid()), LISTEN_FDS="2")
+os.execv(sys.argv[3], sys.argv[3:])
+"""
+
+
+def test_a_daemon_passed_two_sockets_says_so_and_does_not_start(world):
+    """A second ListenStream= (a drop-in): serving one socket while the other's clients wait
+    unanswered would be worse than not starting, so the daemon stops and says why."""
+    argv, env = harness.daemon_command(world, "/nonexistent")
+    paths = [str(world.dir / "first.sock"), str(world.dir / "second.sock")]
+    result = subprocess.run([sys.executable, "-c", SOCKET_ACTIVATE] + paths + argv, stdin=subprocess.DEVNULL,
+                            capture_output=True, text=True, env=env, timeout=harness.DEFAULT_WAIT)
+    assert result.returncode == 1, result.stderr
+    assert "systemd passed 2 sockets; touchgated serves one" in result.stderr, result.stderr
 
 
 def test_temporary_files_left_by_interrupted_writes_are_removed_at_start(world, alice):
