@@ -96,6 +96,14 @@ func serve(_ options: DaemonOptions) -> Int32 {
     do { state = try Directory.openRoot(stateDirectory) } catch {
         return startFailure("state directory \(stateDirectory): \(error)")
     }
+    if options.exportPrints {
+        // Where the prints are, for the package's purge (touchgate.conf, which names the store, is
+        // gone by then): written before anything here can fail (a daemon still running, a signal,
+        // a store that cannot be opened), and removed only once every print is in the clear.
+        do { try state.writeAtomically(PrintSealing.leftSealedName, Array("\(printDirectory)\n".utf8)) } catch {
+            printWarning("\(state.path)/\(PrintSealing.leftSealedName): \(error)")
+        }
+    }
     // One process at a time on the state and the prints: two daemons, or a daemon and the export,
     // would each rewrite what the other just wrote (an export undone by a daemon sealing again).
     do {
@@ -107,8 +115,21 @@ func serve(_ options: DaemonOptions) -> Int32 {
     } catch { return startFailure("\(error)") }
     // The export makes no print store (a purge would leave it behind): none, nothing to export.
     if options.exportPrints && access(printDirectory, F_OK) != 0 && errno == ENOENT {
+        removeLeftSealedRecord(state)
         print("touchgated: no print store at \(printDirectory): nothing to export")
         return EXIT_SUCCESS
+    }
+    // A start after the export refuses before it opens the readers, so it lets go of the state at
+    // once (a D-Bus activation during the package's removal must not hold up its export).
+    if !options.exportPrints && state.contains(PrintSealing.exportedName) {
+        let mark = "\(state.path)/\(PrintSealing.exportedName)"
+        guard settings.seal == .no else {
+            return startFailure(
+                "the prints were written back in the clear (touchgated --export-prints), and this start would "
+                    + "seal them again: remove \(mark) to use touchgate with sealing, or set seal = no")
+        }
+        do { try state.remove(PrintSealing.exportedName) } catch { return startFailure("\(error)") }
+        log.notice("prints stay in the clear (seal = no): removed \(mark), left by touchgated --export-prints")
     }
     // The readers only now: a second daemon must not open what the running one holds.
     let readers = LibfprintReaders { message in log.info("\(message)") }
@@ -141,16 +162,6 @@ func serve(_ options: DaemonOptions) -> Int32 {
     // The boot identity decides passwordRequired(boot); without it that rule cannot hold, so stop.
     guard let bootID = readSmallFile(options.bootIdFile)?.trimmingWhitespace, !bootID.isEmpty else {
         return startFailure("cannot read the boot identity from \(options.bootIdFile)")
-    }
-    if state.contains(PrintSealing.exportedName) {
-        let mark = "\(state.path)/\(PrintSealing.exportedName)"
-        guard settings.seal == .no else {
-            return startFailure(
-                "the prints were written back in the clear (touchgated --export-prints), and this start would "
-                    + "seal them again: remove \(mark) to use touchgate with sealing, or set seal = no")
-        }
-        do { try state.remove(PrintSealing.exportedName) } catch { return startFailure("\(error)") }
-        log.notice("prints stay in the clear (seal = no): removed \(mark), left by touchgated --export-prints")
     }
     let stale = StartUp.removeStaleTemporaries(state: state, printStore: prints)
     if stale > 0 { log.notice("removed \(stale) temporary files left by interrupted writes") }
@@ -234,21 +245,23 @@ func serve(_ options: DaemonOptions) -> Int32 {
 }
 
 /// `--export-prints`: every sealed print written back in the clear, in fprintd's format (before
-/// going back to fprintd); exit status 1 when one stayed sealed. Where some stayed sealed, the
-/// store's path is left in the state directory for the package's purge, which keeps their key.
+/// going back to fprintd); exit status 1 when one stayed sealed. Until all are, the store's path
+/// stays recorded in the state directory for the package's purge, which keeps their key.
 private func exportPrints(_ files: PrintFiles, state: Directory) -> Int32 {
     let count: Int
     do { count = try files.exportClear { print("touchgated: \($0)") } } catch {
-        do {
-            try state.writeAtomically(PrintSealing.leftSealedName, Array("\(files.root.path)\n".utf8))
-        } catch { printWarning("\(state.path)/\(PrintSealing.leftSealedName): \(error)") }
         return startFailure("prints not exported: \(error)")
     }
+    removeLeftSealedRecord(state)
+    print("touchgated: \(count) sealed print\(count == 1 ? "" : "s") written back in the clear in \(files.root.path)")
+    return EXIT_SUCCESS
+}
+
+/// Every print is in the clear: the purge's record of where sealed ones are is not needed.
+private func removeLeftSealedRecord(_ state: Directory) {
     do { try state.remove(PrintSealing.leftSealedName) } catch {
         printWarning("\(state.path)/\(PrintSealing.leftSealedName): \(error)")
     }
-    print("touchgated: \(count) sealed print\(count == 1 ? "" : "s") written back in the clear in \(files.root.path)")
-    return EXIT_SUCCESS
 }
 
 /// Runs `body` on the core loop and waits for its result (start-up only).

@@ -224,6 +224,9 @@ def test_one_process_at_a_time_holds_the_state_a_second_daemon_and_an_export_are
         os.kill(daemon.proc.pid, signal.SIGCONT)
     assert busy.returncode == 1 and "touchgated is running (it holds" in busy.stderr, busy
     assert not (world.state / "prints-exported").exists()
+    # The purge that follows a removal whose export could not run still learns where prints may
+    # be sealed, and keeps their key (debian/touchgate.postrm).
+    assert (world.state / "prints-left-sealed").read_text() == "%s\n" % world.prints
     assert can_evaluate(world) == (-7, "noPrints")  # and the daemon still answers
 
 
@@ -276,6 +279,7 @@ def test_the_export_makes_no_print_store_where_there_is_none(world):
     assert done.returncode == 0, done
     assert "no print store at %s: nothing to export" % world.prints in done.stdout, done
     assert not world.prints.exists()
+    assert not (world.state / "prints-left-sealed").exists()
 
 
 def test_ctrl_c_ends_an_export_that_waits_on_a_tpm_that_does_not_answer(world):
@@ -299,3 +303,4 @@ def test_ctrl_c_ends_an_export_that_waits_on_a_tpm_that_does_not_answer(world):
         assert export.returncode == -signal.SIGINT, (export.returncode, out, err)
     [path] = print_files(world)
     assert path.read_bytes().startswith(MAGIC)
+    assert (world.state / "prints-left-sealed").read_text() == "%s\n" % world.prints
