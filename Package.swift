@@ -10,10 +10,14 @@ let dependencies: [Package.Dependency]
 if let local = Context.environment["TOUCHGATE_SWIFTPM_PACKAGES"], !local.isEmpty {
     dependencies = ["swift-argument-parser", "swift-log", "swift-crypto"].map { .package(path: local + "/" + $0) }
 } else {
+    // Exact versions: the ones the tests ran and debian/copyright records, so a new release
+    // upstream changes nothing until it is taken on purpose. swift-crypto's own dependency,
+    // swift-asn1, follows swift-crypto's manifest; debian/make-orig-swiftpm stops, naming it,
+    // when it resolves to a version debian/copyright does not record.
     dependencies = [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto", exact: "4.5.2"),
     ]
 }
 
