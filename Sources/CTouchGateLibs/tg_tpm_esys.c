@@ -1,4 +1,5 @@
 /* See tg_tpm_esys.h. */
+#include "tg_tpm.h"
 #include "tg_tpm_esys.h"
 
 #include <stdio.h>
@@ -26,6 +27,12 @@ bool tg_tpm_fail(struct tg_tpm *t, const char *what, TSS2_RC rc)
     else
         snprintf(t->error, t->error_cap, "%s: error 0x%x", what, (unsigned)rc);
     return false;
+}
+
+bool tg_tpm_fail_command(struct tg_tpm *t, const char *what, TSS2_RC rc, int command)
+{
+    t->refused = t->late ? 0 : tg_tpm_refusal(rc, command);
+    return tg_tpm_fail(t, what, rc);
 }
 
 bool tg_tpm_load(char *error, size_t error_cap)
@@ -160,7 +167,8 @@ bool tg_tpm_primary(struct tg_tpm *t)
                    (t->esys, &t->primary, NULL, NULL, NULL, NULL));
     if (rc != TSS2_RC_SUCCESS) {
         t->primary = ESYS_TR_NONE;
-        return tg_tpm_fail(t, "the TPM refused to make its storage key", rc);
+        return tg_tpm_fail_command(t, "the TPM refused to make its storage key", rc,
+                                   TG_TPM_CREATE_PRIMARY);
     }
     return true;
 }

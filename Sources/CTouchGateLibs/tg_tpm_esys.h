@@ -23,6 +23,7 @@ struct tg_tpm {
     struct timespec deadline;         /* CLOCK_MONOTONIC */
     bool late;                        /* a command passed the deadline: the context is unusable */
     bool absent;                      /* no TPM to open: no node, no tpm2-tss, no peer */
+    int refused;                      /* TG_TPM_*_REFUSED: refused for good (tg_tpm.h), or 0 */
     const char *where;                /* the TCTI configuration, for sentences */
     char *error;
     size_t error_cap;
@@ -47,6 +48,10 @@ void tg_tpm_flush(struct tg_tpm *t, ESYS_TR *handle);
 /* Writes "<what>: <tpm2-tss's reason>" (or that the deadline passed) into t->error; false. */
 bool tg_tpm_fail(struct tg_tpm *t, const char *what, TSS2_RC rc);
 
+/* The same for the answer rc to command (TG_TPM_LOAD, ...), recording in t->refused whether it
+ * is a refusal for good (tg_tpm_refusal). */
+bool tg_tpm_fail_command(struct tg_tpm *t, const char *what, TSS2_RC rc, int command);
+
 /* Sets the ESAPI timeout to the time left; nonzero (and t->late) once the deadline passed. */
 TSS2_RC tg_tpm_arm(struct tg_tpm *t);
 
@@ -70,7 +75,8 @@ TSS2_RC tg_tpm_arm(struct tg_tpm *t);
 /* clang-format on */
 
 /* The storage primary under the owner hierarchy into t->primary: the same key at every call, as
- * the TPM derives it from its owner seed and the fixed template. */
+ * the TPM derives it from its owner seed and the fixed template. Refused for good (t->refused)
+ * when the owner hierarchy has a password. */
 bool tg_tpm_primary(struct tg_tpm *t);
 
 /* Starts a session into t->session (TPM2_SE_HMAC, _POLICY or _TRIAL). HMAC and policy sessions

@@ -113,7 +113,7 @@ int tg_tpm_run_seal(const char *tcti, uint32_t pcrs, const uint8_t *secret, size
         tgEsys_Free(public);
     if (private != NULL)
         tgEsys_Free(private);
-    return written ? 0 : -1;
+    return written ? 0 : t.refused != 0 ? t.refused : -1;
 }
 
 static bool read_blob(const uint8_t *blob, size_t blob_len, uint32_t *mask, TPM2B_PUBLIC *public,
@@ -142,11 +142,11 @@ static bool unseal_loaded(struct tg_tpm *t, uint32_t mask, uint8_t *secret, size
     TSS2_RC rc = TG_TPM_RUN(t, Unseal, (t->esys, t->object, t->session, ESYS_TR_NONE, ESYS_TR_NONE),
                             (t->esys, &data));
     if (rc != TSS2_RC_SUCCESS)
-        return tg_tpm_fail(t,
-                           mask != 0 ? "the TPM refused to unseal (the bound PCRs changed since "
-                                       "sealing)"
-                                     : "the TPM refused to unseal",
-                           rc);
+        return tg_tpm_fail_command(t,
+                                   mask != 0 ? "the TPM refused to unseal (the bound PCRs changed "
+                                               "since sealing)"
+                                             : "the TPM refused to unseal",
+                                   rc, TG_TPM_UNSEAL);
     bool fits = data->size <= secret_cap;
     if (fits) {
         memcpy(secret, data->buffer, data->size);
@@ -178,15 +178,15 @@ int tg_tpm_run_unseal(const char *tcti, const uint8_t *blob, size_t blob_len, ui
             (t.esys, &t.object));
         if (rc != TSS2_RC_SUCCESS) {
             t.object = ESYS_TR_NONE;
-            unsealed = tg_tpm_fail(&t,
-                                   "the TPM refused to unseal the blob (another TPM made it, "
-                                   "or it was altered)",
-                                   rc);
+            unsealed = tg_tpm_fail_command(&t,
+                                           "the TPM refused to unseal the blob (another TPM made "
+                                           "it, or it was altered)",
+                                           rc, TG_TPM_LOAD);
         }
     }
     unsealed = unsealed && unseal_loaded(&t, mask, secret, secret_cap, len);
     tg_tpm_close(&t);
-    return unsealed ? 0 : -1;
+    return unsealed ? 0 : t.refused != 0 ? t.refused : -1;
 }
 
 int tg_tpm_run_probe(const char *tcti, char *error, size_t error_cap)

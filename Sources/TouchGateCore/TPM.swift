@@ -4,16 +4,29 @@
 import CTouchGateLibs
 import Glibc
 
+/// What a TPM refused for good: its answer is the same at every asking while nothing changes on
+/// the machine (tg_tpm.h), unlike a TPM that does not answer or answers "not now".
+public enum TPMRefusal: UInt8, Sendable, Equatable {
+    /// It does not load or unseal the blob: another TPM made it (a disk from another machine, or
+    /// this TPM cleared since), it was altered, or the PCRs it is bound to changed.
+    case key = 1
+    /// It does not make the storage key under its owner hierarchy, which has a password.
+    case ownerPassword = 2
+}
+
 /// Why the TPM did not do what was asked, as one English sentence (never the secret).
 public struct TPMError: Error, CustomStringConvertible, Sendable {
     public var description: String
     /// No TPM to ask (the device node is missing, tpm2-tss is not installed, nothing to connect
     /// to), as opposed to one that is there and failed.
     public var absent: Bool
+    /// The TPM answered with a refusal for good (nil: it may do it when asked again).
+    public var refusal: TPMRefusal?
 
-    public init(_ description: String, absent: Bool = false) {
+    public init(_ description: String, absent: Bool = false, refusal: TPMRefusal? = nil) {
         self.description = description
         self.absent = absent
+        self.refusal = refusal
     }
 }
 
@@ -70,12 +83,37 @@ public struct TPM: Sendable {
         return Array(secret[..<length])
     }
 
+    /// The commands whose answers `refusal(ofResponse:to:)` reads.
+    public enum Command: Sendable { case createPrimary, load, unseal }
+
+    /// How the shim reads the response code `rc` (a TSS2_RC, as tpm2-tss returns it) to `command`:
+    /// a refusal for good, or nil (a warning, another error, another layer's code).
+    public static func refusal(ofResponse rc: UInt32, to command: Command) -> TPMRefusal? {
+        let code: Int32
+        switch command {
+        case .createPrimary: code = TG_TPM_CREATE_PRIMARY
+        case .load: code = TG_TPM_LOAD
+        case .unseal: code = TG_TPM_UNSEAL
+        }
+        return refusal(status: tg_tpm_refusal(rc, code))
+    }
+
+    private static func refusal(status: Int32) -> TPMRefusal? {
+        switch status {
+        case TG_TPM_KEY_REFUSED: return .key
+        case TG_TPM_OWNER_REFUSED: return .ownerPassword
+        default: return nil
+        }
+    }
+
     /// Runs one shim call with room for its sentence; throws the sentence when it fails.
     private func call(_ body: (UnsafeMutablePointer<CChar>, Int) -> Int32) throws(TPMError) {
         var error = [CChar](repeating: 0, count: 512)
         let status = error.withUnsafeMutableBufferPointer { body($0.baseAddress!, $0.count) }
         guard status != 0 else { return }
         let bytes = error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
-        throw TPMError(String(decoding: bytes, as: UTF8.self), absent: status == TG_TPM_ABSENT)
+        throw TPMError(
+            String(decoding: bytes, as: UTF8.self), absent: status == TG_TPM_ABSENT,
+            refusal: Self.refusal(status: status))
     }
 }

@@ -42,6 +42,13 @@ final class Swtpm {
         _ = try tool("tpm2_pcrextend", "\(pcr):sha256=" + String(repeating: "ab", count: 32))
     }
 
+    /// Sets the owner hierarchy's password through tpm2-tools, as an administrator would; nil
+    /// clears the one set before (`current`).
+    func setOwnerPassword(_ password: String?, current: String? = nil) throws {
+        let old = current.map { ["-p", $0] } ?? []
+        _ = try tool("tpm2_changeauth", ["-c", "owner"] + old + (password.map { [$0] } ?? []))
+    }
+
     /// The transient objects and sessions loaded in the TPM, as tpm2_getcap lists them (one
     /// handle a line): what a call left behind.
     func loadedHandles() throws -> [String] {
@@ -51,7 +58,9 @@ final class Swtpm {
     }
 
     /// Runs one of tpm2-tools against this TPM and returns what it printed (a few lines).
-    private func tool(_ name: String, _ arguments: String...) throws -> String {
+    private func tool(_ name: String, _ arguments: String...) throws -> String { try tool(name, arguments) }
+
+    private func tool(_ name: String, _ arguments: [String]) throws -> String {
         let tool = Process()
         let output = Pipe()
         tool.executableURL = URL(fileURLWithPath: "/usr/bin/\(name)")

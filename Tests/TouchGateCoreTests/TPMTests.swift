@@ -26,6 +26,56 @@ struct TPMTests {
         let blob = try TPM(tcti: first.tcti, pcrs: []).seal(randomBytes(32))
         let error = #expect(throws: TPMError.self) { try TPM(tcti: second.tcti, pcrs: []).unseal(blob) }
         #expect(error?.description.contains("the TPM refused to unseal") == true, "\(String(describing: error))")
+        #expect(error?.refusal == .key)  // for good: asking again changes nothing
+    }
+
+    @Test("a TPM whose owner hierarchy has a password refuses for good, until it is cleared")
+    func ownerPassword() throws {
+        let swtpm = try Swtpm()
+        let tpm = TPM(tcti: swtpm.tcti, pcrs: [])
+        let secret = randomBytes(32)
+        let blob = try tpm.seal(secret)
+        try swtpm.setOwnerPassword("owner-secret")
+        try tpm.probe()  // it answers
+        let sealing = #expect(throws: TPMError.self) { try tpm.seal(secret) }
+        #expect(sealing?.refusal == .ownerPassword, "\(String(describing: sealing))")
+        #expect(sealing?.description.hasPrefix("the TPM refused to make its storage key: ") == true)
+        let unsealing = #expect(throws: TPMError.self) { try tpm.unseal(blob) }
+        #expect(unsealing?.refusal == .ownerPassword, "\(String(describing: unsealing))")
+        try swtpm.setOwnerPassword(nil, current: "owner-secret")
+        #expect(try tpm.unseal(blob) == secret)
+        #expect(try swtpm.loadedHandles() == [])
+    }
+
+    @Test("the TPM's answers read as refusals for good only for what they refuse, in the TPM's own layer")
+    func responseCodes() {
+        let cases: [(UInt32, TPM.Command, TPMRefusal?)] = [
+            (0x1df, .load, .key),  // integrity check failed, parameter 1: another seed, or altered
+            (0x99f, .load, .key),  // the same about session 1
+            (0x155, .load, .key),  // the sensitive area did not unmarshal after decryption
+            (0x1e5, .load, .key),  // public and sensitive parts not bound
+            (0x99d, .unseal, .key),  // a policy check failed, session 1: the bound PCRs changed
+            (0x98e, .unseal, .key),  // authorization HMAC failed
+            (0x9a2, .createPrimary, .ownerPassword),  // authorization failure without DA implications
+            (0x98e, .createPrimary, .ownerPassword),  // the HMAC form of it
+            (0x1df, .createPrimary, nil),  // not about the owner's authorization
+            (0x99d, .load, nil),  // a policy failure is Unseal's answer, not Load's
+            (0x128, .unseal, nil),  // the PCRs changed during the policy session: try again
+            (0x922, .load, nil),  // retry (a warning)
+            (0x902, .createPrimary, nil),  // out of memory for objects
+            (0x921, .unseal, nil),  // DA lockout: it ends
+            (0x91f, .load, nil),  // a warning, whatever its number
+            (0x11f, .load, nil),  // a format-zero code, not integrity's
+            (0x51f, .load, nil),  // a vendor's code
+            (0x01f, .load, nil),  // a TPM 1.2 code
+            (0x7_01df, .load, nil),  // ESAPI's layer, with the same low bits
+            (0xa_000a, .load, nil),  // the TCTI's I/O error
+            (0xb_01df, .load, nil),  // a resource manager's own
+            (0, .load, nil),
+        ]
+        for (rc, command, refusal) in cases {
+            #expect(TPM.refusal(ofResponse: rc, to: command) == refusal, "0x\(String(rc, radix: 16)) to \(command)")
+        }
     }
 
     @Test("a secret bound to PCR 16 opens until PCR 16 is extended; an unbound one still opens")
@@ -41,6 +91,7 @@ struct TPMTests {
         try swtpm.extend(pcr: 16)
         let error = #expect(throws: TPMError.self) { try bound.unseal(boundBlob) }
         #expect(error?.description.contains("the TPM refused to unseal") == true, "\(String(describing: error))")
+        #expect(error?.refusal == .key)
         #expect(try unbound.unseal(unboundBlob) == secret)
         // The PCRs a blob needs travel in the blob, not in the caller's configuration.
         #expect(throws: TPMError.self) { try unbound.unseal(boundBlob) }
@@ -130,6 +181,7 @@ struct TPMTests {
         #expect(clock.now - started < .seconds(5))
         #expect(error?.description.hasPrefix("no TPM answers at \(tcti)") == true, "\(String(describing: error))")
         #expect(error?.absent == true)  // nothing to connect to: no TPM, as `seal = auto` reads it
+        #expect(error?.refusal == nil)
         #expect(#expect(throws: TPMError.self) { try TPM(tcti: tcti, pcrs: []).seal(randomBytes(32)) } != nil)
     }
 
@@ -170,6 +222,7 @@ struct TPMTests {
         #expect(took >= .seconds(9) && took < .seconds(15), "took \(took)")
         #expect(error?.description.hasPrefix("no TPM answers at \(tcti)") == true, "\(String(describing: error))")
         #expect(error?.absent == false)  // there, and silent: asked again later, never "no TPM"
+        #expect(error?.refusal == nil)  // nor refused for good
 
         // Its worker is still stuck there: the next call is answered at once, no thread queued.
         let again = clock.now

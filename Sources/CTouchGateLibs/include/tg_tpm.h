@@ -21,8 +21,9 @@
  *       or NULL/"" for tpm2-tss's own default search.
  * pcrs: a bit mask of SHA-256 PCRs 0–23 the secret is bound to (0: none); unsealing then needs
  *       the same PCR values as at sealing.
- * Each returns 0, or -1 with a one-line English sentence in error (never the secret nor the blob),
- * e.g. "no TPM answers at <tcti>: ...", "the TPM refused to unseal ...: <tpm2-tss's reason>". */
+ * Each returns 0, or -1 (or a code below) with a one-line English sentence in error (never the
+ * secret nor the blob), e.g. "no TPM answers at <tcti>: ...", "the TPM refused to unseal ...:
+ * <tpm2-tss's reason>". */
 
 /* True once no call is left behind in a conversation the TPM never answered (at most one is:
  * while it is, every call is answered at once that the last one has not ended), within
@@ -36,6 +37,28 @@ bool tg_tpm_settled(int timeout_ms);
 /* 0 when a TPM answers through tcti (a GetRandom of a few bytes); TG_TPM_ABSENT when there is
  * none; -1 when one is there and failed (no answer in time, an error), with the sentence. */
 int tg_tpm_probe(const char *tcti, char *error, size_t error_cap);
+
+/* What tg_tpm_seal and tg_tpm_unseal return, instead of -1, when the TPM answered with a refusal
+ * that asking again does not change while nothing changes on the machine:
+ * TG_TPM_KEY_REFUSED: it will not load or unseal this blob: another TPM made it (the disk comes
+ *   from another machine, or this TPM was cleared since: its owner seed changed), it was altered,
+ *   or the PCRs it is bound to hold other values now;
+ * TG_TPM_OWNER_REFUSED: it will not make the storage key under its owner hierarchy, whose
+ *   authorization is not empty (an owner password is set).
+ * A TPM that does not answer, cannot be opened, or answers a warning (out of memory, retry,
+ * lockout) is -1: asked again later, it may do. */
+#define TG_TPM_KEY_REFUSED   2
+#define TG_TPM_OWNER_REFUSED 3
+
+/* The commands whose refusals tg_tpm_refusal reads. */
+#define TG_TPM_CREATE_PRIMARY 1
+#define TG_TPM_LOAD           2
+#define TG_TPM_UNSEAL         3
+
+/* How the answer rc (a TSS2_RC as ESAPI returns it) to command reads: TG_TPM_KEY_REFUSED,
+ * TG_TPM_OWNER_REFUSED, or 0 for anything else (not the TPM's own answer, a warning, another
+ * error). The shim's own reading, given here so that it can be checked code by code. */
+int tg_tpm_refusal(uint32_t rc, int command);
 
 /* Seals secret[0..len) (1 ≤ len ≤ TG_TPM_SECRET_MAX); blob gets ≤ TG_TPM_BLOB_MAX bytes. */
 int tg_tpm_seal(const char *tcti, uint32_t pcrs, const uint8_t *secret, size_t len, uint8_t *blob,
