@@ -164,6 +164,10 @@ extension Core {
         case .ready?: doc.sealing = "sealed"
         case .off(let why)?: doc.sealing = "clear"; doc.sealingDetail = why
         case .unavailable(let why)?: doc.sealing = "unavailable"; doc.sealingDetail = why
+        case .refused(let refusal, let why)?:
+            doc.sealing = "refused"; doc.sealingDetail = why
+            doc.sealingRefusal = refusal == .key ? "key" : "ownerPassword"
+            doc.sealingKeyFile = prints.files.sealing?.keyPath
         }
         if case .unsafe(let why) = list { doc.printsProblem = why }
         let env = await environment(user, prints: list.prints, readerAvailable: info != nil)
@@ -208,10 +212,16 @@ struct StatusDocument: Encodable {
     var damagedFingers: [String] = []
     /// Sealed prints the TPM cannot open now.
     var sealedFingers: [String] = []
-    /// The print store: "sealed" (to the TPM), "clear" (not sealed: sealingDetail says why), or
-    /// "unavailable" (sealing required, the key cannot be had: sealingDetail says why).
+    /// The print store: "sealed" (to the TPM), "clear" (not sealed: sealingDetail says why),
+    /// "unavailable" (sealing required, the key cannot be had: sealingDetail says why), or
+    /// "refused" (the same, the TPM refusing for good: sealingDetail says why and the way out).
     var sealing: String?
     var sealingDetail: String?
+    /// What the TPM refuses when sealing is "refused": "key" (the sealed key: a TPM cleared, a
+    /// disk from another machine, bound PCRs changed) or "ownerPassword" (its owner hierarchy).
+    var sealingRefusal: String?
+    /// `<state>/sealed-key` when sealing is "refused": the file the way out removes.
+    var sealingKeyFile: String?
     /// The sealed login password (docs/spec.md §12): off, ready, void (the prints changed), unavailable.
     var keyring = "off"
     /// Why the keyring is unavailable.

@@ -215,7 +215,7 @@ extension Core {
                     return .refused(Refusal(.biometryNotEnrolled, reason: .noPrints, text: .notEnrolled))
                 }
                 if wanted.contains(where: \.closed) {
-                    return .refused(Refusal(.biometryNotAvailable, reason: .printsSealed, text: .printsSealed))
+                    return .refused(Refusal(.biometryNotAvailable, reason: .printsSealed, text: sealedText))
                 }
                 var refusal = Refusal(
                     .templateDamaged, reason: .templateDamaged, text: .templatesDamaged(wanted.map(\.finger)))

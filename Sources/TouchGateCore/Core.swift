@@ -157,6 +157,9 @@ public struct CoreSetup: Sendable {
                 case .off(let why): return ("prints are kept in the clear: \(why)", false)
                 case .unavailable(let why):
                     return ("sealed prints cannot be opened and none is enrolled: \(why); asked again later", true)
+                case .refused(_, let why):
+                    // Asked again all the same: bound PCRs may come back (the kernel booted before).
+                    return ("sealed prints cannot be opened and none is enrolled: \(why)", true)
                 }
             }
             let busy = "the print store could not be checked for sealing: the storage threads are busy"
@@ -232,6 +235,10 @@ public struct CoreSetup: Sendable {
 
     // MARK: canEvaluate
 
+    /// What a person is told when their prints stay sealed: that the TPM cannot open them now, or,
+    /// when it refused their key for good, that it refuses it, which only the administrator mends.
+    var sealedText: Text { prints.files.sealing?.refusal == nil ? .printsSealed : .printsSealedRefused }
+
     /// What an evaluation would end with before it starts, or nil when a prompt makes sense.
     /// Never touches the reader; prints and states are cached, so it answers in microseconds.
     /// `reader`: the reader the request names (nil: the default one).
@@ -267,7 +274,7 @@ public struct CoreSetup: Sendable {
             return refused
         }
         if !list.prints.contains(where: \.matchable), list.prints.contains(where: \.closed) {
-            return Refusal(.biometryNotAvailable, reason: .printsSealed, text: .printsSealed)
+            return Refusal(.biometryNotAvailable, reason: .printsSealed, text: sealedText)
         }
         if damaged.count == list.prints.count {
             var refusal = Refusal(.templateDamaged, reason: .templateDamaged, text: .templatesDamaged(damaged))

@@ -44,6 +44,7 @@ public enum Text: Sendable, Equatable {
     case stateUnreadable
     case printsUnsafe
     case printsSealed
+    case printsSealedRefused
     case keyringKept, keyringForgotten, keyringNotKept, keyringNotSealedNow, keyringVoid, keyringClosed
     case busy
     case templateDamaged(Finger)
@@ -129,6 +130,10 @@ public enum Text: Sendable, Equatable {
         case .printsSealed:
             return L(
                 "Fingerprint unavailable: the prints are sealed to this computer's TPM, which cannot open them now: use your password",
+                l)
+        case .printsSealedRefused:
+            return L(
+                "Fingerprint unavailable: this computer's TPM refuses the key the prints are sealed with (ask the administrator): use your password",
                 l)
         case .keyringKept: return L("Keyring password kept: a fingerprint login now unlocks your keyring", l)
         case .keyringForgotten: return L("Keyring password forgotten", l)

@@ -22,9 +22,12 @@ public struct SealingError: Error, Equatable, Sendable, CustomStringConvertible 
     public var description: String
     /// A probe found no sealer at all (no TPM), not one that failed.
     public var absent: Bool
-    public init(_ description: String, absent: Bool = false) {
+    /// The sealer refused for good (TPM.swift): asking again changes nothing until the machine does.
+    public var refusal: TPMRefusal?
+    public init(_ description: String, absent: Bool = false, refusal: TPMRefusal? = nil) {
         self.description = description
         self.absent = absent
+        self.refusal = refusal
     }
 }
 
@@ -37,6 +40,9 @@ public enum DataKeyState: Sendable, Equatable {
     /// Sealing is required but the key cannot be had: sealed prints stay closed and no print is
     /// written (fail closed); passwords are not affected.
     case unavailable(String)
+    /// The same, because the TPM refused for good (the sentence says why and the way out): it is
+    /// still asked again, but no key is ever made in place of the one sealed.
+    case refused(TPMRefusal, String)
 }
 
 /// The machine's data key, unsealed once on first use (never at start: a slow or absent TPM must
@@ -59,6 +65,9 @@ public final class PrintSealing: Sendable {
     /// Only opens the key sealed before, whatever the mode, and never makes one (the export).
     let openOnly: Bool
     private let cached = Mutex<Cached?>(nil)
+    /// The refusal of the last answer (its raw value; 0: none), read without waiting for a TPM
+    /// conversation under way.
+    private let lastRefusal = Atomic<UInt8>(0)
 
     private enum Resolved {
         case key(SymmetricKey)
@@ -96,7 +105,11 @@ public final class PrintSealing: Sendable {
             case .failed(let e, let until) where monotonicMilliseconds() < until: return .failure(e)
             case .failed, nil: break
             }
-            switch resolve() {
+            let resolved = resolve()
+            var refusal: TPMRefusal?
+            if case .failure(let e) = resolved { refusal = e.refusal }
+            lastRefusal.store(refusal?.rawValue ?? 0, ordering: .relaxed)
+            switch resolved {
             case .success(let r):
                 cached = .resolved(r)
                 if case .key(let k) = r { return .success(k) }
@@ -108,6 +121,13 @@ public final class PrintSealing: Sendable {
         }
     }
 
+    /// What the TPM refused for good at the last asking (nil: nothing, or not asked yet). It never
+    /// waits, so the core's loop may ask while a TPM conversation is under way.
+    public var refusal: TPMRefusal? { TPMRefusal(rawValue: lastRefusal.load(ordering: .relaxed)) }
+
+    /// `<state>/sealed-key`, as the way out of a refused key names it.
+    public var keyPath: String { "\(state.path)/\(Self.blobName)" }
+
     /// For status and doctor: what `key()` gives, in words.
     public func keyState() -> DataKeyState {
         switch key() {
@@ -116,7 +136,24 @@ public final class PrintSealing: Sendable {
             return cached.withLock {
                 if case .resolved(.off(let why)) = $0 { return .off(why) } else { return .off("") }
             }
-        case .failure(let e): return .unavailable(e.description)
+        case .failure(let e):
+            guard let refusal = e.refusal else { return .unavailable(e.description) }
+            return .refused(refusal, e.description)
+        }
+    }
+
+    /// The sentence for a refusal for good: what it is and the way out (status and doctor show it).
+    private func refused(_ refusal: TPMRefusal, said: SealingError) -> SealingError {
+        switch refusal {
+        case .key:
+            return SealingError(
+                "the TPM no longer opens the key the prints are sealed with (the TPM was cleared, the disk comes from "
+                    + "another machine, or the PCRs it is bound to changed): remove \(keyPath), restart touchgated "
+                    + "and enroll again; the TPM said: \(said)", refusal: refusal)
+        case .ownerPassword:
+            return SealingError(
+                "sealing cannot use a TPM whose owner hierarchy has a password: clear the owner password, or set "
+                    + "seal = no in touchgate.conf; the TPM said: \(said)", refusal: refusal)
         }
     }
 
@@ -144,6 +181,9 @@ public final class PrintSealing: Sendable {
                 }
                 return .success(.key(SymmetricKey(data: secret)))
             } catch {
+                // Never a new key in its place, even refused for good: the prints sealed under it
+                // may open again (the PCRs back as they were), and the way out is the administrator's.
+                if let refusal = error.refusal { return .failure(refused(refusal, said: error)) }
                 return .failure(SealingError("the TPM cannot unseal the data key: \(error)"))
             }
         }
@@ -161,6 +201,7 @@ public final class PrintSealing: Sendable {
             let sealed = try sealer.seal(secret)
             try state.writeAtomically(Self.blobName, sealed)
         } catch let e as SealingError {
+            if let refusal = e.refusal { return .failure(refused(refusal, said: e)) }
             return .failure(SealingError("the TPM cannot seal a data key: \(e)"))
         } catch {
             return .failure(SealingError("\(state.path)/\(Self.blobName): \(error)"))

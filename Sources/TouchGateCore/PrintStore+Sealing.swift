@@ -130,7 +130,7 @@ extension DataKeyState {
         switch self {
         case .off(let why): return why
         case .ready: return "the data key is unsealed"
-        case .unavailable(let why): return why
+        case .unavailable(let why), .refused(_, let why): return why
         }
     }
 }

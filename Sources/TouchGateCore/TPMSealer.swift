@@ -10,10 +10,10 @@ public struct TPMSealer: KeySealer {
     }
 
     public func seal(_ secret: [UInt8]) throws(SealingError) -> [UInt8] {
-        do { return try tpm.seal(secret) } catch { throw SealingError(error.description) }
+        do { return try tpm.seal(secret) } catch { throw SealingError(error.description, refusal: error.refusal) }
     }
 
     public func unseal(_ blob: [UInt8]) throws(SealingError) -> [UInt8] {
-        do { return try tpm.unseal(blob) } catch { throw SealingError(error.description) }
+        do { return try tpm.unseal(blob) } catch { throw SealingError(error.description, refusal: error.refusal) }
     }
 }

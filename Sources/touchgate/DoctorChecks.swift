@@ -260,6 +260,15 @@ enum DoctorChecks {
                     fix: noPrints
                         ? L("enroll a finger, then log in once with the password", cli)
                         : L("log in once with the password", cli)))
+        case "unavailable" where sealingRefused(document) && document["keyringDetail"] == document["sealingDetail"]:
+            // Sealed under the prints' key, which the TPM refuses: sealing's check says the way out.
+            checks.append(
+                DoctorCheck(
+                    "keyring", .problem,
+                    L(
+                        "the sealed keyring password cannot be opened: the TPM refuses the key it is sealed with (see sealing)",
+                        cli),
+                    fix: L("after sealing's fix, enroll a finger, then log in once with the password", cli)))
         case "unavailable":
             let detail = document["keyringDetail"]?.scalarText ?? ""
             checks.append(
@@ -328,6 +337,14 @@ enum DoctorChecks {
                     DoctorCheck(
                         name, .problem, refused,
                         fix: L("enroll them again: %s", cli, commands.joined(separator: "; "))))
+            case .biometryNotAvailable? where can["reason"]?.scalarText == "printsSealed" && sealingRefused(document):
+                // Not "for now": the sealing check above says the way out.
+                checks.append(
+                    DoctorCheck(
+                        name, .note,
+                        L(
+                            "fingerprint refused: the prints are sealed under a key this computer's TPM refuses (see sealing)",
+                            cli)))
             default:
                 // The reader or the TPM: the checks above name it; a password changes nothing.
                 checks.append(DoctorCheck(name, .note, refused))

@@ -20,8 +20,8 @@ from test_hardening import can_evaluate, status
 from test_policy import stack_service
 
 MAGIC = b"TGSP\x01"
-SEALED_TEXT = ("Fingerprint unavailable: the prints are sealed to this computer's TPM, which cannot open "
-               "them now: use your password")
+REFUSED_TEXT = ("Fingerprint unavailable: this computer's TPM refuses the key the prints are sealed with "
+                "(ask the administrator): use your password")
 
 
 def configure(world, tpm, seal="tpm"):
@@ -91,25 +91,25 @@ def test_the_same_disk_under_another_tpm_opens_no_print_and_the_password_still_w
             assert can_evaluate(world) == (-6, "printsSealed")
             # doctor names the TPM as the cause, not the reader it finds working.
             doctor = world.cli("doctor", "--user", "alice", "--root", str(world.dir))
-            assert "fingerprint refused for now: the prints are sealed to this computer's TPM" in doctor.stdout, \
-                doctor
-            doc = status(world)
-            assert doc["sealing"] == "unavailable" and "refused" in doc["sealingDetail"], doc
+            assert "fingerprint refused: the prints are sealed under a key this computer's TPM refuses" in \
+                doctor.stdout, doctor
+            doc = status(world)  # refused for good: test_sealing_refused.py follows the way out
+            assert doc["sealing"] == "refused" and "refused" in doc["sealingDetail"], doc
             assert doc["sealedFingers"] == ["right-index-finger"] and doc["damagedFingers"] == [], doc
             assert doc["fingers"] == ["right-index-finger"]  # still enrolled: nothing is lost
             session = world.pam("alice").wait()
             assert session.result == "PAM_AUTHINFO_UNAVAIL"
-            assert SEALED_TEXT in session.messages(), session.transcript()
+            assert REFUSED_TEXT in session.messages(), session.transcript()
             assert PROMPT not in session.messages()
             # The password is not sealed: the stack's password module follows and succeeds.
             session = world.pam("alice", service=stack_service(world))
             session.wait_for("Password")
-            assert SEALED_TEXT in session.messages(), session.transcript()
+            assert REFUSED_TEXT in session.messages(), session.transcript()
             session.type(PASSWORDS["alice"] + "\n")
             assert session.wait().result == "PAM_SUCCESS", session.transcript()
             # And nothing in the clear was written in its place.
             assert path.read_bytes() == sealed
-            assert "alice's right-index-finger print is not used: it is sealed, and the TPM cannot unseal" in \
+            assert "alice's right-index-finger print is not used: it is sealed, and the TPM no longer opens" in \
                 "\n".join(daemon.log.texts())
             # tpm2-tss's own warnings are silenced: the daemon says what failed in its words.
             assert not [t for t in daemon.log.texts() if t.startswith(("WARNING:", "ERROR:"))]

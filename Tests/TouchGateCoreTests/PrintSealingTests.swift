@@ -11,12 +11,17 @@ import TouchGateTestSupport
 import TouchGateWire
 
 /// Seals by XOR with a per-machine byte and a tag; a blob of another machine does not open.
+/// `refusal`: what the TPM says of what it does not do (nil: a failure that may pass); with
+/// `.ownerPassword` it seals and unseals nothing.
 final class MachineSealer: KeySealer {
     let machine: UInt8
     let present: Bool
+    let refusal: TPMRefusal?
     let answering = Mutex(true)
     let calls = Mutex(0)
-    init(machine: UInt8, present: Bool = true) { self.machine = machine; self.present = present }
+    init(machine: UInt8, present: Bool = true, refusal: TPMRefusal? = nil) {
+        self.machine = machine; self.present = present; self.refusal = refusal
+    }
 
     func probe() throws(SealingError) {
         if !present { throw SealingError("nothing answers", absent: true) }
@@ -25,12 +30,14 @@ final class MachineSealer: KeySealer {
     func seal(_ secret: [UInt8]) throws(SealingError) -> [UInt8] {
         calls.withLock { $0 += 1 }
         guard answering.withLock({ $0 }) else { throw SealingError("the TPM does not answer") }
+        if refusal == .ownerPassword { throw SealingError("the TPM refused to make its storage key", refusal: refusal) }
         return [machine] + secret.map { $0 ^ machine }
     }
     func unseal(_ blob: [UInt8]) throws(SealingError) -> [UInt8] {
         calls.withLock { $0 += 1 }
         guard answering.withLock({ $0 }) else { throw SealingError("the TPM does not answer") }
-        guard blob.first == machine else { throw SealingError("the TPM refused to unseal") }
+        if refusal == .ownerPassword { throw SealingError("the TPM refused to make its storage key", refusal: refusal) }
+        guard blob.first == machine else { throw SealingError("the TPM refused to unseal", refusal: refusal) }
         return blob.dropFirst().map { $0 ^ machine }
     }
 }
@@ -103,6 +110,57 @@ struct PrintSealingTests {
                 try elsewhere.save(bytes, user: "alice", device: device, finger: .leftIndex)
             }
             #expect(!exists(path(dir, .leftIndex)))
+        }
+    }
+
+    @Test func aKeyTheTPMRefusesForGoodIsSaidWithTheWayOutAskedAgainAndNeverReplaced() async throws {
+        try await withTemporaryDirectory { dir in
+            try aliceSealed(in: dir)
+            let key = try #require(contents("\(dir)/state/sealed-key"))
+            // Another machine's TPM, or this one cleared: it refuses the key for good.
+            let other = MachineSealer(machine: 9, refusal: .key)
+            let store = try files(dir, .auto, other)
+            #expect(store.list("alice", device: device).prints.first?.closed == true)
+            let state = store.sealing?.keyState()
+            guard case .refused(.key, let why)? = state else { Issue.record("\(String(describing: state))"); return }
+            #expect(
+                why == "the TPM no longer opens the key the prints are sealed with (the TPM was cleared, the disk "
+                    + "comes from another machine, or the PCRs it is bound to changed): remove \(dir)/state/sealed-key, "
+                    + "restart touchgated and enroll again; the TPM said: the TPM refused to unseal")
+            #expect(store.sealing?.refusal == .key)
+            // Asked again (bound PCRs may come back), but no key is made in its place and no print
+            // is written.
+            let before = other.calls.withLock { $0 }
+            #expect(throws: StorageError.self) {
+                try store.save(
+                    reader.print(user: "alice", finger: 1), user: "alice", device: device, finger: .leftThumb)
+            }
+            #expect(other.calls.withLock { $0 } == before + 1)
+            #expect(contents("\(dir)/state/sealed-key") == key)
+            #expect(!exists(path(dir, .leftThumb)))
+            // Back on the TPM that sealed it, the refusal is over.
+            let home = try files(dir, .auto, MachineSealer(machine: 7))
+            #expect(home.list("alice", device: device).prints.first?.closed == false)
+            #expect(home.sealing?.refusal == nil)
+        }
+    }
+
+    @Test func aTPMWithAnOwnerPasswordIsSaidSoAndMakesNoKey() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try files(dir, .auto, MachineSealer(machine: 7, refusal: .ownerPassword))
+            #expect(throws: StorageError.self) {
+                try store.save(
+                    reader.print(user: "alice", finger: 1), user: "alice", device: device, finger: .leftThumb)
+            }
+            let state = store.sealing?.keyState()
+            guard case .refused(.ownerPassword, let why)? = state else {
+                Issue.record("\(String(describing: state))")
+                return
+            }
+            #expect(
+                why == "sealing cannot use a TPM whose owner hierarchy has a password: clear the owner password, or "
+                    + "set seal = no in touchgate.conf; the TPM said: the TPM refused to make its storage key")
+            #expect(!exists("\(dir)/state/sealed-key") && !exists(path(dir, .leftThumb)))
         }
     }
 
