@@ -2,4 +2,3 @@
 #include <security/pam_appl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <shadow.h>

@@ -5,7 +5,8 @@ import Glibc
 public enum PasswordCheck: Sendable, Equatable {
     case correct
     case wrong
-    /// The account has no usable password (locked, empty or unknown to PAM): no fallback exists.
+    /// PAM knows no password for the account (unknown to it, or no credentials to check):
+    /// no fallback exists.
     case notSet
     case unavailable(String)
 }
@@ -22,7 +23,9 @@ public struct PAMPasswordChecker: PasswordVerifying {
     public func check(user: String, password: String) -> PasswordCheck {
         // An empty password is never correct, whatever the PAM stack would say.
         guard !password.isEmpty else { return .wrong }
-        if Self.shadowSaysNoPassword(user) { return .notSet }
+        // The PAM service alone judges: a shadow entry locked ('*', '!') only says there is no
+        // local hash, and the service may check elsewhere (pam_ldap, whose users nslcd serves
+        // with '*'; pam_krb5). A wrong password is wrong for such an account too, and counts.
         // The conversation answers every prompt with the password; the copy is wiped afterwards.
         guard let secret = strdup(password) else { return .unavailable("out of memory") }
         defer { memset(secret, 0, strlen(secret)); free(secret) }
@@ -56,21 +59,6 @@ public struct PAMPasswordChecker: PasswordVerifying {
         case PAM_AUTH_ERR, PAM_MAXTRIES: return .wrong
         case PAM_USER_UNKNOWN, PAM_CRED_INSUFFICIENT: return .notSet
         default: return .unavailable(message)
-        }
-    }
-
-    /// A locked ('!', '*') or empty shadow password means no password can ever succeed.
-    /// getspnam_r: checks run on several pool threads at once, and getspnam is not reentrant.
-    static func shadowSaysNoPassword(_ user: String) -> Bool {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        return buffer.withUnsafeMutableBufferPointer { buf in
-            var entry = spwd()
-            var result: UnsafeMutablePointer<spwd>?
-            guard getspnam_r(user, &entry, buf.baseAddress, buf.count, &result) == 0, result != nil,
-                let hash = entry.sp_pwdp
-            else { return false }
-            let first = hash.pointee
-            return first == 0 || first == CChar(UInt8(ascii: "!")) || first == CChar(UInt8(ascii: "*"))
         }
     }
 }

@@ -46,6 +46,25 @@ def test_enroll_with_a_wrong_password_is_refused(world, daemon):
     assert listed.returncode == 0 and "right-index-finger" not in listed.stdout, listed
 
 
+@pytest.mark.parametrize("reader_kind", ["virtual_device"], indirect=True)
+def test_a_password_the_password_service_accepts_is_accepted_whatever_the_local_shadow_says(reader_kind, world):
+    """An LDAP account's shadow entry as nslcd serves it, or a Kerberos account's with no local
+    password, says '*': no local hash. Its password is for the password service to judge (here
+    pam_matrix, which knows it), not the shadow entry; a wrong one still counts."""
+    shadow = world.dir / "shadow"
+    shadow.write_text("alice:*:19000:0:99999:7:::\n")
+    # nss_wrapper serves getspnam() but neither getspnam_r() nor glibc's own shadow look-ups: the
+    # daemon gets the file as /etc/shadow, in a mount namespace of its own.
+    world.start_daemon(prefix=["unshare", "--mount", "--propagation", "private",
+                               "sh", "-c", 'mount --bind "$0" /etc/shadow && exec "$@"', str(shadow)])
+    enabled = world.cli("enable", "--user", "alice", as_user="alice", password=harness.PASSWORDS["alice"])
+    assert enabled.returncode == 0, enabled
+    wrong = world.cli("enable", "--user", "alice", as_user="alice", password="not-her-password")
+    assert wrong.returncode != 0 and "Wrong password" in wrong.stderr, wrong
+    status = json.loads(world.cli("status", "--user", "alice", "--json").stdout)
+    assert status["wrongPasswords"] == 1, status
+
+
 def test_output_that_cannot_be_written_fails_the_command(world, alice):
     """A status redirected to a full disk is lost: exit 1 and the reason, never a silent 0."""
     with open("/dev/full", "w") as full:
