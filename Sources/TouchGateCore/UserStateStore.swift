@@ -122,9 +122,10 @@ public enum Durability: Sendable {
     /// Applies `change` and records the result, on disk before returning for `.beforeReply`.
     /// Throws when that write failed; the new state is kept in memory either way (it only adds
     /// what happened, so keeping it is never weaker than the disk). `overUnreadable`: a state the
-    /// disk fails to read now is taken as unreadable (`.corrupt`), so the change replaces it and
-    /// keeps it aside; an administrator's action, which would otherwise never get past a file
-    /// that keeps failing.
+    /// disk fails to read with an error that lasts (EIO: `persists`) is taken as unreadable
+    /// (`.corrupt`), so the change replaces it and keeps it aside; an administrator's action,
+    /// which would otherwise never get past a file that keeps failing. A passing failure (no
+    /// descriptor or memory left now) fails the change: the file, and what it holds, stays.
     @discardableResult
     func update(
         _ user: String, _ durability: Durability, overUnreadable: Bool = false,
@@ -168,7 +169,7 @@ public enum Durability: Sendable {
         if let pending = loading[user] {
             // The reader adopts what it read; a failure is each waiter's too.
             if case .failure(let error) = await pending.wait() {
-                if unreadableIsCorrupt, case .io = error {
+                if unreadableIsCorrupt, Self.persists(error) {
                     return entries[user] ?? adopt(user, .corrupt(error.description))
                 }
                 throw error
@@ -192,7 +193,7 @@ public enum Durability: Sendable {
         switch read {
         case .failure(let error):
             log("cannot read the state of \(user) now: \(error)")
-            if unreadableIsCorrupt, case .io = error {
+            if unreadableIsCorrupt, Self.persists(error) {
                 return entries[user] ?? adopt(user, .corrupt(error.description))
             }
             throw error
@@ -200,6 +201,14 @@ public enum Durability: Sendable {
             if case .corrupt(let why) = stored { log("state of \(user) refused: \(why)") }
             return entries[user] ?? adopt(user, stored)
         }
+    }
+
+    /// Whether a failed read says the file cannot be read, not only that it could not be now: an
+    /// I/O error (EIO and the like) does, a lack the next read may not meet (no descriptor,
+    /// memory or buffer left, interrupted, try again) does not. Nothing but an `.io` failure.
+    nonisolated static func persists(_ error: StorageError) -> Bool {
+        guard case .io(_, let code) = error else { return false }
+        return ![EMFILE, ENFILE, ENOMEM, EINTR, EAGAIN, EWOULDBLOCK, ENOBUFS].contains(code)
     }
 
     private func adopt(_ user: String, _ stored: StoredState) -> Entry {

@@ -96,6 +96,35 @@ extension UserStateStoreTests {
         }
     }
 
+    /// A read that fails for a passing reason (no descriptor or memory left, interrupted, try
+    /// again) says nothing about the file, even for an administrator's change: it fails, nothing
+    /// is moved aside or replaced, and the state, opt-out and back-off included, is read later.
+    @Test(arguments: [EMFILE, ENFILE, ENOMEM, EINTR, EAGAIN, ENOBUFS])
+    func anAdminChangeNeverReplacesAStateWhoseReadFailedForAPassingReason(errno failure: Int32) async throws {
+        try await withTemporaryDirectory { dir in
+            let kept = UserState(
+                enabled: false, consecutiveWrongPasswords: 7, backoffStep: 3, backoffUntil: clock.now())
+            try await store(dir).update("alice", .beforeReply) { _ in kept }
+            let reads = Atomic(0)
+            let states = try store(
+                dir,
+                readFile: { user, users, policy, now throws(StorageError) in
+                    guard reads.add(1, ordering: .relaxed).oldValue > 0 else { throw .io("read \(user)", failure) }
+                    return try UserStateStore.readState(user, users: users, policy: policy, now: now)
+                })
+            var changed = false
+            await #expect(throws: StorageError.io("read alice", failure)) {
+                try await states.update("alice", .beforeReply, overUnreadable: true) { _ in
+                    changed = true
+                    return UserState(adminLocked: true)
+                }
+            }
+            #expect(!changed)
+            #expect(directoryEntries("\(dir)/users/alice") == ["state.json"])
+            #expect(try await states.read("alice") == .state(kept))
+        }
+    }
+
     /// A write refused by the disk answers every reply waiting for it, the later changes' too
     /// (they would be written with it): none waits for the next try, a minute away.
     @Test func aChangeWaitingBehindAFailedWriteIsAnsweredWithTheFailure() async throws {
