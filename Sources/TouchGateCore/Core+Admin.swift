@@ -175,6 +175,10 @@ extension Core {
         case .corrupt(let why):
             doc.stateReadable = false
             doc.stateProblem = why
+        case .state(let s) where !s.isConsistent:
+            // Refused as a file that is not a state is (`preflight`): its values are not told.
+            doc.stateReadable = false
+            doc.stateProblem = "the state holds values no change can make"
         case .state(let s):
             doc.stateReadable = true
             doc.enabled = s.enabled

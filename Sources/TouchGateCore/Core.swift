@@ -249,9 +249,10 @@ public struct CoreSetup: Sendable {
         let info = await readerInfo(reader)
         // A full storage queue is not a state that cannot be trusted: `internal` (docs/spec.md §9).
         guard let stored = try? await states.read(user) else { return Self.storageFailure }
-        guard case .state(var state) = stored else {
-            return Refusal(.biometryLockout, reason: .stateUnreadable, text: .stateUnreadable)
-        }
+        // A state that reads as one but holds values no change can make is no more trusted than
+        // a file that is not one: refused alike, never as a lockout no failed match made; the
+        // policy keeps it locked until a password success (docs/spec.md §9).
+        guard case .state(var state) = stored, state.isConsistent else { return Self.stateUnreadable }
         let list = await prints.list(user, device: info?.deviceKey)
         if case .unsafe(let why) = list {
             log.error("prints of \(user) refused: \(why)")
@@ -261,6 +262,7 @@ public struct CoreSetup: Sendable {
         // Judged on the state as it is after those reads, which may have waited for the storage
         // threads: a lock, a disable or a failed match that came meanwhile counts (docs/spec.md §3).
         if case .state(let now)? = states.cached(user) { state = now }
+        guard state.isConsistent else { return Self.stateUnreadable }
         if env.enrolledHere && !state.enabled {
             return Refusal(.biometryNotEnrolled, reason: .notEnabled, text: .notEnabled)
         }
@@ -334,6 +336,7 @@ public struct CoreSetup: Sendable {
     }
 
     static let storageFailure = Refusal(.internalError, reason: .storage, text: .internalError)
+    static let stateUnreadable = Refusal(.biometryLockout, reason: .stateUnreadable, text: .stateUnreadable)
     static let shutdownRefusal = Refusal(.systemCancel, reason: .shutdown, text: .shuttingDown)
 }
 

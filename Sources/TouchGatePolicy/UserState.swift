@@ -57,7 +57,8 @@ public struct UserState: Sendable, Equatable {
     }
 
     /// False for values no sequence of transitions can produce (a corrupt or tampered file).
-    /// The policy then refuses biometrics with `.lockout` until a password success rewrites the state.
+    /// The policy then refuses biometrics with `.lockout` until a password success rewrites the
+    /// state; the daemon tells that refusal as a state that cannot be trusted (`stateUnreadable`).
     /// A `backoffStep` beyond the configured steps is consistent: it reads as the last step.
     public var isConsistent: Bool {
         consecutiveFailedMatches >= 0

@@ -1,5 +1,6 @@
 // A state file that cannot be read: that user's biometrics stay refused until a password, nobody
 // else's (docs/spec.md §9).
+import FoundationEssentials
 import Testing
 @testable import TouchGateCore
 import TouchGateTestSupport
@@ -44,6 +45,29 @@ import TouchGateWire
             let aside = directoryEntries("\(bed.statePath)/users/alice").filter { $0.hasPrefix("state.json.corrupt-") }
             #expect(aside == ["state.json.corrupt-\(bed.clock.now())"])
             #expect(aside.first.flatMap { contents("\(bed.statePath)/users/alice/\($0)") } == [0x00, 0xFF, 0x7B])
+        }
+    }
+
+    /// A state that reads as one but holds values no change can make (a tampered or damaged
+    /// file) cannot be trusted either: refused as an unreadable file is, not as a lockout that no
+    /// failed match made, and still only a password success lifts it.
+    @Test func aStateNoChangeCanMakeIsRefusedAsUnreadableUntilAPasswordSuccess() async throws {
+        try await withTestBed { bed in
+            let before = try bed.makeCore()
+            try await bed.readyUser(before)
+            await before.states.flush()
+            var tampered = try #require(try bed.stateOnDisk("alice"))
+            tampered.backoffStep = 2  // a back-off step with no back-off
+            try plantFile(bed.statePath("alice"), Array(try JSONEncoder().encode(tampered)))
+
+            let core = try bed.makeCore()
+            #expect(await core.preflight() == stateUnreadableRefusal)
+            let status = try #require(try await statusDocument(core, "alice"))
+            #expect(!status.stateReadable && status.stateProblem != nil && status.lockedOut == nil)
+            #expect(status.canEvaluate.reason == "stateUnreadable")
+
+            #expect(await core.verifyPassword(context(), bed.passwords.correctPassword) == .correct)
+            #expect(await core.preflight() == nil)
         }
     }
 
