@@ -137,6 +137,8 @@ import TouchGateWire
             let core = try bed.makeCore()
             try await bed.readyUser(core)
             let events = await core.collectEvents()
+            // The password success is written after its reply: once it is, nothing remakes the directory.
+            await core.states.flush()
             let dir = "\(bed.statePath)/users/alice"
             removeTree(dir)
             try plantFile(dir, "in the way")  // no write lands
