@@ -115,10 +115,15 @@ extension Core {
         if let refusal = await authorize(caller, user, .selfOrRoot) { return refusal }
         var reply = Reply.success()
         // Absent when there are no prints or no biometrics (docs/spec.md §4).
-        if let info = await readerInfo(nil) {
-            reply.domainState = domainKey.domainState(
-                service: service, prints: await prints.list(user, device: info.deviceKey).prints)
+        guard await readerInfo(nil) != nil else { return reply }
+        // Over the prints on every reader, the set the enrollment snapshot is taken of: a print
+        // added on another reader changes it, which reader is the default does not.
+        guard let entries = await prints.snapshotEntries(user) else {
+            // Prints that cannot be read are not "no prints": the caller is told, never misled.
+            log.error("prints of \(user) cannot be read for the domain state")
+            return Refusal(.internalError, reason: .printsUnsafe, text: .printsUnsafe)
         }
+        reply.domainState = domainKey.domainState(service: service, identities: entries)
         return reply
     }
 

@@ -19,8 +19,13 @@ struct DomainStateKey: Sendable {
 
     /// Hex HMAC, or nil when there are no prints.
     func domainState(service: String, prints: [EnrolledPrint]) -> String? {
-        guard !prints.isEmpty else { return nil }
-        let digests = prints.map(\.identity).sorted().joined(separator: "\n")
+        domainState(service: service, identities: prints.map(\.identity))
+    }
+
+    /// Of the prints' identities (`EnrolledPrint.identity`, "finger:digest"), on any readers.
+    func domainState(service: String, identities: [String]) -> String? {
+        guard !identities.isEmpty else { return nil }
+        let digests = identities.sorted().joined(separator: "\n")
         var message = Array("touchgate-domain-state-v1\0\(service)\0".utf8)
         message.append(contentsOf: Array(digests.utf8))
         let mac = HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: key))

@@ -130,6 +130,29 @@ import TouchGateWire
         }
     }
 
+    /// The domain state covers the user's prints on every reader (docs/spec.md §4): prints on
+    /// another reader alone give a value, one added there changes it, and which reader is the
+    /// default changes nothing.
+    @Test func theDomainStateCoversThePrintsOnEveryReader() async throws {
+        try await withTestBed { bed in
+            let (core, second) = try machine(bed)
+            func domainState() async -> String? {
+                await core.domainState(user: "alice", service: "sudo", caller: .root).domainState
+            }
+            try await save(core, second)
+            let onSecond = try #require(await domainState())
+            try await save(core, bed.reader)
+            let onBoth = try #require(await domainState())
+            #expect(onBoth != onSecond)
+            try await save(core, second, "alice", .leftThumb)
+            let added = try #require(await domainState())
+            #expect(added != onBoth)
+            // The default reader gone, the second is the default: the same prints, the same value.
+            bed.reader.close {}
+            #expect(await domainState() == added)
+        }
+    }
+
     @Test func twoReadersOfOneDriverAreListedWithTheirDeviceIDsAndNamedByThem() async throws {
         try await withTestBed { bed in
             var info = try #require(bed.reader.info)
