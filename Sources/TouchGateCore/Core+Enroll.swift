@@ -16,6 +16,7 @@ extension Core {
         guard let served = await served(selector) else { return refusal(for: .noReader, timeout: 0) }
         let reader = served.reader, info = served.info
         let ctx = EventContext(user: user, origin: origin, policy: nil, byUID: caller.uid)
+        var dropped = false  // the print being replaced was deleted, and no new one stored
         let scanned: Result<[UInt8], Reply>? = await runPrompt(input, acceptsPassword: false) { prompt in
             let ticket = queue.enqueue()
             defer { queue.leave(ticket) }
@@ -29,77 +30,17 @@ extension Core {
             guard reader.info?.deviceKey == info.deviceKey else {
                 return .failure(refusal(for: .removed, timeout: 0))
             }
-            await makeRoomForReplacement(user: user, finger: finger, on: served)
+            let replaced = await makeRoomForReplacement(user: user, finger: finger, on: served)
             await clearStorageBeforeFirstEnrollment(served)
-            let scans = info.enrollScans
-            client.show(ProgressEvent(.prompt, .enrollPrompt(finger: finger, stages: scans)))
-            // A reader that can identify spends the first scan on refusing a finger already
-            // enrolled (fprintd 1.94 does the same, and counts it as a stage).
-            if info.supportsIdentify {
-                if let refused = await refuseDuplicate(
-                    user: user, replacing: finger, caller: caller, on: served, client: client, prompt: prompt)
-                {
-                    return refused
-                }
-                client.show(ProgressEvent(.enrollStage, .enrollStage(1, scans), stage: 1, stages: scans))
+            let result = await scanAndStore(
+                user: user, finger: finger, caller: caller, on: served, client: client, prompt: prompt)
+            // Still holding the reader: no other enrollment of this finger saves meanwhile.
+            if let replaced, !result.stored {
+                dropped = await forgetReplaced(user: user, finger: finger, device: info.deviceKey, digest: replaced)
             }
-            let first = scans - info.enrollStages  // the driver's stages come after the identify scan
-            var reclaimed = 0
-            while true {
-                let op = ReaderOperation<[UInt8]>()
-                reader.enroll(
-                    user: user, fingerIndex: finger.fpFinger, cancellation: op.cancellation,
-                    progress: { event in
-                        CoreLoop.shared.post {
-                            switch event {
-                            case .stage(let k, let n):
-                                let k = k + first, n = n + first
-                                client.show(ProgressEvent(.enrollStage, .enrollStage(k, n), stage: k, stages: n))
-                            case .retry(let hint):
-                                client.show(ProgressEvent(.retry, .retry(hint)))
-                            }
-                        }
-                    },
-                    completion: op.completion())
-                switch await outcome(of: op, or: prompt) {
-                case .second(let interrupt):
-                    if case .systemCancel = interrupt {
-                        // The stop or the sleep must not wait on the chip: a print left there is
-                        // unowned, and the next enrollment's clearing or a full chip's reclaim takes it.
-                        if served.info.hasStorage { log.notice("an enrollment was cancelled for the stop or sleep") }
-                    } else {
-                        await forgetOnChip(op, on: served, "an enrollment cancelled as it completed")
-                    }
-                    return interrupted(interrupt)
-                case .first(.success(let template)):
-                    // Stored while the reader is still held: the next enrollment's duplicate check,
-                    // a full chip's reclaim and a first enrollment's clearing of the chip then judge
-                    // a store that has this print (a chip already holds it).
-                    do { try await prints.save(template, user: user, device: info.deviceKey, finger: finger) } catch {
-                        log.error("cannot store template: \(error)")
-                        // A file there all the same (written, its directory's sync failed; or the
-                        // one it was to replace) keeps the chip's copy with it.
-                        let listed = await prints.list(user, device: info.deviceKey).prints
-                        if !listed.contains(where: { $0.finger == finger }) {
-                            await forgetOnChip(op, on: served, "an enrollment whose print cannot be stored")
-                        }
-                        return .failure(Self.storageFailure)
-                    }
-                    return .success(template)
-                case .first(.failure(let failure)):
-                    // As fprintd: a full chip gives up one print nobody here owns, and the
-                    // enrollment starts again (the scans so far were not stored).
-                    if failure == .storageFull, reclaimed < Self.maxReclaimedPrints, await reclaimReaderStorage(served)
-                    {
-                        reclaimed += 1
-                        client.show(ProgressEvent(.prompt, .enrollPrompt(finger: finger, stages: info.enrollStages)))
-                        continue
-                    }
-                    log.notice("enroll failed: \(failure)")
-                    return .failure(refusal(for: failure, timeout: 0))
-                }
-            }
+            return result
         }
+        if dropped { await recordDeletion(of: finger, ctx, caller: caller) }
         guard let scanned else { return Refusal(.appCancel, reason: .clientGone, text: .cancelled) }
         if case .failure(let reply) = scanned { return reply }
         do {
@@ -116,6 +57,82 @@ extension Core {
             event("enrollmentChanged", ctx, method: nil, outcome: .success, reason: "enrolled:\(finger.rawValue)"))
         log.notice("enrolled", metadata: ["user": "\(user)", "finger": "\(finger.rawValue)"])
         return .success(.enrolled(finger))
+    }
+
+    /// The enrollment itself, on the reader it holds: the duplicate check, the driver's stages, the
+    /// print stored. nil: the client went away (nothing to answer).
+    private func scanAndStore(
+        user: String, finger: Finger, caller: Caller, on served: ServedReader, client: any PromptClient,
+        prompt: ActivePrompt
+    ) async -> Result<[UInt8], Reply>? {
+        let reader = served.reader, info = served.info
+        let scans = info.enrollScans
+        client.show(ProgressEvent(.prompt, .enrollPrompt(finger: finger, stages: scans)))
+        // A reader that can identify spends the first scan on refusing a finger already
+        // enrolled (fprintd 1.94 does the same, and counts it as a stage).
+        if info.supportsIdentify {
+            if let refused = await refuseDuplicate(
+                user: user, replacing: finger, caller: caller, on: served, client: client, prompt: prompt)
+            {
+                return refused
+            }
+            client.show(ProgressEvent(.enrollStage, .enrollStage(1, scans), stage: 1, stages: scans))
+        }
+        let first = scans - info.enrollStages  // the driver's stages come after the identify scan
+        var reclaimed = 0
+        while true {
+            let op = ReaderOperation<[UInt8]>()
+            reader.enroll(
+                user: user, fingerIndex: finger.fpFinger, cancellation: op.cancellation,
+                progress: { event in
+                    CoreLoop.shared.post {
+                        switch event {
+                        case .stage(let k, let n):
+                            let k = k + first, n = n + first
+                            client.show(ProgressEvent(.enrollStage, .enrollStage(k, n), stage: k, stages: n))
+                        case .retry(let hint):
+                            client.show(ProgressEvent(.retry, .retry(hint)))
+                        }
+                    }
+                },
+                completion: op.completion())
+            switch await outcome(of: op, or: prompt) {
+            case .second(let interrupt):
+                if case .systemCancel = interrupt {
+                    // The stop or the sleep must not wait on the chip: a print left there is
+                    // unowned, and the next enrollment's clearing or a full chip's reclaim takes it.
+                    if served.info.hasStorage { log.notice("an enrollment was cancelled for the stop or sleep") }
+                } else {
+                    await forgetOnChip(op, on: served, "an enrollment cancelled as it completed")
+                }
+                return interrupted(interrupt)
+            case .first(.success(let template)):
+                // Stored while the reader is still held: the next enrollment's duplicate check,
+                // a full chip's reclaim and a first enrollment's clearing of the chip then judge
+                // a store that has this print (a chip already holds it).
+                do { try await prints.save(template, user: user, device: info.deviceKey, finger: finger) } catch {
+                    log.error("cannot store template: \(error)")
+                    // A file there all the same (written, its directory's sync failed; or the
+                    // one it was to replace) keeps the chip's copy with it.
+                    let listed = await prints.list(user, device: info.deviceKey).prints
+                    if !listed.contains(where: { $0.finger == finger }) {
+                        await forgetOnChip(op, on: served, "an enrollment whose print cannot be stored")
+                    }
+                    return .failure(Self.storageFailure)
+                }
+                return .success(template)
+            case .first(.failure(let failure)):
+                // As fprintd: a full chip gives up one print nobody here owns, and the
+                // enrollment starts again (the scans so far were not stored).
+                if failure == .storageFull, reclaimed < Self.maxReclaimedPrints, await reclaimReaderStorage(served) {
+                    reclaimed += 1
+                    client.show(ProgressEvent(.prompt, .enrollPrompt(finger: finger, stages: info.enrollStages)))
+                    continue
+                }
+                log.notice("enroll failed: \(failure)")
+                return .failure(refusal(for: failure, timeout: 0))
+            }
+        }
     }
 
     /// A print the driver made that nobody will own (`why`: its enrollment was cancelled as it
@@ -144,21 +161,58 @@ extension Core {
 
     /// Enrolling a finger the user already has on this reader replaces its print, as in fprintd.
     /// A reader with its own storage would refuse the finger as one it holds, so its copy is
-    /// deleted first; the file stays until the new print is stored, so an enrollment that fails
-    /// leaves the finger named to enroll again (docs/readers.md) rather than silently gone.
-    private func makeRoomForReplacement(user: String, finger: Finger, on served: ServedReader) async {
-        guard served.info.hasStorage else { return }
+    /// deleted first; the file stays until the enrollment ends (`forgetReplaced`). Returns the
+    /// digest of the print whose copy the reader no longer holds, nil when none was deleted.
+    private func makeRoomForReplacement(user: String, finger: Finger, on served: ServedReader) async -> String? {
+        guard served.info.hasStorage else { return nil }
         let held: [[UInt8]]
         do { held = try await prints.templates(user, device: served.info.deviceKey, fingers: [finger]) } catch {
             log.error("the reader's own copy of the print being replaced cannot be deleted: \(error)")
-            return
+            return nil
         }
-        guard !held.isEmpty else { return }
+        guard let old = held.first else { return nil }
         // The enrollment holds the reader, so its deletion and listing run now; the prompt is
         // shown once they are done (a deadline as for a full reader's reclaim).
-        if await deletedFromReader(served.reader, held, within: Self.readerReclaimMilliseconds, holdingReader: true) {
-            log.info("replacing \(finger.rawValue): the reader's own copy of the old print is deleted")
+        guard await deletedFromReader(served.reader, held, within: Self.readerReclaimMilliseconds, holdingReader: true)
+        else { return nil }
+        log.info("replacing \(finger.rawValue): the reader's own copy of the old print is deleted")
+        return PrintFiles.digest(old)
+    }
+
+    /// A replacement that ended without its new print stored (cancelled, a duplicate, a reader
+    /// error, a full reader, the print not saved): the file of the print it replaced names nothing
+    /// the reader holds, so it is deleted too, as fprintd deletes it when the enrollment starts. The
+    /// finger is then not enrolled, on a reader that can list its storage as on one that cannot
+    /// (which could not tell the print gone, and would offer it at every prompt). Only that print's
+    /// file (`digest`): one of the new print the save left stays. True when it was deleted.
+    private func forgetReplaced(user: String, finger: Finger, device: DeviceKey, digest: String) async -> Bool {
+        let listed = await prints.list(user, device: device).prints
+        guard listed.contains(where: { $0.finger == finger && $0.digest == digest }) else { return false }
+        do {
+            let deletion = try await prints.delete(user, device: device, fingers: [finger])
+            if let failure = deletion.failure { throw failure }
+            guard deletion.removed == [finger] else { return false }
+        } catch {
+            log.error("replacing \(finger.rawValue) ended without a new print; the old print's file stays: \(error)")
+            return false
         }
+        log.notice(
+            "replacing \(finger.rawValue) ended without a new print: the old print, which the reader no longer holds, is deleted",
+            metadata: ["user": "\(user)"])
+        return true
+    }
+
+    /// A print deleted for the user, recorded as a deletion records it (Core+Delete.swift): a
+    /// user who proved their password for this request has seen the set of prints it leaves;
+    /// after root or a polkit grant the next prompt asks for the password (enrollmentChanged).
+    private func recordDeletion(of finger: Finger, _ ctx: EventContext, caller: Caller) async {
+        if !caller.isRoot && !caller.grants.contains(.changePrints) {
+            do { try await recordOwnPrintChange(ctx) } catch {
+                log.error("cannot record the prints a deletion leaves: \(error)")
+            }
+        }
+        events.publish(
+            event("enrollmentChanged", ctx, method: nil, outcome: .success, reason: "deleted:\(finger.rawValue)"))
     }
 
     /// A reader whose own storage cannot be listed may hold prints no user here owns (an earlier
@@ -294,4 +348,9 @@ extension Core {
         case .systemCancel(let refusal): return .failure(refusal)
         }
     }
+}
+
+extension Optional where Wrapped == Result<[UInt8], Reply> {
+    /// An enrollment's end that stored its print.
+    fileprivate var stored: Bool { if case .success? = self { return true } else { return false } }
 }

@@ -12,6 +12,7 @@ import harness
 import reader_codes
 from fprintd_tools import BusError
 from fprintd_world import ALICE_PRINT, bus_daemon, bus_world, enroll_alice  # noqa: F401
+from test_hardening import can_evaluate, status
 
 # The codes from the reader layer's sources, the sentence from docs/readers.md's row for that code
 # (test_readers.py checks that the table has one for each).
@@ -243,14 +244,18 @@ def test_nothing_starts_on_the_device_while_a_deletion_runs(reader_kind, bus_wor
     assert refused == {method for method, _, _ in calls}
 
 
+def start_without_listing(world):
+    """libfprint's virtual chip without the listing feature: the same driver on its own variable."""
+    return world.start_daemon(prefix=["env", "-u", "FP_VIRTUAL_DEVICE_STORAGE",
+                                      "FP_VIRTUAL_DEVICE_STORAGE_NO_LIST=%s" % world.reader.path])
+
+
 @pytest.mark.parametrize("reader_kind", ["virtual_device_storage"])
 def test_a_chip_that_cannot_list_its_prints_is_cleared_before_its_first_enrollment(reader_kind, world):
     """As fprintd's EnrollStart: a chip that cannot list what it holds may hold an earlier
     installation's prints, which no full chip's reclaim could find. Before the first print of that
     reader is enrolled here, it is cleared; once the store has one, nothing on it is touched."""
-    # libfprint's virtual chip without the listing feature: the same driver on its own variable.
-    world.start_daemon(prefix=["env", "-u", "FP_VIRTUAL_DEVICE_STORAGE",
-                               "FP_VIRTUAL_DEVICE_STORAGE_NO_LIST=%s" % world.reader.path])
+    start_without_listing(world)
     world.reader.send("INSERT earlier-install")  # taken by the driver's next operation, the clearing
     world.reader.send("CONT 0")  # the virtual chip's answer to the clearing: done
     rc, cli = harness.enroll(world, "alice", ALICE_PRINT, as_user="alice")
@@ -263,3 +268,32 @@ def test_a_chip_that_cannot_list_its_prints_is_cleared_before_its_first_enrollme
     assert rc == 0, cli.stderr
     assert sorted(world.reader.send("LIST").split()) == sorted([ALICE_PRINT, "another-system", "alice-left-thumb"])
     assert len([t for t in world.daemon.log.texts() if "cleared the reader's own storage" in t]) == 1
+
+
+@pytest.mark.parametrize("reader_kind", ["virtual_device_storage"])
+@pytest.mark.parametrize("lists", [True, False], ids=["listing", "not-listing"])
+def test_a_replacement_cancelled_at_its_prompt_leaves_the_finger_not_enrolled(reader_kind, lists, world):
+    """The chip's copy of the print being replaced goes before the prompt. The enrollment then ends
+    without a new print (here the client goes at the prompt), and the old file goes too, as fprintd
+    deletes it when the enrollment starts: the finger is not enrolled. A chip that cannot list its
+    prints could not tell that file's print gone, and a prompt would offer it, counting alice's own
+    finger as failed matches."""
+    if lists:
+        world.start_daemon()
+    else:
+        start_without_listing(world)
+        world.reader.send("CONT 0")  # the virtual chip's answer to the clearing before the first enrollment
+    rc, cli = harness.enroll(world, "alice", ALICE_PRINT, as_user="alice")
+    assert rc == 0, cli.stderr
+    assert world.reader.send("LIST").split() == [ALICE_PRINT]
+    replacing = harness.CliProcess(world, "enroll", "--user", "alice")
+    replacing.out.wait_for(re.compile(r"\S"))  # the prompt: the chip's copy is gone
+    replacing.proc.kill()
+    replacing.wait()
+    world.daemon.log.wait_for("replacing right-index-finger ended without a new print")
+    assert world.reader.send("LIST").split() == []
+    assert "right-index-finger" not in harness.listed(world, "alice")
+    assert can_evaluate(world) == (-7, "noPrints")
+    pam = world.pam("alice").wait()
+    assert harness.PROMPT not in pam.messages(), pam.transcript()
+    assert status(world)["failedMatches"] == 0

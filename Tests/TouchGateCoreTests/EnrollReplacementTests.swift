@@ -1,0 +1,106 @@
+// Enrolling a finger already enrolled on a match-on-chip reader, and an enrollment whose print
+// cannot be stored: what the chip and the store hold after one that ends without a new print.
+import Glibc
+import Testing
+import TouchGateConfig
+@testable import TouchGateCore
+import TouchGatePolicy
+import TouchGateReader
+import TouchGateTestSupport
+import TouchGateWire
+
+@Suite("Core: replacing a print, and a print not stored")
+@CoreActor struct EnrollReplacementTests {
+    /// alice ready (right index finger enrolled, a password this boot) on a reader that keeps its
+    /// own copy of each print (match on chip).
+    func withChipReader(_ body: (TestBed, Core) async throws -> Void) async throws {
+        var chip = StubReader.defaultInfo
+        chip.hasStorage = true
+        try await withTestBed(reader: StubReader(info: chip)) { bed in
+            let core = try bed.makeCore()
+            try await bed.readyUser(core)
+            try await body(bed, core)
+        }
+    }
+
+    /// `user`'s enrollment of `finger`, cancelled once its prompt shows; its answer.
+    func cancelledEnrollment(
+        _ core: Core, _ finger: Finger = .rightIndex, password: String? = nil, caller: Caller = .root
+    ) async -> Reply? {
+        let client = CollectingClient(), input = PromptInput()
+        let running = Running {
+            await core.enroll(
+                user: "alice", finger: finger, password: password, origin: Origin(), caller: caller, client: client,
+                input: input)
+        }
+        #expect(await client.waitFor(.prompt))
+        input.deliver(.cancel)
+        return await running.value()
+    }
+
+    func enroll(
+        _ core: Core, _ finger: Finger = .rightIndex, password: String? = nil, caller: Caller = .root,
+        client: CollectingClient = CollectingClient()
+    ) async -> Reply? {
+        await within {
+            await core.enroll(
+                user: "alice", finger: finger, password: password, origin: Origin(), caller: caller, client: client,
+                input: PromptInput())
+        }
+    }
+
+    /// The prints deleted from the stub chip so far.
+    func chipDeleted(_ bed: TestBed) -> [StubPrint] {
+        bed.reader.chipDeletions.flatMap { $0 }.compactMap { StubPrint($0) }
+    }
+
+    static let cancelled = Refusal(.appCancel, reason: .cancelled, text: .cancelled)
+
+    /// The chip's copy of the print being replaced goes before the prompt; the enrollment then
+    /// ends without a new print, and the old file goes too: the finger is not enrolled, and the
+    /// change is an enrollment change as a deletion's is.
+    @Test func aReplacementCancelledAtItsPromptLeavesTheFingerNotEnrolled() async throws {
+        try await withChipReader { bed, core in
+            let events = await core.collectEvents()
+            bed.reader.scriptEnrollment(.hold)
+            #expect(await cancelledEnrollment(core) == Self.cancelled)
+            #expect(chipDeleted(bed).map(\.payload) == ["ridges"], "\(chipDeleted(bed))")  // the old print
+            #expect(!exists(bed.printPath("alice", .rightIndex)))
+            #expect(await core.list(user: "alice", caller: .root).fingers == [])
+            #expect(events.all.contains { $0.contains(#""reason":"deleted:right-index-finger""#) }, "\(events.all)")
+            #expect(bed.logged.all.contains { $0.contains("replacing right-index-finger ended without a new print") })
+        }
+    }
+
+    /// alice replaced her own finger with her password, and the reader failed: she saw the set of
+    /// prints it left, so her other fingers work at once; after root, her password is asked first.
+    @Test func aReplacementTheReaderEndedIsADeletionRecordedAsOneByWhoMadeIt() async throws {
+        try await withChipReader { bed, core in
+            try await bed.enroll(core, finger: .leftThumb)
+            try await bed.enroll(core, finger: .leftIndex)
+            try await core.recordPasswordSuccess(context())
+            bed.reader.scriptEnrollment(.fail(.failed("the sensor failed")))
+            let password = bed.passwords.correctPassword
+            #expect(await enroll(core, password: password, caller: .alice)?.isSuccess == false)
+            #expect(await core.list(user: "alice", caller: .root).fingers == [.leftThumb, .leftIndex])
+            #expect(
+                await core.canEvaluate(user: "alice", policy: .biometrics, rhost: nil, caller: .alice) == .success())
+
+            bed.reader.scriptEnrollment(.hold)
+            #expect(await cancelledEnrollment(core, .leftThumb) == Self.cancelled)
+            #expect(await core.list(user: "alice", caller: .root).fingers == [.leftIndex])
+            #expect(await core.preflight()?.reason == .enrollmentChanged)
+        }
+    }
+
+    /// A chip that refused to delete the old print still holds it: its file stays with it.
+    @Test func aReplacementWhoseOldCopyTheChipKeptLeavesTheOldFile() async throws {
+        try await withChipReader { bed, core in
+            bed.reader.scriptChipDeletion(ChipDeletion(deleted: 0, failure: "The device is busy"))
+            bed.reader.scriptEnrollment(.hold)
+            #expect(await cancelledEnrollment(core) == Self.cancelled)
+            #expect(exists(bed.printPath("alice", .rightIndex)))
+            #expect(await core.list(user: "alice", caller: .root).fingers == [.rightIndex])
+        }
+    }
+}
