@@ -112,10 +112,12 @@ extension Core {
                 // a store that has this print (a chip already holds it).
                 do { try await prints.save(template, user: user, device: info.deviceKey, finger: finger) } catch {
                     log.error("cannot store template: \(error)")
-                    // A file there all the same (written, its directory's sync failed; or the
-                    // one it was to replace) keeps the chip's copy with it.
+                    // A file of this print there all the same (written, its directory's sync
+                    // failed) keeps the chip's copy with it; the file of the print it was to
+                    // replace does not (the chip no longer holds that one).
+                    let digest = PrintFiles.digest(template)
                     let listed = await prints.list(user, device: info.deviceKey).prints
-                    if !listed.contains(where: { $0.finger == finger }) {
+                    if !listed.contains(where: { $0.finger == finger && $0.digest == digest }) {
                         await forgetOnChip(op, on: served, "an enrollment whose print cannot be stored")
                     }
                     return .failure(Self.storageFailure)

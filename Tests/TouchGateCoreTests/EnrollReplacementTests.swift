@@ -103,4 +103,17 @@ import TouchGateWire
             #expect(await core.list(user: "alice", caller: .root).fingers == [.rightIndex])
         }
     }
+
+    /// The new print could not be stored, and what is there under its finger's name is not it (a
+    /// directory here; the print it was to replace alike): the chip's copy of the new print goes.
+    @Test func aPrintThatCannotBeStoredGoesFromTheChipThoughItsFingerHasAFile() async throws {
+        try await withChipReader { bed, core in
+            let blocked = bed.printPath("alice", .leftThumb)
+            #expect(mkdir(blocked, 0o700) == 0 && mkdir("\(blocked)/x", 0o700) == 0)  // the rename fails
+            #expect(await enroll(core, .leftThumb) == Core.storageFailure)
+            // Its finger is listed, as a file that cannot be read: it is not this print.
+            #expect(await core.list(user: "alice", caller: .root).fingers == [.leftThumb, .rightIndex])
+            #expect(chipDeleted(bed).map(\.finger) == [Finger.leftThumb.fpFinger], "\(chipDeleted(bed))")
+        }
+    }
 }
