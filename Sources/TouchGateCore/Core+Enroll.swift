@@ -128,7 +128,8 @@ extension Core {
                 // enrollment starts again (the scans so far were not stored).
                 if failure == .storageFull, reclaimed < Self.maxReclaimedPrints, await reclaimReaderStorage(served) {
                     reclaimed += 1
-                    client.show(ProgressEvent(.prompt, .enrollPrompt(finger: finger, stages: info.enrollStages)))
+                    // The same count as the first prompt: the stages go on from the identify scan's.
+                    client.show(ProgressEvent(.prompt, .enrollPrompt(finger: finger, stages: scans)))
                     continue
                 }
                 log.notice("enroll failed: \(failure)")

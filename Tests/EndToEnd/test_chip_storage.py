@@ -154,6 +154,11 @@ def test_a_full_chip_gives_up_a_print_no_user_owns_and_the_enrollment_goes_on(re
     assert cli.wait() == 0, cli.stderr
     assert sorted(world.reader.send("LIST").split()) == sorted([alice, "bob-print"])
     assert harness.listed(world, "bob") == ["right-index-finger"]
+    # The enrollment started again asks for as many scans as the first time: its stages go on
+    # counting from the duplicate check's.
+    prompts = [line for _, line in cli.out.lines if "scan your finger" in line]
+    assert prompts == ["Enrolling right-index-finger: scan your finger %d times" % world.reader.enroll_scans] * 2, \
+        cli.out.dump()
 
 
 @pytest.mark.parametrize("reader_kind", ["virtual_device_storage"])
