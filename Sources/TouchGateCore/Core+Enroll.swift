@@ -14,6 +14,12 @@ extension Core {
             return refusal
         }
         guard let served = await served(selector) else { return refusal(for: .noReader, timeout: 0) }
+        // Prints must be sealed and the TPM cannot seal them now: refused before a scan, not after
+        // the last one (docs/spec.md §9, a TPM that does not answer: no print is written).
+        if case .unavailable(let why)? = await prints.sealingState() {
+            log.notice("enroll refused: the print would have to be sealed, and \(why)", metadata: ["user": "\(user)"])
+            return Self.sealingRefusal
+        }
         let reader = served.reader, info = served.info
         let ctx = EventContext(user: user, origin: origin, policy: nil, byUID: caller.uid)
         var dropped = false  // the print being replaced was deleted, and no new one stored
@@ -58,6 +64,10 @@ extension Core {
         log.notice("enrolled", metadata: ["user": "\(user)", "finger": "\(finger.rawValue)"])
         return .success(.enrolled(finger))
     }
+
+    /// An enrollment refused because its print cannot be sealed now (the TPM away or refusing):
+    /// as a keyring password the TPM cannot seal now (docs/spec.md §12), `internal`, `printsSealed`.
+    static let sealingRefusal = Refusal(.internalError, reason: .printsSealed, text: .enrollNotSealedNow)
 
     /// The enrollment itself, on the reader it holds: the duplicate check, the driver's stages, the
     /// print stored. nil: the client went away (nothing to answer).
@@ -120,6 +130,7 @@ extension Core {
                     if !listed.contains(where: { $0.finger == finger && $0.digest == digest }) {
                         await forgetOnChip(op, on: served, "an enrollment whose print cannot be stored")
                     }
+                    if case .sealing = error { return .failure(Self.sealingRefusal) }
                     return .failure(Self.storageFailure)
                 }
                 return .success(template)

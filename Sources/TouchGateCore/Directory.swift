@@ -6,10 +6,12 @@ import Glibc
 public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
     case io(String, Int32)
     case unsafe(String)
+    /// A print that must be sealed cannot be: the TPM does not give the data key now.
+    case sealing(String)
     public var description: String {
         switch self {
         case .io(let what, let e): return "\(what): \(String(cString: strerror(e)))"
-        case .unsafe(let what): return what
+        case .unsafe(let what), .sealing(let what): return what
         }
     }
 }

@@ -46,6 +46,7 @@ public enum Text: Sendable, Equatable {
     case printsSealed
     case printsSealedRefused
     case keyringKept, keyringForgotten, keyringNotKept, keyringNotSealedNow, keyringVoid, keyringClosed
+    case enrollNotSealedNow
     case busy
     case templateDamaged(Finger)
     case templatesDamaged([Finger])
@@ -142,6 +143,8 @@ public enum Text: Sendable, Equatable {
         case .keyringNotSealedNow:
             return L(
                 "Keyring password not kept: the TPM cannot seal it now (touchgate status says why); try again later", l)
+        case .enrollNotSealedNow:
+            return L("Enrolling is not possible now: the TPM cannot seal prints (touchgate status says why)", l)
         case .keyringVoid:
             return L("Keyring not unlocked: fingers changed since it was set up; type your password once", l)
         case .keyringClosed:

@@ -44,7 +44,7 @@ extension PrintFiles {
     func stored(_ plain: [UInt8], user: String, device: DeviceKey, finger: Finger) throws(StorageError) -> [UInt8] {
         guard let sealing else { return plain }
         switch sealing.key() {
-        case .failure(let e): throw .unsafe("the print cannot be sealed: \(e)")
+        case .failure(let e): throw .sealing("the print cannot be sealed: \(e)")
         case .success(nil): return plain
         case .success(let key?):
             do { return try SealedPrint.seal(plain, place: Self.place(user, device, finger), key: key) } catch {

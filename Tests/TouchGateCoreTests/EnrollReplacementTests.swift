@@ -116,4 +116,42 @@ import TouchGateWire
             #expect(chipDeleted(bed).map(\.finger) == [Finger.leftThumb.fpFinger], "\(chipDeleted(bed))")
         }
     }
+
+    /// Prints must be sealed and the TPM does not answer: refused at once, before any scan.
+    @Test func enrollingWhileThePrintCannotBeSealedIsRefusedBeforeAnyScan() async throws {
+        try await withTestBed { bed in
+            let sealer = MachineSealer(machine: 7)
+            sealer.answering.withLock { $0 = false }
+            var setup = try bed.setup()
+            setup.sealing = PrintSealing(mode: .tpm, sealer: sealer, state: setup.stateDirectory)
+            let core = try Core(setup)
+            let client = CollectingClient()
+            #expect(await enroll(core, client: client) == Core.sealingRefusal)
+            #expect(Core.sealingRefusal == Refusal(.internalError, reason: .printsSealed, text: .enrollNotSealedNow))
+            #expect(client.shown.isEmpty)
+            #expect(bed.reader.enrollments.isEmpty)
+            #expect(directoryEntries(bed.storePath) == [])
+            await core.shutdown()
+        }
+    }
+
+    /// A save the TPM cannot seal is told apart from a store that failed (the enrollment's
+    /// backstop answers it as the refusal before the scans).
+    @Test func aPrintTheTPMCannotSealIsASealingFailure() async throws {
+        try await withTemporaryDirectory { dir in
+            let sealer = MachineSealer(machine: 7)
+            sealer.answering.withLock { $0 = false }
+            let files = PrintFiles(
+                root: try Directory.openRoot("\(dir)/prints"), reader: StubReader(),
+                sealing: PrintSealing(mode: .tpm, sealer: sealer, state: try Directory.openRoot("\(dir)/state")))
+            let device = DeviceKey(driver: "stub", deviceID: "stub-0")
+            #expect {
+                try files.save(
+                    StubReader().print(user: "alice", finger: 7), user: "alice", device: device, finger: .rightIndex)
+            } throws: { error in
+                guard case .sealing = error as? StorageError else { return false }
+                return true
+            }
+        }
+    }
 }

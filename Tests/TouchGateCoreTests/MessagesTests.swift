@@ -34,6 +34,7 @@ struct MessagesTests {
             .backoff(seconds: 45), .wrongPassword, .wrongPasswordBackoff(seconds: 300),
             .passwordNotSet, .passwordNeeded, .passwordAccepted, .printsUnsafe, .printsSealed, .printsSealedRefused,
             .keyringKept, .keyringForgotten, .keyringNotKept, .keyringNotSealedNow, .keyringVoid, .keyringClosed, .busy,
+            .enrollNotSealedNow,
             .templateDamaged(.leftThumb), .templatesDamaged([.leftThumb, .rightIndex]),
             .readerProtocolError, .readerStorageFull, .readerFailed, .enrolledOnReader, .keptOnReader,
             .alreadyEnrolled(.leftThumb), .alreadyEnrolledFor(.rightIndex, user: "alice"), .enrolledForAnotherUser,
@@ -54,7 +55,7 @@ struct MessagesTests {
             .backoff,
             .wrongPassword, .wrongPasswordBackoff, .passwordNotSet, .passwordNeeded, .passwordAccepted,
             .printsUnsafe, .printsSealed, .printsSealedRefused, .keyringKept, .keyringForgotten, .keyringNotKept,
-            .keyringNotSealedNow, .keyringVoid,
+            .keyringNotSealedNow, .keyringVoid, .enrollNotSealedNow,
             .keyringClosed, .busy, .templateDamaged, .templatesDamaged, .readerProtocolError, .readerStorageFull,
             .readerFailed, .enrolledOnReader, .keptOnReader, .alreadyEnrolled, .alreadyEnrolledFor,
             .enrolledForAnotherUser:
