@@ -16,9 +16,14 @@ extension Core {
         guard let served = await served(selector) else { return refusal(for: .noReader, timeout: 0) }
         // Prints must be sealed and the TPM cannot seal them now: refused before a scan, not after
         // the last one (docs/spec.md §9, a TPM that does not answer: no print is written).
-        if case .unavailable(let why)? = await prints.sealingState() {
+        switch await prints.sealingState() {
+        case .unavailable(let why)?:
             log.notice("enroll refused: the print would have to be sealed, and \(why)", metadata: ["user": "\(user)"])
             return Self.sealingRefusal
+        case .refused(_, let why)?:
+            log.notice("enroll refused: the print would have to be sealed, and \(why)", metadata: ["user": "\(user)"])
+            return Refusal(.internalError, reason: .printsSealed, text: .enrollSealingRefused)
+        default: break
         }
         let reader = served.reader, info = served.info
         let ctx = EventContext(user: user, origin: origin, policy: nil, byUID: caller.uid)

@@ -47,6 +47,7 @@ public enum Text: Sendable, Equatable {
     case printsSealedRefused
     case keyringKept, keyringForgotten, keyringNotKept, keyringNotSealedNow, keyringVoid, keyringClosed
     case enrollNotSealedNow
+    case enrollSealingRefused
     case busy
     case templateDamaged(Finger)
     case templatesDamaged([Finger])
@@ -145,6 +146,10 @@ public enum Text: Sendable, Equatable {
                 "Keyring password not kept: the TPM cannot seal it now (touchgate status says why); try again later", l)
         case .enrollNotSealedNow:
             return L("Enrolling is not possible now: the TPM cannot seal prints (touchgate status says why)", l)
+        case .enrollSealingRefused:
+            return L(
+                "Enrolling is not possible: this computer's TPM refuses the key prints are sealed with (touchgate doctor says what to do)",
+                l)
         case .keyringVoid:
             return L("Keyring not unlocked: fingers changed since it was set up; type your password once", l)
         case .keyringClosed:

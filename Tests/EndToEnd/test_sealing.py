@@ -121,9 +121,9 @@ def test_the_same_disk_under_another_tpm_opens_no_print_and_the_password_still_w
         assert verify(world).result == "PAM_SUCCESS"
 
 
-def test_enrolling_while_the_tpm_cannot_seal_is_refused_before_any_scan(world):
-    """The prints must be sealed and this TPM cannot open the key (another machine's, as a cleared
-    TPM would be): no finger is asked for, as no print could be written."""
+def test_enrolling_while_the_tpm_refuses_the_key_is_refused_before_any_scan(world):
+    """The prints must be sealed and this TPM refuses the key (another machine's, as a cleared TPM
+    would): no finger is asked for, as no print could be written, and the way out is elsewhere."""
     with SwTPM(world.dir) as home:
         world.start_daemon(config=configure(world, home))
         enroll_alice(world)
@@ -134,10 +134,10 @@ def test_enrolling_while_the_tpm_cannot_seal_is_refused_before_any_scan(world):
         cli = harness.CliProcess(world, "enroll", "--user", "alice", "--finger", "left-thumb")
         assert cli.wait() == 1, cli.out.dump()
         assert cli.out.lines == [], cli.out.dump()  # no prompt, no stage
-        assert "Enrolling is not possible now: the TPM cannot seal prints (touchgate status says why)" \
-            in cli.stderr, cli.stderr
+        assert ("Enrolling is not possible: this computer's TPM refuses the key prints are sealed with "
+                "(touchgate doctor says what to do)") in cli.stderr, cli.stderr
         assert print_files(world) == [path]
-        world.daemon.log.wait_for("enroll refused: the print would have to be sealed, and the TPM cannot unseal")
+        world.daemon.log.wait_for("enroll refused: the print would have to be sealed, and the TPM no longer opens")
 
 
 def test_prints_in_the_clear_are_sealed_at_start_without_an_enrollment_change(world):

@@ -11,7 +11,6 @@ import harness
 import test_keyring_release as kr
 from conftest import ALICE_PRINT
 from harness import PROMPT
-from lines import WaitTimeout
 from swtpm import SwTPM
 from test_hardening import can_evaluate, status
 
@@ -40,14 +39,14 @@ def doctor(world):
 
 
 def enrollment_fails(world):
-    """An enrollment while no print can be sealed: refused before the first scan, or after the
-    last; either way it fails."""
-    try:
-        rc, cli = harness.enroll(world, "alice", ALICE_PRINT)
-    except WaitTimeout as e:
-        assert "stream ended" in str(e), e  # refused before any scan: its output ended
-        return True
-    return rc != 0
+    """An enrollment while the TPM refuses sealing: refused before the first scan, with the
+    sentence that sends the person to the way out."""
+    cli = harness.CliProcess(world, "enroll", "--user", "alice", "--finger", "left-thumb")
+    assert cli.wait() == 1, cli.out.dump()
+    assert cli.out.lines == [], cli.out.dump()  # no prompt, no stage
+    assert ("Enrolling is not possible: this computer's TPM refuses the key prints are sealed with "
+            "(touchgate doctor says what to do)") in cli.stderr, cli.stderr
+    return True
 
 
 def test_a_key_sealed_on_another_tpm_is_said_to_be_refused_with_the_way_out_which_works(world):

@@ -34,7 +34,7 @@ struct MessagesTests {
             .backoff(seconds: 45), .wrongPassword, .wrongPasswordBackoff(seconds: 300),
             .passwordNotSet, .passwordNeeded, .passwordAccepted, .printsUnsafe, .printsSealed, .printsSealedRefused,
             .keyringKept, .keyringForgotten, .keyringNotKept, .keyringNotSealedNow, .keyringVoid, .keyringClosed, .busy,
-            .enrollNotSealedNow,
+            .enrollNotSealedNow, .enrollSealingRefused,
             .templateDamaged(.leftThumb), .templatesDamaged([.leftThumb, .rightIndex]),
             .readerProtocolError, .readerStorageFull, .readerFailed, .enrolledOnReader, .keptOnReader,
             .alreadyEnrolled(.leftThumb), .alreadyEnrolledFor(.rightIndex, user: "alice"), .enrolledForAnotherUser,
@@ -55,7 +55,7 @@ struct MessagesTests {
             .backoff,
             .wrongPassword, .wrongPasswordBackoff, .passwordNotSet, .passwordNeeded, .passwordAccepted,
             .printsUnsafe, .printsSealed, .printsSealedRefused, .keyringKept, .keyringForgotten, .keyringNotKept,
-            .keyringNotSealedNow, .keyringVoid, .enrollNotSealedNow,
+            .keyringNotSealedNow, .keyringVoid, .enrollNotSealedNow, .enrollSealingRefused,
             .keyringClosed, .busy, .templateDamaged, .templatesDamaged, .readerProtocolError, .readerStorageFull,
             .readerFailed, .enrolledOnReader, .keptOnReader, .alreadyEnrolled, .alreadyEnrolledFor,
             .enrolledForAnotherUser:
