@@ -64,12 +64,12 @@ extension Core {
         let files = keyring, user = r.user
         guard let opening = try? await storagePool.run({ files.open(user, snapshot: snapshot) }) else { return nil }
         switch opening {
-        case .off:
+        case .off, .opens:
             return nil
         case .password(let secret):
             log.info("keyring password released", metadata: ["user": "\(r.user)", "service": "\(service)"])
             return secret
-        case .fingersChanged:
+        case .void:
             log.notice("keyring password void: the prints changed", metadata: ["user": "\(r.user)"])
             client.show(ProgressEvent(.note, .keyringVoid))
             return nil
@@ -136,10 +136,11 @@ extension Core {
     func keyringState(_ user: String) async -> (state: String, detail: String?) {
         let snapshot = await currentSnapshot(user)
         let files = keyring
-        switch try? await storagePool.run({ files.open(user, snapshot: snapshot) }) {
+        // Only whether it opens: no String of the password is made for a status.
+        switch try? await storagePool.run({ files.open(user, snapshot: snapshot, verifyOnly: true) }) {
         case .off?: return ("off", nil)
-        case .password?: return ("ready", nil)
-        case .fingersChanged?: return ("void", nil)
+        case .opens?, .password?: return ("ready", nil)
+        case .void?: return ("void", nil)
         case .unavailable(let why)?: return ("unavailable", why)
         case nil: return ("unavailable", "the storage threads are busy")
         }

@@ -1,6 +1,8 @@
 // The login passwords users let touchgate keep for their keyring (docs/spec.md §12): one sealed
 // file per user, bound to the user and to their set of prints, so any enrollment change voids it.
 import Crypto
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// A secret on its way to one reply; never printed (its description hides it).
@@ -15,8 +17,11 @@ enum KeyringOpening: Equatable {
     /// The user never set it up (or took it back).
     case off
     case password(SecretText)
-    /// Set up for another set of prints: a finger was added, removed or replaced since.
-    case fingersChanged
+    /// It opens (a check for status: the password was not taken out).
+    case opens
+    /// Set up for another set of prints: a finger was added, removed or replaced since. The next
+    /// password the daemon sees renews it.
+    case void
     /// The key that opens it cannot be had now (the TPM, say), or its file may not be trusted.
     case unavailable(String)
 }
@@ -128,15 +133,16 @@ struct KeyringFiles: Sendable {
             guard let dir = try users.subdirectory(user, create: true) else {
                 throw StorageError.unsafe("no directory for \(user)")
             }
-            let box = try AES.GCM.seal(plain, using: k, authenticating: Self.bound(user, snapshot))
-            guard let combined = box.combined else { throw StorageError.unsafe("AES-GCM gave no sealed box") }
-            try dir.writeAtomically(Self.fileName, Self.magic + Array(combined))
+            try Self.write(plain, in: dir, user, snapshot, under: k)
         } catch {
             throw .storage("cannot seal the keyring password: \(error)")
         }
     }
 
-    func open(_ user: String, snapshot: String?) -> KeyringOpening {
+    /// The password sealed for `user` and `snapshot`. `verifyOnly` (status): only whether it
+    /// opens, `.opens`; the password is decrypted into buffers that are wiped, and no String of it
+    /// is made.
+    func open(_ user: String, snapshot: String?, verifyOnly: Bool = false) -> KeyringOpening {
         let raw: [UInt8]
         do {
             guard let got = try sealedFile(user) else { return .off }
@@ -144,22 +150,45 @@ struct KeyringFiles: Sendable {
         } catch {
             return .unavailable(error.description)
         }
-        guard let snapshot else { return .fingersChanged }  // no prints now: nothing it was bound to
+        guard let snapshot else { return .void }  // no prints now: nothing it was bound to
         let k: SymmetricKey
         switch key.key() {
         case .success(let got): k = got
         case .failure(let e): return .unavailable(e.description)
         }
-        guard raw.starts(with: Self.magic), let box = try? AES.GCM.SealedBox(combined: raw[Self.magic.count...]),
-            var plain = try? Array(AES.GCM.open(box, using: k, authenticating: Self.bound(user, snapshot)))
-        else { return .fingersChanged }
+        guard var plain = Self.unseal(raw, user, snapshot, under: k) else { return .void }
         defer { wipe(&plain) }
-        return .password(SecretText(String(decoding: plain, as: UTF8.self)))
+        return verifyOnly ? .opens : .password(SecretText(String(decoding: plain, as: UTF8.self)))
     }
 
     @discardableResult
     func remove(_ user: String) throws(StorageError) -> Bool {
         guard let dir = try users.subdirectory(user) else { return false }
         return try dir.remove(Self.fileName)
+    }
+
+    private static func write(
+        _ plain: [UInt8], in dir: Directory, _ user: String, _ snapshot: String, under key: SymmetricKey
+    ) throws(StorageError) {
+        let combined: Data?
+        do {
+            combined = try AES.GCM.seal(plain, using: key, authenticating: bound(user, snapshot)).combined
+        } catch {
+            throw .unsafe("AES-GCM cannot seal: \(error)")
+        }
+        guard let combined else { throw .unsafe("AES-GCM gave no sealed box") }
+        try dir.writeAtomically(fileName, magic + Array(combined))
+    }
+
+    /// The password in `raw` under `key`, or nil when it does not open; the caller wipes it. The
+    /// buffer AES-GCM decrypted into is wiped here.
+    private static func unseal(_ raw: [UInt8], _ user: String, _ snapshot: String, under key: SymmetricKey)
+        -> [UInt8]?
+    {
+        guard raw.starts(with: magic), let box = try? AES.GCM.SealedBox(combined: raw[magic.count...]),
+            var opened = try? AES.GCM.open(box, using: key, authenticating: bound(user, snapshot))
+        else { return nil }
+        defer { opened.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+        return Array(opened)
     }
 }

@@ -25,9 +25,25 @@ struct KeyringStoreTests {
             let disk = try #require(contents("\(dir)/state/users/alice/keyring"))
             #expect(!String(decoding: disk, as: UTF8.self).contains("correct horse"))
             #expect(store.open("alice", snapshot: "prints-1") == .password(SecretText("correct horse")))
-            #expect(store.open("alice", snapshot: "prints-2") == .fingersChanged)
-            #expect(store.open("alice", snapshot: nil) == .fingersChanged)
+            #expect(store.open("alice", snapshot: "prints-2") == .void)
+            #expect(store.open("alice", snapshot: nil) == .void)
             #expect("\(SecretText("correct horse"))" == "(secret)")
+        }
+    }
+
+    /// What status asks: whether it opens, answered without taking the password out.
+    @Test func aCheckSaysWhetherItOpensWithoutThePassword() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try files(dir)
+            #expect(store.open("alice", snapshot: "prints-1", verifyOnly: true) == .off)
+            try store.seal("alice", password: "correct horse", snapshot: "prints-1")
+            #expect(store.open("alice", snapshot: "prints-1", verifyOnly: true) == .opens)
+            #expect(store.open("alice", snapshot: "prints-2", verifyOnly: true) == .void)
+            #expect(store.open("alice", snapshot: nil, verifyOnly: true) == .void)
+            guard
+                case .unavailable = try files(dir, sealer: MachineSealer(machine: 9)).open(
+                    "alice", snapshot: "prints-1", verifyOnly: true)
+            else { Issue.record("a check opened it with another machine's key"); return }
         }
     }
 
@@ -37,7 +53,7 @@ struct KeyringStoreTests {
             try store.seal("alice", password: "alice's", snapshot: "s")
             try plantDirectory("\(dir)/state/users/bob")
             try plantFile("\(dir)/state/users/bob/keyring", try #require(contents("\(dir)/state/users/alice/keyring")))
-            #expect(store.open("bob", snapshot: "s") == .fingersChanged)
+            #expect(store.open("bob", snapshot: "s") == .void)
         }
     }
 
