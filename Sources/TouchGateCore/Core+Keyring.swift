@@ -44,7 +44,7 @@ extension Core {
     /// KEYRING_RENEW: root's PAM password stack changed the password (pam_touchgate's password line).
     public func keyringRenew(user: String, password: String, caller: Caller) async -> Reply {
         if let refusal = await authorize(caller, user, .rootOnly) { return refusal }
-        if !password.isEmpty { await renewKeyring(user, password) }
+        if !password.isEmpty { await renewKeyring(user, password, changed: true) }
         return .success()
     }
 
@@ -70,7 +70,8 @@ extension Core {
             log.info("keyring password released", metadata: ["user": "\(r.user)", "service": "\(service)"])
             return secret
         case .void:
-            log.notice("keyring password void: the prints changed", metadata: ["user": "\(r.user)"])
+            log.notice(
+                "keyring password void: the prints changed, or it was set aside", metadata: ["user": "\(r.user)"])
             client.show(ProgressEvent(.note, .keyringVoid))
             return nil
         case .unavailable(let why):
@@ -82,30 +83,70 @@ extension Core {
 
     /// A password the daemon knows to be right (it checked it, or root's PAM stack did): a keyring
     /// password the user set up is sealed again with it, under the current prints — which also
-    /// follows a password change.
-    func renewKeyring(_ user: String, _ password: String) async {
-        guard let snapshot = await currentSnapshot(user) else { return }
+    /// follows a password change. `changed`: root's password stack has just changed it, so the
+    /// password kept is known to be old; one that cannot be sealed again is then set aside (void,
+    /// renewed by the next password), never left to be released and later reported ready.
+    func renewKeyring(_ user: String, _ password: String, changed: Bool = false) async {
+        let snapshot = await currentSnapshot(user)
         let files = keyring, pool = storagePool
         // Checked and sealed in one turn, so a disable in between cannot be undone.
         await keyringTurns.run(user) {
             let setUp = try? await pool.run { () -> Result<Bool, StorageError> in
                 do throws(StorageError) { return .success(try files.isSetUp(user)) } catch { return .failure(error) }
             }
+            let why: String
             switch setUp {
-            case .success(true)?: break
             case .success(false)?: return  // nothing to renew
-            case .failure(let why)?:
-                log.error("keyring password not renewed: \(why)", metadata: ["user": "\(user)"])
+            case .failure(let untrusted)?:
+                // Never written over (an untrusted file is never released either).
+                log.error("keyring password not renewed: \(untrusted)", metadata: ["user": "\(user)"])
                 return
+            case .success(true)?:
+                guard let snapshot else {
+                    why = "no finger is enrolled to bind it to"
+                    break
+                }
+                guard let failure = await sealKeyring(user, password, snapshot) else {
+                    log.info("keyring password renewed", metadata: ["user": "\(user)"])
+                    return
+                }
+                why = failure.description
             case nil:
-                log.error("keyring password not renewed: the storage threads are busy", metadata: ["user": "\(user)"])
+                why = "the storage threads are busy"
+            }
+            guard changed else {
+                if snapshot != nil { log.error("keyring password not renewed: \(why)", metadata: ["user": "\(user)"]) }
                 return
             }
-            if let why = await sealKeyring(user, password, snapshot) {
-                log.error("keyring password not renewed: \(why)", metadata: ["user": "\(user)"])
-            } else {
-                log.info("keyring password renewed", metadata: ["user": "\(user)"])
-            }
+            await setAsideKeyring(user, because: why)
+        }
+    }
+
+    /// The old password after a change that could not be sealed: set aside, or removed; said at
+    /// error level when even that fails (it would then be released after a match).
+    private func setAsideKeyring(_ user: String, because why: String) async {
+        let files = keyring
+        let done = try? await storagePool.run { () -> Result<KeyringFiles.Change, StorageError> in
+            do throws(StorageError) { return .success(try files.setAside(user)) } catch { return .failure(error) }
+        }
+        switch done {
+        case .success(.untouched)?: break  // none left to set aside
+        case .success(.setAside)?:
+            log.notice(
+                "keyring password set aside after a password change, void until the next password: \(why)",
+                metadata: ["user": "\(user)"])
+        case .success(.removed)?:
+            log.notice(
+                "keyring password removed after a password change: \(why)", metadata: ["user": "\(user)"])
+        case .failure(let e)?:
+            log.error(
+                "keyring password still holds the old password after a password change: \(why); \(e)",
+                metadata: ["user": "\(user)"])
+        case nil:
+            let busy = "the storage threads are busy"
+            log.error(
+                "keyring password still holds the old password after a password change: \(why); \(busy)",
+                metadata: ["user": "\(user)"])
         }
     }
 

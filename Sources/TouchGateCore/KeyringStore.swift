@@ -19,8 +19,9 @@ enum KeyringOpening: Equatable {
     case password(SecretText)
     /// It opens (a check for status: the password was not taken out).
     case opens
-    /// Set up for another set of prints: a finger was added, removed or replaced since. The next
-    /// password the daemon sees renews it.
+    /// Set up, but it opens for no prints now: a finger was added, removed or replaced since, or
+    /// its password was set aside (a changed password that could not be sealed). The next password
+    /// the daemon sees renews it.
     case void
     /// The key that opens it cannot be had now (the TPM, say), or its file may not be trusted.
     case unavailable(String)
@@ -99,11 +100,14 @@ public final class KeyringKey: Sendable {
 }
 
 /// `<state>/users/<user>/keyring`: "TGSK", a version byte, then AES-GCM's nonce, ciphertext and tag
-/// of the password, authenticated with the user and the enrollment snapshot. Blocking: the core
-/// calls these on its storage pool.
+/// of the password, authenticated with the user and the enrollment snapshot; or that header alone,
+/// a password set aside (void). Blocking: the core calls these on its storage pool.
 struct KeyringFiles: Sendable {
     static let fileName = "keyring"
     static let magic: [UInt8] = Array("TGSK".utf8) + [1]
+    /// The file of a password set aside: set up, opening for no prints (void) until the next
+    /// password renews it. The header alone, so a daemon of before reads it as void too.
+    static let setAsideMark = magic
     let users: Directory
     let key: KeyringKey
 
@@ -150,6 +154,7 @@ struct KeyringFiles: Sendable {
         } catch {
             return .unavailable(error.description)
         }
+        if raw == Self.setAsideMark { return .void }
         guard let snapshot else { return .void }  // no prints now: nothing it was bound to
         let k: SymmetricKey
         switch key.key() {
@@ -165,6 +170,33 @@ struct KeyringFiles: Sendable {
     func remove(_ user: String) throws(StorageError) -> Bool {
         guard let dir = try users.subdirectory(user) else { return false }
         return try dir.remove(Self.fileName)
+    }
+
+    /// What was done with one user's file.
+    enum Change: Sendable {
+        /// Nothing: there is none.
+        case untouched
+        /// Removed (off): a mark could not be written.
+        case removed
+        /// Now the mark of a password set aside (void): the password kept was known to be old.
+        case setAside
+    }
+
+    /// After a password change that could not be sealed: the password kept is known to be the old
+    /// one, so it is not kept. The file becomes the mark of a password set aside (void: the next
+    /// password renews it); where that cannot be written, it is removed (off). Throws when neither
+    /// could be done, or when the file may not be trusted (it is never written over then).
+    func setAside(_ user: String) throws(StorageError) -> Change {
+        guard let dir = try users.subdirectory(user), try dir.read(Self.fileName, limit: 4096) != nil else {
+            return .untouched
+        }
+        do {
+            try dir.writeAtomically(Self.fileName, Self.setAsideMark)
+            return .setAside
+        } catch {
+            try dir.remove(Self.fileName)
+            return .removed
+        }
     }
 
     private static func write(

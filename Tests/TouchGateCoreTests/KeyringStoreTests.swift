@@ -47,6 +47,26 @@ struct KeyringStoreTests {
         }
     }
 
+    /// A password known to be old is not kept: its file becomes a mark that is void for any
+    /// prints, set up still (so the next password renews it), and needs no key to be read so.
+    @Test func aPasswordSetAsideIsVoidAndStillSetUp() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try files(dir)
+            #expect(try store.setAside("alice") == .untouched)
+            #expect(!exists("\(dir)/state/users/alice/keyring"))
+            try store.seal("alice", password: "old secret", snapshot: "s")
+            #expect(try store.setAside("alice") == .setAside)
+            let disk = try #require(contents("\(dir)/state/users/alice/keyring"))
+            #expect(disk == KeyringFiles.setAsideMark)
+            #expect(permissions("\(dir)/state/users/alice/keyring") == 0o600)
+            #expect(store.open("alice", snapshot: "s") == .void)
+            #expect(try files(dir, sealer: nil).open("alice", snapshot: "s") == .void)
+            #expect(try store.isSetUp("alice"))
+            try store.seal("alice", password: "new secret", snapshot: "s")
+            #expect(store.open("alice", snapshot: "s") == .password(SecretText("new secret")))
+        }
+    }
+
     @Test func anotherUsersFileDoesNotOpenAsTheirs() async throws {
         try await withTemporaryDirectory { dir in
             let store = try files(dir)
