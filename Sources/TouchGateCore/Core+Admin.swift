@@ -163,7 +163,8 @@ extension Core {
         doc.sealedFingers = list.prints.filter(\.closed).map(\.finger.rawValue)
         (doc.keyring, doc.keyringDetail) = await keyringState(user)
         let key = keyring.key
-        doc.keyringWithoutTPM = (try? await storagePool.run { key.usesKeyFile() }) ?? false
+        (doc.keyringWithoutTPM, doc.keyringKeyFile) =
+            (try? await storagePool.run { (key.usesKeyFile(), key.fileExists()) }) ?? (false, false)
         switch await prints.sealingState() {
         case nil: break
         case .ready?: doc.sealing = "sealed"
@@ -237,6 +238,8 @@ struct StatusDocument: Encodable {
     var keyringDetail: String?
     /// keyring_without_tpm is in effect: login passwords sealed under a root-only key file.
     var keyringWithoutTPM = false
+    /// That key file is on disk, in use or left (not yet retired): doctor warns while it is.
+    var keyringKeyFile = false
     var printsProblem: String?
     var stateReadable = false
     var stateProblem: String?

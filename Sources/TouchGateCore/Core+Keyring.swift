@@ -1,5 +1,7 @@
 // The login keyring (docs/spec.md §12): the user's login password kept sealed, released after a
 // fingerprint match to a root login manager, void once the prints change, renewed by a password.
+import Crypto
+import Logging
 import TouchGateWire
 
 extension Core {
@@ -130,7 +132,7 @@ extension Core {
             do throws(StorageError) { return .success(try files.setAside(user)) } catch { return .failure(error) }
         }
         switch done {
-        case .success(.untouched)?: break  // none left to set aside
+        case .success(.untouched)?, .success(.resealed)?: break  // none left to set aside
         case .success(.setAside)?:
             log.notice(
                 "keyring password set aside after a password change, void until the next password: \(why)",
@@ -184,6 +186,73 @@ extension Core {
         case .void?: return ("void", nil)
         case .unavailable(let why)?: return ("unavailable", why)
         case nil: return ("unavailable", "the storage threads are busy")
+        }
+    }
+
+    /// Once the daemon is ready (docs/spec.md §12): `<state>/keyring-key` is retired when it is no
+    /// longer the key — `keyring_without_tpm` is off, or the TPM's data key is ready. Each password
+    /// it opens is sealed again under the data key, or removed when nothing here seals one; a void
+    /// one is set aside. The file goes last, only once every user's file was dealt with: a failure
+    /// loses no password that opens, and leaves the file (doctor warns) for the next start.
+    func retireKeyringKeyFile() async {
+        let key = keyring.key, files = keyring, pool = storagePool
+        let path = "\(key.state.path)/\(KeyringKey.fileName)"
+        let from: SymmetricKey?, to: SymmetricKey?
+        switch try? await pool.run({ key.retirement() }) {
+        case .notDue?: return
+        case .later(let why)?:
+            log.warning("\(path) is kept for now, though it is no longer the keyring key: \(why)")
+            return
+        case .retire(let f, let t)?: (from, to) = (f, t)
+        case nil:
+            log.error("\(path) is kept for now: the storage threads are busy")
+            return
+        }
+        let listed = try? await pool.run { () -> Result<[String], StorageError> in
+            do throws(StorageError) { return .success(try files.listedUsers()) } catch { return .failure(error) }
+        }
+        guard case .success(let users)? = listed else {
+            log.error("\(path) is kept: \(files.users.path) cannot be listed")
+            return
+        }
+        var kept = false
+        for user in users {
+            guard !stopping else { return }
+            let snapshot = await currentSnapshot(user)
+            let done = await keyringTurns.run(user) {
+                try? await pool.run { () -> Result<KeyringFiles.Change, StorageError> in
+                    do throws(StorageError) {
+                        return .success(try files.retire(user, snapshot: snapshot, from: from, to: to))
+                    } catch { return .failure(error) }
+                }
+            }
+            let who: Logger.Metadata = ["user": "\(user)"]
+            switch done {
+            case .success(.untouched)?: break
+            case .success(.resealed)?:
+                log.notice("keyring password sealed again under the TPM's data key", metadata: who)
+            case .success(.removed)?: log.notice("keyring password removed: nothing here seals it", metadata: who)
+            case .success(.setAside)?: log.notice("keyring password set aside: it was void", metadata: who)
+            case .failure(let why)?:
+                log.error("keyring password not moved off \(path): \(why)", metadata: who)
+                kept = true
+            case nil:
+                log.error("keyring password not moved off \(path): the storage threads are busy", metadata: who)
+                kept = true
+            }
+        }
+        guard !kept else {
+            log.error("\(path) is kept: some keyring passwords could not be moved off it (above)")
+            return
+        }
+        let removed = try? await pool.run { () -> Result<Void, StorageError> in
+            do throws(StorageError) { try key.removeFile() } catch { return .failure(error) }
+            return .success(())
+        }
+        switch removed {
+        case .success?: log.notice("removed \(path): it is no longer the keyring key")
+        case .failure(let why)?: log.error("\(path) is kept: \(why)")
+        case nil: log.error("\(path) is kept: the storage threads are busy")
         }
     }
 

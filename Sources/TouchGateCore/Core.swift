@@ -137,9 +137,10 @@ public struct CoreSetup: Sendable {
     }
 
     /// Once the daemon is ready (the TPM is never asked before, docs/spec.md §9): the first
-    /// sealing pass.
+    /// sealing pass, and the keyring key file retired if it is no longer the key (§12).
     public func beginSealing() {
         if let sealing = prints.files.sealing { sealStore(prints.files, sealing) }
+        CoreLoop.shared.task { [self] in await retireKeyringKeyFile() }
     }
 
     /// Seals the prints still in the clear, on the storage threads, and says where sealing

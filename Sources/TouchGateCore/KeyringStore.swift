@@ -87,6 +87,49 @@ public final class KeyringKey: Sendable {
         }
     }
 
+    /// What becomes of `keyring-key` now (Core's `retireKeyringKeyFile`).
+    enum Retirement: Sendable {
+        /// There is none, or it is the key in use (`keyring_without_tpm`, and no TPM).
+        case notDue
+        /// It is no longer the key, but the TPM cannot be used now (or the file cannot be read):
+        /// it stays until a later start can seal its passwords again.
+        case later(String)
+        /// It goes: the passwords it opens are sealed again under `to` (the TPM's data key), or
+        /// removed when nothing here seals them. `from` is nil when the file is damaged (nothing
+        /// opens under it).
+        case retire(from: SymmetricKey?, to: SymmetricKey?)
+    }
+
+    /// Whether `keyring-key` is to be retired: it exists, and either `keyring_without_tpm` is off
+    /// or the TPM's data key is ready (then `key()` never uses the file). Blocking, as `key()`.
+    func retirement() -> Retirement {
+        guard state.contains(Self.fileName) else { return .notDue }
+        var to: SymmetricKey?
+        switch sealing?.key() {
+        case .success(let k?)?: to = k
+        case .failure(let e)?: return .later("the TPM cannot be used now: \(e)")
+        case .success(nil)?, nil:
+            if withoutTPM { return .notDue }
+        }
+        do {
+            var bytes = try state.read(Self.fileName, limit: 64) ?? []
+            defer { wipe(&bytes) }
+            return .retire(from: bytes.count == 32 ? SymmetricKey(data: bytes) : nil, to: to)
+        } catch {
+            return .later("\(state.path)/\(Self.fileName): \(error)")
+        }
+    }
+
+    /// Removes `keyring-key`: the last step of its retirement, once no password sealed under it is
+    /// left.
+    func removeFile() throws(StorageError) {
+        fileKey.withLock { $0 = nil }
+        try state.remove(Self.fileName)
+    }
+
+    /// Whether `keyring-key` is on disk, in use or not (doctor warns while it is).
+    func fileExists() -> Bool { state.contains(Self.fileName) }
+
     /// Whether keyring passwords are kept under the root-only key file (doctor warns about it).
     /// Blocking, as `key()`.
     /// A TPM that failed now (`unavailable`) does not count: `key()` then refuses rather than
@@ -172,13 +215,18 @@ struct KeyringFiles: Sendable {
         return try dir.remove(Self.fileName)
     }
 
-    /// What was done with one user's file.
+    /// What was done with one user's file (a set-aside, a retirement of `keyring-key`).
     enum Change: Sendable {
-        /// Nothing: there is none.
+        /// Nothing: none, set aside already, sealed under the data key, or (with no data key) one
+        /// the key file does not open.
         case untouched
-        /// Removed (off): a mark could not be written.
+        /// The key file opened it: sealed again under the data key.
+        case resealed
+        /// Removed (off): the key file opened it and nothing here seals it, or a mark could not be
+        /// written.
         case removed
-        /// Now the mark of a password set aside (void): the password kept was known to be old.
+        /// Now the mark of a password set aside (void): the password kept was known to be old, or
+        /// it opened under no key (void already) and nothing sealed under the key file is left.
         case setAside
     }
 
@@ -196,6 +244,45 @@ struct KeyringFiles: Sendable {
         } catch {
             try dir.remove(Self.fileName)
             return .removed
+        }
+    }
+
+    /// The retirement of `keyring-key` for one user: what `from` (the key file) opens is sealed
+    /// again under `to` (the data key) or, with none, removed. A file `to` opens is left as it is.
+    /// Throws when the file may not be trusted or cannot be written.
+    func retire(_ user: String, snapshot: String?, from: SymmetricKey?, to: SymmetricKey?) throws(StorageError)
+        -> Change
+    {
+        guard let dir = try users.subdirectory(user), let raw = try dir.read(Self.fileName, limit: 4096),
+            raw != Self.setAsideMark
+        else { return .untouched }
+        if let snapshot {
+            if let to, var opened = Self.unseal(raw, user, snapshot, under: to) {
+                wipe(&opened)
+                return .untouched
+            }
+            if let from, var plain = Self.unseal(raw, user, snapshot, under: from) {
+                defer { wipe(&plain) }
+                guard let to else {
+                    try dir.remove(Self.fileName)
+                    return .removed
+                }
+                try Self.write(plain, in: dir, user, snapshot, under: to)
+                return .resealed
+            }
+        }
+        guard to != nil else { return .untouched }
+        try dir.writeAtomically(Self.fileName, Self.setAsideMark)
+        return .setAside
+    }
+
+    /// The users with a directory here, each of which may hold a keyring file; throws when they
+    /// cannot be listed. Entries of another kind hold none (a symlink is never followed).
+    func listedUsers() throws(StorageError) -> [String] {
+        try users.listedEntries().filter { name in
+            var st = stat()
+            return !Directory.isTemporary(name) && fstatat(users.fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0
+                && (st.st_mode & S_IFMT) == S_IFDIR
         }
     }
 

@@ -240,7 +240,8 @@ enum DoctorChecks {
         return sealing(document) + keyring(document) + userState(user, fingers, document)
     }
 
-    /// The sealed login password (docs/spec.md §12): warned about without a TPM, and when void.
+    /// The sealed login password (docs/spec.md §12): warned about without a TPM, while the key
+    /// file kept without one is still there, and when void.
     static func keyring(_ document: JSONValue) -> [DoctorCheck] {
         var checks: [DoctorCheck] = []
         if document["keyringWithoutTPM"] == .bool(true) {
@@ -249,6 +250,18 @@ enum DoctorChecks {
                     "keyring", .note,
                     L("login passwords for the keyring are kept without a TPM: a copy of the disk opens them", cli),
                     fix: L("use a TPM 2.0, or set keyring_without_tpm = no in touchgate.conf", cli)))
+        } else if document["keyringKeyFile"] == .bool(true) {
+            // Left after keyring_without_tpm was turned off or a TPM came: the daemon retires it at
+            // its start once it can; until then the passwords sealed under it stay on disk.
+            checks.append(
+                DoctorCheck(
+                    "keyring", .problem,
+                    L(
+                        "the keyring key file kept without a TPM is still in the state directory: a copy of the disk opens the passwords sealed under it",
+                        cli),
+                    fix: L(
+                        "the daemon's log says why it could not remove it; it tries again at its next start",
+                        cli)))
         }
         switch document["keyring"]?.scalarText {
         case "void":
