@@ -23,7 +23,8 @@ enum KeyringOpening: Equatable {
     /// its password was set aside (a changed password that could not be sealed). The next password
     /// the daemon sees renews it.
     case void
-    /// The key that opens it cannot be had now (the TPM, say), or its file may not be trusted.
+    /// The key that opens it cannot be had now (the TPM, say), its file may not be trusted, or it
+    /// was sealed under another key than this one.
     case unavailable(String)
 }
 
@@ -142,12 +143,19 @@ public final class KeyringKey: Sendable {
     }
 }
 
-/// `<state>/users/<user>/keyring`: "TGSK", a version byte, then AES-GCM's nonce, ciphertext and tag
-/// of the password, authenticated with the user and the enrollment snapshot; or that header alone,
-/// a password set aside (void). Blocking: the core calls these on its storage pool.
+/// `<state>/users/<user>/keyring`: "TGSK", a version byte (2), the key's identity (8 bytes), then
+/// AES-GCM's nonce, ciphertext and tag of the password, authenticated with the user and the
+/// enrollment snapshot. Version 1, written before, has no key identity and still opens; its header
+/// alone is a password set aside (void). Blocking: the core calls these on its storage pool.
 struct KeyringFiles: Sendable {
     static let fileName = "keyring"
     static let magic: [UInt8] = Array("TGSK".utf8) + [1]
+    static let magicWithKeyID: [UInt8] = Array("TGSK".utf8) + [2]
+    static let keyIDSize = 8
+    /// What a file sealed under a key other than this one says (status, the log).
+    static let sealedUnderAnotherKey =
+        "it was sealed under another key (the TPM's data key was made again, or seal or keyring_without_tpm "
+        + "changed since); the next password login seals it again"
     /// The file of a password set aside: set up, opening for no prints (void) until the next
     /// password renews it. The header alone, so a daemon of before reads it as void too.
     static let setAsideMark = magic
@@ -204,7 +212,11 @@ struct KeyringFiles: Sendable {
         case .success(let got): k = got
         case .failure(let e): return .unavailable(e.description)
         }
-        guard var plain = Self.unseal(raw, user, snapshot, under: k) else { return .void }
+        guard var plain = Self.unseal(raw, user, snapshot, under: k) else {
+            // Told apart from the fingers changing only where the file names its key (version 2).
+            if let id = Self.keyID(in: raw), id != Self.keyID(of: k) { return .unavailable(Self.sealedUnderAnotherKey) }
+            return .void
+        }
         defer { wipe(&plain) }
         return verifyOnly ? .opens : .password(SecretText(String(decoding: plain, as: UTF8.self)))
     }
@@ -296,7 +308,20 @@ struct KeyringFiles: Sendable {
             throw .unsafe("AES-GCM cannot seal: \(error)")
         }
         guard let combined else { throw .unsafe("AES-GCM gave no sealed box") }
-        try dir.writeAtomically(fileName, magic + Array(combined))
+        try dir.writeAtomically(fileName, magicWithKeyID + keyID(of: key) + Array(combined))
+    }
+
+    /// The identity a file records of the key it was sealed under: the first bytes of an HMAC of
+    /// a fixed text, which tells keys apart and says nothing of them.
+    static func keyID(of key: SymmetricKey) -> [UInt8] {
+        Array(
+            HMAC<SHA256>.authenticationCode(for: Array("touchgate-keyring-key-id".utf8), using: key).prefix(keyIDSize))
+    }
+
+    /// The key identity a version 2 file records (nil: version 1, or not a sealed file).
+    static func keyID(in raw: [UInt8]) -> [UInt8]? {
+        guard raw.starts(with: magicWithKeyID), raw.count > magicWithKeyID.count + keyIDSize else { return nil }
+        return Array(raw[magicWithKeyID.count..<(magicWithKeyID.count + keyIDSize)])
     }
 
     /// The password in `raw` under `key`, or nil when it does not open; the caller wipes it. The
@@ -304,7 +329,15 @@ struct KeyringFiles: Sendable {
     private static func unseal(_ raw: [UInt8], _ user: String, _ snapshot: String, under key: SymmetricKey)
         -> [UInt8]?
     {
-        guard raw.starts(with: magic), let box = try? AES.GCM.SealedBox(combined: raw[magic.count...]),
+        let header: Int
+        if keyID(in: raw) != nil {
+            header = magicWithKeyID.count + keyIDSize
+        } else if raw.starts(with: magic) {
+            header = magic.count
+        } else {
+            return nil
+        }
+        guard let box = try? AES.GCM.SealedBox(combined: raw[header...]),
             var opened = try? AES.GCM.open(box, using: key, authenticating: bound(user, snapshot))
         else { return nil }
         defer { opened.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }

@@ -1,5 +1,6 @@
 // The sealed login passwords: bound to the user and the set of prints, closed without the key,
 // never written in the clear, and the root-only key file only when allowed.
+import Crypto
 import Glibc
 import Testing
 @testable import TouchGateCore
@@ -74,6 +75,39 @@ struct KeyringStoreTests {
             try plantDirectory("\(dir)/state/users/bob")
             try plantFile("\(dir)/state/users/bob/keyring", try #require(contents("\(dir)/state/users/alice/keyring")))
             #expect(store.open("bob", snapshot: "s") == .void)
+        }
+    }
+
+    /// The data key made again (its sealed file removed, as to bind other PCRs): the password
+    /// sealed under the old one is said to be so, not taken for a change of fingers.
+    @Test func aFileSealedUnderAnotherKeyIsToldApartFromChangedFingers() async throws {
+        try await withTemporaryDirectory { dir in
+            try files(dir).seal("alice", password: "pw", snapshot: "s")
+            #expect(unlink("\(dir)/state/sealed-key") == 0)
+            let remade = try files(dir)
+            #expect(remade.open("alice", snapshot: "s") == .unavailable(KeyringFiles.sealedUnderAnotherKey))
+            #expect(
+                remade.open("alice", snapshot: "s", verifyOnly: true)
+                    == .unavailable(KeyringFiles.sealedUnderAnotherKey))
+            try remade.seal("alice", password: "pw", snapshot: "s")
+            #expect(remade.open("alice", snapshot: "other prints") == .void)
+            #expect(remade.open("alice", snapshot: "s") == .password(SecretText("pw")))
+        }
+    }
+
+    /// A file written before the key's identity was recorded (version 1) still opens, and is void
+    /// for other prints.
+    @Test func aFileOfTheFirstVersionStillOpens() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try files(dir)
+            let key = try store.key.key().get()
+            let box = try AES.GCM.seal(
+                Array("old pw".utf8), using: key, authenticating: KeyringFiles.bound("carol", "s"))
+            try plantDirectory("\(dir)/state/users/carol")
+            try plantFile("\(dir)/state/users/carol/keyring", KeyringFiles.magic + Array(try #require(box.combined)))
+            #expect(store.open("carol", snapshot: "s") == .password(SecretText("old pw")))
+            #expect(store.open("carol", snapshot: "s2") == .void)
+            #expect(try files(dir, sealer: nil, withoutTPM: true).open("carol", snapshot: "s") == .void)
         }
     }
 
