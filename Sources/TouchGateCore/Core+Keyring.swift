@@ -22,6 +22,7 @@ extension Core {
             switch failure {
             case .noKey: return Refusal(.internalError, reason: .printsSealed, text: .keyringNotKept)
             case .keyFailed: return Refusal(.internalError, reason: .printsSealed, text: .keyringNotSealedNow)
+            case .keyRefused: return Refusal(.internalError, reason: .printsSealed, text: .keyringSealingRefused)
             case .storage: return Self.storageFailure
             }
         }

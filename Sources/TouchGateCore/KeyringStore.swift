@@ -34,12 +34,15 @@ enum KeyringSealFailure: Error, Equatable, CustomStringConvertible {
     case noKey(String)
     /// The key is there but could not be had now (the TPM failed or did not answer, a damaged key file).
     case keyFailed(String)
+    /// The TPM refuses the key for good (cleared, another machine's, the bound PCRs changed, an
+    /// owner password): asking again later does not help (docs/spec.md §9).
+    case keyRefused(String)
     /// The sealed file could not be written.
     case storage(String)
 
     var description: String {
         switch self {
-        case .noKey(let why), .keyFailed(let why), .storage(let why): return why
+        case .noKey(let why), .keyFailed(let why), .keyRefused(let why), .storage(let why): return why
         }
     }
 }
@@ -180,7 +183,9 @@ struct KeyringFiles: Sendable {
         let k: SymmetricKey
         switch key.key() {
         case .success(let got): k = got
-        case .failure(let e): throw e.absent ? .noKey(e.description) : .keyFailed(e.description)
+        case .failure(let e):
+            if e.absent { throw .noKey(e.description) }
+            throw e.refusal != nil ? .keyRefused(e.description) : .keyFailed(e.description)
         }
         var plain = Array(password.utf8)
         defer { wipe(&plain) }

@@ -48,6 +48,7 @@ public enum Text: Sendable, Equatable {
     case keyringKept, keyringForgotten, keyringNotKept, keyringNotSealedNow, keyringVoid, keyringClosed
     case enrollNotSealedNow
     case enrollSealingRefused
+    case keyringSealingRefused
     case busy
     case templateDamaged(Finger)
     case templatesDamaged([Finger])
@@ -146,6 +147,10 @@ public enum Text: Sendable, Equatable {
                 "Keyring password not kept: the TPM cannot seal it now (touchgate status says why); try again later", l)
         case .enrollNotSealedNow:
             return L("Enrolling is not possible now: the TPM cannot seal prints (touchgate status says why)", l)
+        case .keyringSealingRefused:
+            return L(
+                "Keyring password not kept: this computer's TPM refuses the key it would be sealed with (touchgate doctor says what to do)",
+                l)
         case .enrollSealingRefused:
             return L(
                 "Enrolling is not possible: this computer's TPM refuses the key prints are sealed with (touchgate doctor says what to do)",

@@ -10,7 +10,7 @@ import subprocess
 import harness
 import test_keyring_release as kr
 from conftest import ALICE_PRINT
-from harness import PROMPT
+from harness import PASSWORDS, PROMPT
 from swtpm import SwTPM
 from test_hardening import can_evaluate, status
 
@@ -89,6 +89,11 @@ def test_a_key_sealed_on_another_tpm_is_said_to_be_refused_with_the_way_out_whic
         session = world.pam("alice").wait()
         assert session.result == "PAM_AUTHINFO_UNAVAIL" and REFUSED_TEXT in session.messages(), session.transcript()
         assert PROMPT not in session.messages()
+        # Keeping the keyring password again is refused with the same way out, not "try again later".
+        kept = world.cli("keyring", "enable", as_user="alice", password=PASSWORDS["alice"])
+        assert kept.returncode != 0, kept
+        assert ("Keyring password not kept: this computer's TPM refuses the key it would be sealed with "
+                "(touchgate doctor says what to do)") in kept.stderr, kept
         # Refused, and still asked again later (bound PCRs may come back): the key is never replaced.
         assert key.read_bytes() == sealed
         daemon.stop()

@@ -34,7 +34,7 @@ struct MessagesTests {
             .backoff(seconds: 45), .wrongPassword, .wrongPasswordBackoff(seconds: 300),
             .passwordNotSet, .passwordNeeded, .passwordAccepted, .printsUnsafe, .printsSealed, .printsSealedRefused,
             .keyringKept, .keyringForgotten, .keyringNotKept, .keyringNotSealedNow, .keyringVoid, .keyringClosed, .busy,
-            .enrollNotSealedNow, .enrollSealingRefused,
+            .enrollNotSealedNow, .enrollSealingRefused, .keyringSealingRefused,
             .templateDamaged(.leftThumb), .templatesDamaged([.leftThumb, .rightIndex]),
             .readerProtocolError, .readerStorageFull, .readerFailed, .enrolledOnReader, .keptOnReader,
             .alreadyEnrolled(.leftThumb), .alreadyEnrolledFor(.rightIndex, user: "alice"), .enrolledForAnotherUser,
@@ -55,7 +55,7 @@ struct MessagesTests {
             .backoff,
             .wrongPassword, .wrongPasswordBackoff, .passwordNotSet, .passwordNeeded, .passwordAccepted,
             .printsUnsafe, .printsSealed, .printsSealedRefused, .keyringKept, .keyringForgotten, .keyringNotKept,
-            .keyringNotSealedNow, .keyringVoid, .enrollNotSealedNow, .enrollSealingRefused,
+            .keyringNotSealedNow, .keyringVoid, .enrollNotSealedNow, .enrollSealingRefused, .keyringSealingRefused,
             .keyringClosed, .busy, .templateDamaged, .templatesDamaged, .readerProtocolError, .readerStorageFull,
             .readerFailed, .enrolledOnReader, .keptOnReader, .alreadyEnrolled, .alreadyEnrolledFor,
             .enrolledForAnotherUser:
