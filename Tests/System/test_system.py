@@ -65,6 +65,10 @@ def test_a_the_socket_listens_from_boot_and_the_service_waits_for_the_first_pam_
     # The first PAM call (login's service, a user with no prints, the password on stdin) starts it.
     rc, out = guest.control.run("printf '%%s\\n' '%s' | pamtester -v login tgother authenticate" % PASSWORD, check=False)
     vm.log("the first PAM call after boot: " + " / ".join(out.strip().splitlines()))
+    # A start the call set off may still be running (the module gave up on it): joined, so its own
+    # times are read (only then: a daemon the call did not start must not be started here).
+    if s.unit_state(guest, "touchgated.service") == "activating":
+        guest.control.run("timeout 60 systemctl start touchgated.service", check=False)
     timing = guest.control.out("systemctl show -p ExecMainStartTimestampMonotonic,ActiveEnterTimestampMonotonic "
                                "--value touchgated.service").split()
     vm.log("touchgated activated: %.2f s from exec to READY=1" % ((int(timing[1]) - int(timing[0])) / 1e6))

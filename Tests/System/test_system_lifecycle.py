@@ -109,7 +109,8 @@ def test_j_every_fresh_daemon_answers_its_first_request(guest, mode):
     if mode == "restart":
         stalls = silent
     else:
-        stalls = [r for r in results if r["ready"] > max(3 * median(ready), 1500)]
+        # A READY=1 before its exec is the previous start's: this one had not ended in 60 s.
+        stalls = [r for r in results if r["ready"] > max(3 * median(ready), 1500) or r["ready"] < 0]
     vm.log("%s, then a PAM call: %d starts (%d distinct daemons); exec to READY=1 median %d ms, max %d ms; "
            "PAM call median %d ms, max %d ms; module saw no answer within 1.5 s: %d; stalls: %d"
            % (mode, len(results), len(set(r["pid"] for r in results)), median(ready), max(ready),

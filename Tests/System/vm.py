@@ -2,7 +2,9 @@
 image's kernel, its serial console on ttyS0 as a terminal the test types on, two virtio ports
 served in the guest by the test's bridges: `tgreader` (the virtual reader's socket) and `tgcontrol`
 (root commands), and a TPM 2.0 (QEMU's tpm-tis on Debian's swtpm, kept across reboots), which the
-guest's kernel offers as /dev/tpmrm0. Every wait has a deadline; nothing sleeps.
+guest's kernel offers as /dev/tpmrm0. Every wait has a deadline. Three ask again after a short
+pause, as nothing tells them when to: connecting to QEMU's sockets, the reader's socket as the
+daemon starts, and the guest's console settings (session.py).
 """
 
 import base64
