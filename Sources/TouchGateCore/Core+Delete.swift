@@ -90,14 +90,15 @@ extension Core {
     /// false when the reader refused (the log says why). One that has not answered in time is
     /// not waited for: it is deleted when the reader is free, and its answer is logged then.
     /// `holdingReader`: asked by an enrollment that holds the reader (a late answer then holds it
-    /// on, `chipStep`).
+    /// on, `chipStep`). `answer`, when given, is told what the reader answered, in time or late.
     func deletedFromReader(
         _ reader: any FingerprintReader, _ held: [[UInt8]], within milliseconds: Int = readerDeletionMilliseconds,
-        holdingReader: Bool = false
+        holdingReader: Bool = false, answer: ChipAnswer? = nil
     ) async -> Bool {
         let log = self.log
         let told: @CoreActor (ChipDeletion) -> Bool = { result in
             if result.deleted > 0 { log.info("deleted \(result.deleted) print(s) from the reader's storage") }
+            answer?.deleted = result.failure == nil
             guard let failure = result.failure else { return true }
             log.error("the reader's storage keeps a deleted print: \(failure)")
             return false
@@ -115,4 +116,10 @@ extension Core {
         }
         return told(result)
     }
+}
+
+/// What a reader answered to a deletion, known once it did (nil until then): an answer that came
+/// past the deadline is known only to whoever kept this.
+@CoreActor final class ChipAnswer {
+    var deleted: Bool?
 }

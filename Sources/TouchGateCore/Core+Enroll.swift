@@ -46,8 +46,11 @@ extension Core {
             let result = await scanAndStore(
                 user: user, finger: finger, caller: caller, on: served, client: client, prompt: prompt)
             // Still holding the reader: no other enrollment of this finger saves meanwhile.
-            if let replaced, !result.stored {
-                dropped = await forgetReplaced(user: user, finger: finger, device: info.deviceKey, digest: replaced)
+            // Only once the reader said it deleted its copy (an answer past the deadline counts, as
+            // the reader runs one job at a time): a copy it kept keeps its file.
+            if let replaced, !result.stored, replaced.answer.deleted == true {
+                dropped = await forgetReplaced(
+                    user: user, finger: finger, device: info.deviceKey, digest: replaced.digest)
             }
             return result
         }
@@ -181,8 +184,10 @@ extension Core {
     /// Enrolling a finger the user already has on this reader replaces its print, as in fprintd.
     /// A reader with its own storage would refuse the finger as one it holds, so its copy is
     /// deleted first; the file stays until the enrollment ends (`forgetReplaced`). Returns the
-    /// digest of the print whose copy the reader no longer holds, nil when none was deleted.
-    private func makeRoomForReplacement(user: String, finger: Finger, on served: ServedReader) async -> String? {
+    /// digest of the print whose copy was asked to go and the reader's answer (nil: none was).
+    private func makeRoomForReplacement(
+        user: String, finger: Finger, on served: ServedReader
+    ) async -> (digest: String, answer: ChipAnswer)? {
         guard served.info.hasStorage else { return nil }
         let held: [[UInt8]]
         do { held = try await prints.templates(user, device: served.info.deviceKey, fingers: [finger]) } catch {
@@ -192,10 +197,13 @@ extension Core {
         guard let old = held.first else { return nil }
         // The enrollment holds the reader, so its deletion and listing run now; the prompt is
         // shown once they are done (a deadline as for a full reader's reclaim).
-        guard await deletedFromReader(served.reader, held, within: Self.readerReclaimMilliseconds, holdingReader: true)
+        let answer = ChipAnswer()
+        guard
+            await deletedFromReader(
+                served.reader, held, within: Self.readerReclaimMilliseconds, holdingReader: true, answer: answer)
         else { return nil }
         log.info("replacing \(finger.rawValue): the reader's own copy of the old print is deleted")
-        return PrintFiles.digest(old)
+        return (PrintFiles.digest(old), answer)
     }
 
     /// A replacement that ended without its new print stored (cancelled, a duplicate, a reader

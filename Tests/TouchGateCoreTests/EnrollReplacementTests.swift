@@ -104,6 +104,29 @@ import TouchGateWire
         }
     }
 
+    /// The chip answered the deletion of the old copy only past its deadline, and kept it: the
+    /// enrollment that ends without a new print leaves the old file, as for a refusal in time.
+    @Test func aReplacementWhoseOldCopyTheChipKeptPastTheDeadlineLeavesTheOldFile() async throws {
+        try await withChipReader { bed, core in
+            bed.reader.scriptChipDeletion(ChipDeletion(deleted: 0, failure: "The device is busy"))
+            bed.reader.holdChip()
+            bed.reader.scriptEnrollment(.hold)
+            let client = CollectingClient(), input = PromptInput()
+            let running = Running {
+                await core.enroll(
+                    user: "alice", finger: .rightIndex, password: nil, origin: Origin(), caller: .root,
+                    client: client, input: input)
+            }
+            // The prompt shows once the deletion's deadline has passed.
+            #expect(await client.waitFor(.prompt, within: Core.readerReclaimMilliseconds + 5_000))
+            bed.reader.releaseChip()
+            input.deliver(.cancel)
+            #expect(await running.value() == Self.cancelled)
+            #expect(exists(bed.printPath("alice", .rightIndex)))
+            #expect(await core.list(user: "alice", caller: .root).fingers == [.rightIndex])
+        }
+    }
+
     /// The new print could not be stored, and what is there under its finger's name is not it (a
     /// directory here; the print it was to replace alike): the chip's copy of the new print goes.
     @Test func aPrintThatCannotBeStoredGoesFromTheChipThoughItsFingerHasAFile() async throws {

@@ -76,15 +76,23 @@ public final class StubReader: FingerprintReader, FingerprintReaders, Sendable {
     public var chipDeletions: [[[UInt8]]] { state.withLock { $0.chipDeleted } }
 
     public func deleteFromDevice(_ templates: [[UInt8]], completion: @escaping @Sendable (ChipDeletion) -> Void) {
-        let result = state.withLock { s in
+        let (result, held) = state.withLock { s in
             s.chipDeleted.append(templates)
-            return s.chipDeletions.isEmpty ? ChipDeletion(deleted: templates.count) : s.chipDeletions.removeFirst()
+            defer { s.chipHeld = false }
+            let result =
+                s.chipDeletions.isEmpty ? ChipDeletion(deleted: templates.count) : s.chipDeletions.removeFirst()
+            return (result, s.chipHeld)
         }
-        completion(result)
+        guard held else { return completion(result) }
+        let released = chipReleased
+        _ = startThread(name: "stub-chip") {
+            released.wait()
+            completion(result)
+        }
     }
 
-    /// Makes the next clearing of the reader's own storage wait until `releaseChip()`, on a thread
-    /// of its own (a chip that answers late).
+    /// Makes the next deletion from or clearing of the reader's own storage wait until
+    /// `releaseChip()`, on a thread of its own (a chip that answers late).
     public func holdChip() { state.withLock { $0.chipHeld = true } }
     public func releaseChip() { chipReleased.signal() }
     /// How many clearings of the reader's own storage ended.
