@@ -55,21 +55,29 @@ public final class Collector<Element: Sendable>: Sendable {
     public var all: [Element] { items.withLock { $0 } }
 }
 
-/// A log handler that keeps every message, to read the audit trail back.
+/// A log handler that keeps every message, to read the audit trail back; and in `written`, when
+/// given, those at info or above: what the daemon writes unless it is started with --debug.
 public struct CollectingLogHandler: LogHandler {
     public let lines: Collector<String>
+    public let written: Collector<String>?
     public var metadata: Logger.Metadata = [:]
     public var logLevel: Logger.Level = .trace
-    public init(lines: Collector<String>) { self.lines = lines }
+    public init(lines: Collector<String>, written: Collector<String>? = nil) {
+        self.lines = lines
+        self.written = written
+    }
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
-    public func log(event: LogEvent) { lines.append(event.message.description) }
+    public func log(event: LogEvent) {
+        lines.append(event.message.description)
+        if event.level >= .info { written?.append(event.message.description) }
+    }
 }
 
 public let quietLogger = Logger(label: "touchgate.tests", factory: { _ in SwiftLogNoOpLogHandler() })
 
-public func collectingLogger(_ lines: Collector<String>) -> Logger {
-    Logger(label: "touchgate.tests.audit", factory: { _ in CollectingLogHandler(lines: lines) })
+public func collectingLogger(_ lines: Collector<String>, written: Collector<String>? = nil) -> Logger {
+    Logger(label: "touchgate.tests.audit", factory: { _ in CollectingLogHandler(lines: lines, written: written) })
 }

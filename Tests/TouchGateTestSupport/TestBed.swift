@@ -24,6 +24,8 @@ extension Caller {
     public let audit = Collector<String>()
     /// Every line the cores made here logged.
     public let logged = Collector<String>()
+    /// Those at info or above: what the daemon writes unless it is started with --debug.
+    public let written = Collector<String>()
     /// The cores made here, in turn: their pending state writes land before the directory goes.
     public private(set) var cores: [Core] = []
 
@@ -49,7 +51,7 @@ extension Caller {
             policy: policy, allowRemote: allowRemote, bootID: bootID,
             stateDirectory: try Directory.openRoot(statePath), printStore: try Directory.openRoot(storePath),
             readers: reader ?? self.reader, passwords: passwords, accounts: accounts, clock: clock,
-            log: collectingLogger(logged), audit: collectingLogger(audit))
+            log: collectingLogger(logged, written: written), audit: collectingLogger(audit))
     }
 
     /// A core as the daemon starts it on these directories.
