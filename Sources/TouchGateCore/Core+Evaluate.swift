@@ -60,7 +60,8 @@ extension Core {
             if !reply.byPassword { reply.authtok = await releaseKeyring(r, caller, client: client) }
             return reply
         case .clientGone:
-            log.info("client left mid-prompt: cancelled", metadata: ["user": "\(r.user)"])
+            // The outcome record says it, within its limit: a client can leave as often as it likes.
+            log.debug("client left mid-prompt: cancelled", metadata: ["user": "\(r.user)"])
             publishOutcome(ctx, method: nil, outcome: .appCancel, reason: .clientGone)
             return Refusal(.appCancel, reason: .clientGone, text: .cancelled)
         case .typedPassword(let password):

@@ -1,5 +1,6 @@
 // The core's events: the audit record of each outcome, built from who asked and from where
 // (docs/logging.md), and the limit on the records a client can cause at will.
+import Logging
 import TouchGatePolicy
 import TouchGateWire
 
@@ -37,6 +38,15 @@ extension Core {
         let note = judged ? "" : refusalNotices.admit(RefusalSource(uid: ctx.byUID, user: ctx.user))
         events.publish(e, inJournal: note != nil)
         if let note, !note.isEmpty { log.notice("outcome records of refusals\(note)") }
+    }
+
+    /// A line a client can cause at will (each request, each connection): written within
+    /// `clientNotices`' limit for the uid that caused it.
+    public func clientLine(
+        _ level: Logger.Level = .notice, uid: UInt32, _ message: String, metadata: Logger.Metadata = [:]
+    ) {
+        guard let more = clientNotices.admit(uid) else { return }
+        log.log(level: level, "\(message)\(more)", metadata: metadata)
     }
 }
 

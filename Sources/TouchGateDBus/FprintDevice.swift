@@ -243,8 +243,9 @@ import TouchGateWire
             let sender = call.sender
             let watch = service.watch(sender) { [weak self] in self?.clientVanished(sender) }
             claim = Claim(sender: sender, username: user, caller: caller, watch: watch)
-            service.core.log.info(
-                "device claimed over D-Bus", metadata: ["user": "\(Core.shownName(user))", "uid": "\(caller.uid)"])
+            core.clientLine(
+                .info, uid: caller.uid, "device claimed over D-Bus",
+                metadata: ["user": "\(Core.shownName(user))", "uid": "\(caller.uid)"])
             return .success([])
         }
     }
@@ -266,8 +267,10 @@ import TouchGateWire
     /// A client that goes away releases the device at once, as a PAM client's does.
     private func clientVanished(_ sender: String) {
         service.authority?.forget(sender)
-        guard claim?.sender == sender else { return }
-        service.core.log.info("D-Bus client \(sender) left: its claim is released")
+        guard let claim, claim.sender == sender else { return }
+        service.core.clientLine(
+            .info, uid: claim.caller.uid, "D-Bus client \(sender) left: its claim is released",
+            metadata: ["uid": "\(claim.caller.uid)"])
         CoreLoop.shared.task { [self] in await endClaim() }
     }
 

@@ -169,8 +169,8 @@ def test_client_killed_mid_prompt_frees_the_reader(world, alice):
     first = world.pam("alice")
     first.wait_for(PROMPT)
     first.kill()
-    # The daemon notices the closed connection and cancels the scan (its log says so).
-    world.daemon.log.wait_for("client left")
+    # The daemon notices the closed connection and cancels the scan (its record says so).
+    world.daemon.log.wait_for("outcome=appCancel reason=clientGone")
 
     second = world.pam("alice")
     i = second.wait_for(PROMPT)

@@ -5,9 +5,11 @@ only the bus callers it is deciding about, never the PAM socket."""
 
 import pytest
 
-from fprintd_world import (ALICE_PRINT, ERROR, bus_world, enroll_alice, enroll_with_tool,  # noqa: F401
+import harness
+import wire
+from fprintd_world import (ALICE_PRINT, ERROR, BusError, bus_world, enroll_alice, enroll_with_tool,  # noqa: F401
                            status, verify_with_tool)
-from harness import PROMPT
+from harness import DEFAULT_WAIT, PROMPT, now
 
 VERIFY = "net.reactivated.fprint.device.verify"
 ENROLL = "net.reactivated.fprint.device.enroll"
@@ -138,3 +140,40 @@ def test_permission_is_checked_before_any_other_answer(polkit_world):
         assert (e.name, e.message) == (ERROR + "PermissionDenied", "Not Authorized: " + ENROLL), (method, e)
     alice.call("VerifyStop")
     alice.call("Release")
+
+
+LIMIT = 5  # lines per uid in each window
+WINDOW = 10.0  # s
+
+
+def test_claims_and_departures_a_user_repeats_at_will_are_logged_within_the_limit(polkit_world):
+    """A Claim writes a line, and so does a client that leaves holding its claim; a user can repeat
+    both as often as they like, so past the limit for their uid they are left out (one user must
+    not spend journald's rate limit, which would drop every user's audit records)."""
+    world = polkit_world
+    allow(world, VERIFY)
+    started = now()
+    alice = world.client("alice")
+    for _ in range(20):
+        alice.call("Claim", "")
+        alice.call("Release")
+    gone = world.client("alice")
+    gone.call("Claim", "")
+    gone.kill()
+    deadline = now() + DEFAULT_WAIT
+    while True:  # its claim is released once the daemon has seen it go
+        try:
+            alice.call("Claim", "")
+            break
+        except BusError as e:
+            assert e.name == ERROR + "AlreadyInUse" and now() < deadline, e
+    alice.call("Release")
+    # A record written after them all: every line they wrote has been read once it has.
+    wire.request(world.socket, "evaluate", user="root", policy=1, service="marker", rhost="marker-host")
+    world.daemon.log.wait_for("service=marker")
+    windows = 1 + int((now() - started) // WINDOW)
+
+    texts = world.daemon.log.texts()
+    lines = [t for t in texts if "device claimed over D-Bus" in t or "left: its claim is released" in t]
+    assert 0 < len(lines) <= LIMIT * windows, world.daemon.log.dump()
+    assert "(more like it from uid %d are left out for 10 s)" % harness.USERS["alice"][0] in lines[LIMIT - 1]

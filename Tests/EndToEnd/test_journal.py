@@ -13,6 +13,7 @@ import threading
 import pytest
 
 import harness
+import wire
 from harness import DEFAULT_WAIT, PROMPT, LineLog, WaitTimeout, now
 
 OUTCOME_ID = "4c180263b0b74e438ba1fb758ceb605b"
@@ -199,3 +200,43 @@ def test_a_linux_audit_that_refuses_the_daemon_blocks_nothing_and_is_said_once(w
     assert daemon.stop() == 0
     said = [t for t in daemon.log.texts() if "Linux audit unavailable" in t]
     assert len(said) == 1, daemon.log.dump()
+
+
+LIMIT = 5  # lines per uid (refusal records: per caller and account) in each window
+WINDOW = 10.0  # s
+
+
+def test_a_user_leaving_prompts_at_will_writes_no_more_lines_than_the_limit(world, alice):
+    """A prompt a client leaves writes its record, and a client can leave as many as it likes: one
+    user must not spend journald's rate limit for the daemon, which would then drop every user's
+    audit records. What the flood writes stays within the limit (its records, and the one ordinary
+    line saying more are left out) while `touchgate monitor` still gets every event."""
+    uid = harness.USERS["alice"][0]
+    mon = harness.CliProcess(world, "monitor", "--json")
+    deadline = now() + DEFAULT_WAIT
+    while True:  # a remote evaluate is refused at once and published: repeated until the stream has it
+        wire.request(world.socket, "evaluate", user="bob", policy=1, service="probe", rhost="probe-host")
+        try:
+            mon.out.wait_for('"service":"probe"', timeout=0.2)
+            break
+        except WaitTimeout:
+            assert now() < deadline, mon.out.dump()
+
+    rounds = 40
+    started = now()
+    assert wire.run_as(uid, "leave_prompts(%r, 'alice', %d)" % (str(world.socket), rounds)) == rounds
+    i = -1
+    for _ in range(rounds + 1):  # and the prompt that held the reader
+        i = mon.out.wait_for('"reason":"clientGone"', start=i + 1)
+    # A record written after them all: every line they wrote has been read once it has.
+    wire.request(world.socket, "evaluate", user="root", policy=1, service="marker", rhost="marker-host")
+    world.daemon.log.wait_for("service=marker")
+    windows = 1 + int((now() - started) // WINDOW)
+    mon.proc.terminate()
+    mon.wait()
+
+    texts = world.daemon.log.texts()
+    flood = [t for t in texts if "client left mid-prompt" in t or "reason=clientGone" in t]
+    said = [t for t in texts if "outcome records of refusals (more like it from uid %d for alice" % uid in t]
+    assert len(flood) <= LIMIT * windows and len(said) <= windows, world.daemon.log.dump()
+    assert flood and said, world.daemon.log.dump()  # limited, not silenced

@@ -134,6 +134,32 @@ def flood(socket_path, count, hold=None):
     return tally
 
 
+PROMPT, QUEUED = 1, 4  # TG_PROGRESS_*
+
+
+def leave_prompts(socket_path, user, count):
+    """Holds the reader with a prompt for `user`, then `count` times starts another, sees it queued
+    behind the first and leaves it (closes the connection); then leaves the first. Returns `count`."""
+    def progress_until(s, wanted):
+        deadline = time.monotonic() + 10
+        while True:
+            kind, _, f = read_frame(s, deadline)
+            assert kind != RESULT, "answered: %r" % f
+            if kind == PROGRESS and f.get("progress") == wanted:
+                return
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as holder:
+        holder.connect(str(socket_path))
+        holder.sendall(encode("evaluate", 1, user=user, policy=1, timeout=60))
+        progress_until(holder, PROMPT)
+        for _ in range(count):
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.connect(str(socket_path))
+                s.sendall(encode("evaluate", 2, user=user, policy=1, timeout=60))
+                progress_until(s, QUEUED)
+    return count
+
+
 def run_as(user_uid, call):
     """Evaluates `call` (an expression using this module's functions) in a child process running
     as `user_uid`, so SO_PEERCRED names that user; returns its JSON value."""
