@@ -88,26 +88,37 @@ extension Core {
         _ change: @escaping (UserState) -> UserState
     ) async -> Reply {
         let ctx = EventContext(user: user, origin: origin, policy: nil, byUID: caller.uid)
-        do { try await adminChange(ctx, action: action, change) } catch {
+        do { try await adminChange(ctx, action: action, limitingRepeats: !caller.isRoot, change) } catch {
             log.error("cannot change state: \(error)")
             return Self.storageFailure
         }
-        log.notice("\(action)", metadata: ["user": "\(user)"])
+        log.debug("\(action)", metadata: ["user": "\(user)"])  // the admin record says it
         return .success()
     }
 
     /// An admin change, on disk before it is confirmed. It never turns an unreadable state into a
     /// clean one. Recorded once it is made in memory, where it holds whether or not the disk then
     /// takes it in time (the reply then says only that the disk failed).
-    func adminChange(_ ctx: EventContext, action: String, _ change: (UserState) -> UserState) async throws(StorageError)
-    {
-        var made = false
+    /// `limitingRepeats`: the client may ask it again at will (a user's own disable needs nothing):
+    /// one that leaves the state as it was is written to the journal within `clientNotices`' limit
+    /// for the caller (the monitors still get it); every change that changes something is written.
+    func adminChange(
+        _ ctx: EventContext, action: String, limitingRepeats: Bool = false, _ change: (UserState) -> UserState
+    ) async throws(StorageError) {
+        var made = false, changed = true
         defer {
-            if made { events.publish(event("admin", ctx, method: "admin", outcome: .success, reason: action)) }
+            if made {
+                let note = changed || !limitingRepeats ? "" : clientNotices.admit(ctx.byUID)
+                events.publish(
+                    event("admin", ctx, method: "admin", outcome: .success, reason: action), inJournal: note != nil)
+                if let note, !note.isEmpty { log.notice("admin records that changed nothing\(note)") }
+            }
         }
-        try await states.update(ctx.user, .beforeReply, overUnreadable: true) {
+        try await states.update(ctx.user, .beforeReply, overUnreadable: true) { stored in
             made = true
-            return change($0.stateOrFailClosed(policyEngine))
+            let next = change(stored.stateOrFailClosed(policyEngine))
+            if case .state(let before) = stored { changed = next != before }
+            return next
         }
     }
 

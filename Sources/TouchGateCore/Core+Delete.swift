@@ -62,7 +62,10 @@ extension Core {
                     "enrollmentChanged", ctx, method: nil, outcome: .success,
                     reason: "deleted:\(removed.map(\.rawValue).joined(separator: ","))"))
         }
-        log.notice("deleted \(removed.map(\.rawValue))", metadata: ["user": "\(user)"])
+        // A deletion of nothing is the client's to repeat at will, and changes nothing.
+        log.log(
+            level: removed.isEmpty ? .debug : .notice, "deleted \(removed.map(\.rawValue))",
+            metadata: ["user": "\(user)"])
         // What could be removed is gone and recorded; the rest is refused as not deleted.
         if let failure = deletion.failure {
             log.error("cannot delete templates: \(failure)")

@@ -18,10 +18,14 @@ extension Core {
         // the last one (docs/spec.md §9, a TPM that does not answer: no print is written).
         switch await prints.sealingState() {
         case .unavailable(let why)?:
-            log.notice("enroll refused: the print would have to be sealed, and \(why)", metadata: ["user": "\(user)"])
+            clientLine(
+                uid: caller.uid, "enroll refused: the print would have to be sealed, and \(why)",
+                metadata: ["user": "\(user)"])
             return Self.sealingRefusal
         case .refused(_, let why)?:
-            log.notice("enroll refused: the print would have to be sealed, and \(why)", metadata: ["user": "\(user)"])
+            clientLine(
+                uid: caller.uid, "enroll refused: the print would have to be sealed, and \(why)",
+                metadata: ["user": "\(user)"])
             return Refusal(.internalError, reason: .printsSealed, text: .enrollSealingRefused)
         default: break
         }

@@ -26,7 +26,7 @@ extension Core {
             case .storage: return Self.storageFailure
             }
         }
-        log.notice("keyring password kept", metadata: ["user": "\(user)", "by_uid": "\(caller.uid)"])
+        clientLine(uid: caller.uid, "keyring password kept", metadata: ["user": "\(user)", "by_uid": "\(caller.uid)"])
         return .success(.keyringKept)
     }
 
@@ -40,7 +40,8 @@ extension Core {
             (try? await pool.run({ () -> Bool? in try? files.remove(user) })) != nil
         }
         guard removed else { return Self.storageFailure }
-        log.notice("keyring password forgotten", metadata: ["user": "\(user)", "by_uid": "\(caller.uid)"])
+        clientLine(
+            uid: caller.uid, "keyring password forgotten", metadata: ["user": "\(user)", "by_uid": "\(caller.uid)"])
         return .success(.keyringForgotten)
     }
 

@@ -12,6 +12,9 @@ import TouchGateWire
     private var entries: [String: [String]] = [:]
     /// The readers' `chipListing` the cached judgements were made under.
     private var listing = 0
+    /// A print sealed shut is read again, and its line written, at every request for the user's
+    /// prints, which a client can make at will: those lines are limited per user (LogThrottle).
+    private let unused = LogThrottle<String> { "the prints of \($0)" }
 
     init(files: PrintFiles, pool: WorkerPool, log: @escaping (String) -> Void = { _ in }) {
         self.files = files
@@ -35,7 +38,9 @@ import TouchGateWire
         // read while the prints changed (it may be from before the change).
         if !list.prints.contains(where: \.closed), changes == before { cache[user, default: [:]][device] = list }
         for p in list.prints {
-            if let why = p.problem { log("\(user)'s \(p.finger.rawValue) print is not used: \(why)") }
+            if let why = p.problem, let more = unused.admit(user) {
+                log("\(user)'s \(p.finger.rawValue) print is not used: \(why)\(more)")
+            }
         }
         return list
     }

@@ -11,14 +11,15 @@ enum FprintAction: String {
 
 @CoreActor final class Authority {
     private let connection: OpaquePointer
-    private let log: (String) -> Void
+    /// A line the caller (by uid) caused: a client can ask as often as it likes.
+    private let log: (UInt32, String) -> Void
     /// uid per unique bus name: a unique name is never reused, so its uid never changes.
     private var uids: [String: UInt32] = [:]
     /// How long an interactive polkit check may take (an agent asking a password) before it is
     /// given up as refused; other callers never wait on it.
     static let polkitDeadlineMilliseconds: Int32 = 120_000
 
-    init(connection: OpaquePointer, log: @escaping (String) -> Void) {
+    init(connection: OpaquePointer, log: @escaping (UInt32, String) -> Void) {
         self.connection = connection
         self.log = log
     }
@@ -69,7 +70,7 @@ enum FprintAction: String {
             || e.name == "org.freedesktop.DBus.Error.NameHasNoOwner":
             return .noAuthority
         case .failure(let e):
-            log("polkit check of \(action.rawValue) failed: \(e.name): \(e.message)")
+            log(caller.uid, "polkit check of \(action.rawValue) failed: \(e.name): \(e.message)")
             return .denied("Not Authorized: \(e.message)")
         case .success(let v):
             defer { g_variant_unref(v) }

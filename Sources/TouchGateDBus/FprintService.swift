@@ -42,7 +42,9 @@ import TouchGateReader
             return false
         }
         self.connection = connection
-        authority = Authority(connection: connection) { [log] in log.notice("\($0)") }
+        authority = Authority(connection: connection) { [core] uid, line in
+            core.clientLine(uid: uid, line, metadata: ["uid": "\(uid)"])
+        }
         guard register(connection) else { return false }
         // Changes first, then the readers as they are: a reader unplugged in between is not missed.
         core.onReadersChanged { [weak self] infos in self?.readersChanged(infos) }
