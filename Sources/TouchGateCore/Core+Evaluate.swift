@@ -118,8 +118,9 @@ extension Core {
 
         var failures = 0
         // Failed matches the prompt's own ending does not record (a match after them, a cancel, a
-        // timeout, a typed password): one fingerprint authenticationFailed outcome, before that
-        // ending's, so each judged finger leaves an audit record (docs/logging.md).
+        // timeout, a typed password, a disk that did not take their count): one fingerprint
+        // authenticationFailed outcome, before that ending's, so each judged finger leaves an
+        // audit record (docs/logging.md).
         func recordFailures() {
             if failures > 0 { publishOutcome(ctx, method: "fingerprint", outcome: .authenticationFailed, reason: nil) }
         }
@@ -159,8 +160,10 @@ extension Core {
                 failures += 1
                 let lockout: Refusal?
                 do { lockout = try await recordFailedMatch(ctx) } catch {
-                    // Not on disk, so not reported as a mere failure: refuse outright.
+                    // Not on disk, so not reported as a mere failure: refuse outright. The finger
+                    // was judged all the same, so its record is written first.
                     log.error("cannot record failed match: \(error)")
+                    recordFailures()
                     return .reply(Self.storageFailure, method: "fingerprint")
                 }
                 seen.state += 1  // this failure's own change; any other still shows

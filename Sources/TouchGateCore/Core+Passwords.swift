@@ -68,7 +68,8 @@ extension Core {
             return .correct
         case .wrong:
             var backoff: Int64?
-            var count = 0
+            var count: Int?  // nil: the count was not reached (the state could not be read now)
+            var unrecorded: StorageError?
             do {
                 try await states.update(ctx.user, .beforeReply) { stored in
                     // A state that cannot be read counts on from the threshold: this one backs off.
@@ -79,12 +80,16 @@ extension Core {
                     return next
                 }
             } catch {
-                log.error("cannot record wrong password: \(error)")
-                return refused(Self.storageFailure)
+                unrecorded = error
             }
+            // The password was judged, whether or not the disk took the count: its record first.
             var e = event("outcome", ctx, method: "password", outcome: .authenticationFailed, reason: .wrongPassword)
             e.wrongPasswords = count
             events.publish(e)
+            if let unrecorded {
+                log.error("cannot record wrong password: \(unrecorded)")
+                return refused(Self.storageFailure)
+            }
             var wrong = Refusal(.authenticationFailed, reason: .wrongPassword, text: .wrongPassword)
             if let backoff {
                 wrong.text = .wrongPasswordBackoff(seconds: Int(backoff))
