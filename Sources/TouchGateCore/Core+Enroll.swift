@@ -61,6 +61,10 @@ extension Core {
         if dropped { await recordDeletion(of: finger, ctx, caller: caller) }
         guard let scanned else { return Refusal(.appCancel, reason: .clientGone, text: .cancelled) }
         if case .failure(let reply) = scanned { return reply }
+        // The print is saved: the set of prints changed, whether or not the state writes below
+        // then fail (as a deletion records what it removed before its failure is told).
+        events.publish(
+            event("enrollmentChanged", ctx, method: nil, outcome: .success, reason: "enrolled:\(finger.rawValue)"))
         do {
             // Enrolling opts in. A user who proved their password to the daemon just now has seen
             // the new set of prints; after root, or a polkit grant the daemon cannot see into,
@@ -71,8 +75,6 @@ extension Core {
             log.error("cannot record the enrollment: \(error)")
             return Self.storageFailure
         }
-        events.publish(
-            event("enrollmentChanged", ctx, method: nil, outcome: .success, reason: "enrolled:\(finger.rawValue)"))
         log.notice("enrolled", metadata: ["user": "\(user)", "finger": "\(finger.rawValue)"])
         return .success(.enrolled(finger))
     }

@@ -46,4 +46,22 @@ import TouchGateWire
             #expect(wrong.count == 1, "\(bed.audit.all)")
         }
     }
+
+    /// The print is stored before the state is written: the set of prints changed, and says so,
+    /// though the reply is the disk's failure.
+    @Test func anEnrollmentWhoseStateCannotBeWrittenIsStillAnEnrollmentChange() async throws {
+        try await withTestBed { bed in
+            let core = try await readyAliceOnAFailingDisk(bed)
+            let events = await core.collectEvents()
+            let reply = await within {
+                await core.enroll(
+                    user: "alice", finger: .leftThumb, password: nil, origin: Origin(service: "touchgate"),
+                    caller: .root, client: CollectingClient(), input: PromptInput())
+            }
+            #expect(reply == Core.storageFailure)
+            #expect(exists(bed.printPath("alice", .leftThumb)))
+            #expect(bed.audit.all.contains { $0.hasPrefix("event=enrollmentChanged user=alice ") }, "\(bed.audit.all)")
+            #expect(TouchGateCoreTests.events(events.all, "enrollmentChanged").count == 1)
+        }
+    }
 }
