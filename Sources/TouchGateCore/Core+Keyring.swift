@@ -1,7 +1,9 @@
 // The login keyring (docs/spec.md §12): the user's login password kept sealed, released after a
 // fingerprint match to a root login manager, void once the prints change, renewed by a password.
 import Crypto
+import Glibc
 import Logging
+import TouchGatePolicy
 import TouchGateWire
 
 extension Core {
@@ -220,9 +222,14 @@ extension Core {
         var kept = false
         for user in users {
             guard !stopping else { return }
-            let snapshot = await currentSnapshot(user)
-            let done = await keyringTurns.run(user) {
-                try? await pool.run { () -> Result<KeyringFiles.Change, StorageError> in
+            let done = await keyringTurns.run(user) { () -> Result<KeyringFiles.Change, StorageError>? in
+                // The prints as they are in the user's turn (no enrollment's renewal between), on
+                // every reader: ones that cannot be read now leave the file, and the key file, as they are.
+                guard let entries = await prints.snapshotEntries(user) else {
+                    return .failure(.io("read the prints of \(user)", EAGAIN))
+                }
+                let snapshot = TouchGatePolicy.enrollmentSnapshot(fingers: entries)
+                return try? await pool.run { () -> Result<KeyringFiles.Change, StorageError> in
                     do throws(StorageError) {
                         return .success(try files.retire(user, snapshot: snapshot, from: from, to: to))
                     } catch { return .failure(error) }

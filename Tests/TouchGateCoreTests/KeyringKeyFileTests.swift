@@ -65,6 +65,30 @@ import TouchGateTestSupport
         }
     }
 
+    /// Prints that cannot be read now say nothing of whether a password still opens: the file
+    /// and the key file stay as they are, and a later start retires them.
+    @Test func printsThatCannotBeReadKeepTheKeyFileAndThePassword() async throws {
+        try await withTestBed { bed in
+            try await keptUnderTheKeyFile(bed)
+            let before = try #require(contents(keyringFile(bed, "alice")))
+            let prints = "\(bed.storePath)/alice"
+            #expect(chmod(prints, 0o777) == 0)  // may not be trusted
+            let later = try keyringCore(bed, tpm: MachineSealer(machine: 7), withoutTPM: false)
+            await later.retireKeyringKeyFile()
+            #expect(exists(keyFile(bed)))
+            #expect(contents(keyringFile(bed, "alice")) == before)
+            await later.shutdown()
+
+            #expect(chmod(prints, 0o700) == 0)
+            let fixed = try keyringCore(bed, tpm: MachineSealer(machine: 7), withoutTPM: false)
+            await fixed.retireKeyringKeyFile()
+            #expect(!exists(keyFile(bed)))
+            let snapshot = await fixed.currentSnapshot("alice")
+            #expect(fixed.keyring.open("alice", snapshot: snapshot) == .password(SecretText("alice-secret")))
+            await fixed.shutdown()
+        }
+    }
+
     /// A TPM that fails now, or a file that cannot be dealt with: the key file stays (doctor
     /// warns) and no password it opens is lost; a later start retires it.
     @Test func aFailureKeepsTheKeyFileAndEveryPasswordItOpens() async throws {
