@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer harnesses (Swift frame decoder, Swift config parser, C frame decoder) and runs each.
+# Builds the libFuzzer harnesses (Swift frame decoder, Swift config parser, C frame decoder, the PAM
+# module's handling of the daemon's replies) and runs each.
 #
-#   fuzz/run.sh [SECONDS]    each harness for SECONDS, the three side by side (default 20)
+#   fuzz/run.sh [SECONDS]    each harness for SECONDS, the four side by side (default 20)
 #   fuzz/run.sh --runs N     each harness for N executions (the long run)
 #
 # Prints each harness's executions and a "fuzz: N passed, N failed" line; exits non-zero if any
@@ -60,16 +61,17 @@ built=$(date +%s)
 if ! { module TouchGateWire && module TouchGatePolicy && module TouchGateConfig \
         && harness fuzz-frame fuzz/FrameFuzz.swift TouchGateWire \
         && harness fuzz-config fuzz/ConfigFuzz.swift TouchGateConfig TouchGatePolicy \
-        && make -s -C pam tests/fuzz_frame; }; then
+        && make -s -C pam tests/fuzz_frame tests/fuzz_reply; }; then
     echo "fuzz: the harnesses did not build"
-    echo "fuzz: 0 passed, 3 failed"
+    echo "fuzz: 0 passed, 4 failed"
     exit 1
 fi
 echo "built in $(( $(date +%s) - built )) s"
 
 # --- seeds -------------------------------------------------------------------------------------
-# Regenerated on every run from what the repository already has, plus a few configs made here.
-rm -rf "$out/seeds" && mkdir -p "$out/seeds/frame" "$out/seeds/config"
+# Regenerated on every run from what the repository already has, plus a few configs made here and
+# the daemon's replies the reply harness writes with the encoder.
+rm -rf "$out/seeds" && mkdir -p "$out/seeds/frame" "$out/seeds/config" "$out/seeds/reply"
 for v in Tests/Vectors/*.hex; do
     printf '%b' "$(tr -d ' \r\n' <"$v" | sed 's/../\\x&/g')" >"$out/seeds/frame/$(basename "$v" .hex)"
 done
@@ -85,9 +87,14 @@ printf 'lockout_threshold=1000\n  password_backoff = 1s, 2m ,3h,30d # steps\npas
 printf 'password_backoff = 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16\npassword_service = touchgate-verify_1.0\n' >"$cfg/long-backoff"
 printf 'unlock_idle_timeout = 3650d\npassword_interval = 87600h\nrequire_password_after_enrollment_change = no\n' >"$cfg/max-durations"
 printf 'timeout = 5\ntimeout = 6\nmax_try = 3\n= 1\npassword_service = ..\nmax_tries = 101\n' >"$cfg/mistakes"
+if ! TG_FUZZ_WRITE_SEEDS="$out/seeds/reply" pam/tests/fuzz_reply >"$out/logs/reply-seeds.log" 2>&1; then
+    echo "fuzz: the reply harness wrote no seeds (see $out/logs/reply-seeds.log)"
+    echo "fuzz: 0 passed, 4 failed"
+    exit 1
+fi
 
 # --- runs --------------------------------------------------------------------------------------
-# The three harnesses run side by side, each for the time limit; each one's report is printed
+# The four harnesses run side by side, each for the time limit; each one's report is printed
 # after all have ended, in this order.
 fuzz() {  # fuzz NAME TITLE BINARY SEEDS MAX_LEN [libFuzzer flags...]: its report; exit 1 if it failed
     local name=$1 title=$2 bin=$3 seeds=$4 max_len=$5; shift 5
@@ -121,19 +128,21 @@ fuzz() {  # fuzz NAME TITLE BINARY SEEDS MAX_LEN [libFuzzer flags...]: its repor
         echo "  no reproducer written (see $log)"
     fi
     # What went wrong first (the harness's message or the sanitizer's), then the stack.
-    grep -m 4 -E "Fatal error|ERROR: |SUMMARY: |runtime error" "$log" | sed 's/^/  why: /'
+    grep -m 4 -E "Fatal error|ERROR: |SUMMARY: |runtime error|^fuzz_reply: " "$log" | sed 's/^/  why: /'
     echo "  --- last lines of $log"
     tail -n 30 "$log" | sed 's/^/  | /'
     return 1
 }
 
-echo "fuzzing (${limit[*]}, side by side), seeds: Tests/Vectors, debian/touchgate.conf and hand-made configs"
-names=(frame config c-frame)
+echo "fuzzing (${limit[*]}, side by side), seeds: Tests/Vectors, debian/touchgate.conf, hand-made configs and replies"
+names=(frame config c-frame c-reply)
 rm -f "$out"/logs/*.executions "$out"/logs/*.report
 fuzz frame "Swift Frame.decode/FrameReader" "$out/bin/fuzz-frame" "$out/seeds/frame" 9000 >"$out/logs/frame.report" &
 fuzz config "Swift ConfigFile.parse" "$out/bin/fuzz-config" "$out/seeds/config" 4096 -dict=fuzz/config.dict \
     >"$out/logs/config.report" &
 fuzz c-frame "C tg_frame_decode" pam/tests/fuzz_frame "$out/seeds/frame" 9000 >"$out/logs/c-frame.report" &
+fuzz c-reply "C pam_sm_authenticate, the daemon's replies" pam/tests/fuzz_reply "$out/seeds/reply" 9000 \
+    >"$out/logs/c-reply.report" &
 passed=0; failed=0; counts=()
 for pid in $(jobs -p); do
     if wait "$pid"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
