@@ -212,17 +212,6 @@ import TouchGateWire
         }
     }
 
-    /// alice ready on a reader that keeps its own copy of each print (match on chip).
-    func withChipReader(_ body: (TestBed, Core) async throws -> Void) async throws {
-        var chip = StubReader.defaultInfo
-        chip.hasStorage = true
-        try await withTestBed(reader: StubReader(info: chip)) { bed in
-            let core = try bed.makeCore()
-            try await bed.readyUser(core)
-            try await body(bed, core)
-        }
-    }
-
     @Test func aDeletedPrintGoesFromTheReadersOwnStorageAndARefusalThereIsToldAfterTheFilesWent() async throws {
         try await withChipReader { bed, core in
             try await bed.enroll(core, finger: .leftThumb)

@@ -11,18 +11,6 @@ import TouchGateWire
 
 @Suite("Core: replacing a print, and a print not stored")
 @CoreActor struct EnrollReplacementTests {
-    /// alice ready (right index finger enrolled, a password this boot) on a reader that keeps its
-    /// own copy of each print (match on chip).
-    func withChipReader(_ body: (TestBed, Core) async throws -> Void) async throws {
-        var chip = StubReader.defaultInfo
-        chip.hasStorage = true
-        try await withTestBed(reader: StubReader(info: chip)) { bed in
-            let core = try bed.makeCore()
-            try await bed.readyUser(core)
-            try await body(bed, core)
-        }
-    }
-
     /// `user`'s enrollment of `finger`, cancelled once its prompt shows; its answer.
     func cancelledEnrollment(
         _ core: Core, _ finger: Finger = .rightIndex, password: String? = nil, caller: Caller = .root

@@ -28,6 +28,16 @@ import TouchGateTestSupport
         await first.shutdown()
     }
 
+    /// A start with the TPM's data key ready retires the key file, and alice's password still opens.
+    func retiredWithAlicesPassword(_ bed: TestBed) async throws {
+        let fixed = try keyringCore(bed, tpm: MachineSealer(machine: 7), withoutTPM: false)
+        await fixed.retireKeyringKeyFile()
+        #expect(!exists(keyFile(bed)))
+        let snapshot = await fixed.currentSnapshot("alice")
+        #expect(fixed.keyring.open("alice", snapshot: snapshot) == .password(SecretText("alice-secret")))
+        await fixed.shutdown()
+    }
+
     func keyFile(_ bed: TestBed) -> String { "\(bed.statePath)/keyring-key" }
     func keyringFile(_ bed: TestBed, _ user: String) -> String { "\(bed.statePath)/users/\(user)/keyring" }
 
@@ -80,12 +90,7 @@ import TouchGateTestSupport
             await later.shutdown()
 
             #expect(chmod(prints, 0o700) == 0)
-            let fixed = try keyringCore(bed, tpm: MachineSealer(machine: 7), withoutTPM: false)
-            await fixed.retireKeyringKeyFile()
-            #expect(!exists(keyFile(bed)))
-            let snapshot = await fixed.currentSnapshot("alice")
-            #expect(fixed.keyring.open("alice", snapshot: snapshot) == .password(SecretText("alice-secret")))
-            await fixed.shutdown()
+            try await retiredWithAlicesPassword(bed)
         }
     }
 
@@ -109,12 +114,7 @@ import TouchGateTestSupport
             await untrusted.shutdown()
 
             #expect(chmod(keyringFile(bed, "alice"), 0o600) == 0)
-            let fixed = try keyringCore(bed, tpm: MachineSealer(machine: 7), withoutTPM: false)
-            await fixed.retireKeyringKeyFile()
-            #expect(!exists(keyFile(bed)))
-            let snapshot = await fixed.currentSnapshot("alice")
-            #expect(fixed.keyring.open("alice", snapshot: snapshot) == .password(SecretText("alice-secret")))
-            await fixed.shutdown()
+            try await retiredWithAlicesPassword(bed)
         }
     }
 }

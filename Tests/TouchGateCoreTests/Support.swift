@@ -11,6 +11,18 @@ func context(_ user: String = "alice", byUID: UInt32 = 0) -> EventContext {
     EventContext(user: user, origin: Origin(service: "sudo", tty: "pts/3"), policy: .biometrics, byUID: byUID)
 }
 
+/// alice ready (right index finger enrolled, a password this boot) on a reader that keeps its own
+/// copy of each print (match on chip).
+@CoreActor func withChipReader(_ body: (TestBed, Core) async throws -> Void) async throws {
+    var chip = StubReader.defaultInfo
+    chip.hasStorage = true
+    try await withTestBed(reader: StubReader(info: chip)) { bed in
+        let core = try bed.makeCore()
+        try await bed.readyUser(core)
+        try await body(bed, core)
+    }
+}
+
 extension TestBed {
     /// What `touchgate enroll` leaves once the reader produced a print: the file, and the user opted in.
     func enroll(_ core: Core, _ user: String = "alice", finger: Finger = .rightIndex, payload: String = "ridges")
