@@ -97,8 +97,17 @@ public enum ConfigFile {
         }
     }
 
+    /// As `load`, from the file's bytes read elsewhere (nil: there is no file).
+    public static func parse(contents bytes: [UInt8]?) throws(ConfigError) -> DaemonConfig {
+        try parse(text(bytes))
+    }
+
     private static func text(_ path: String) throws -> String {
-        guard let bytes = try readFile(path) else { return "" }
+        try text(try readFile(path))
+    }
+
+    private static func text(_ bytes: [UInt8]?) throws(ConfigError) -> String {
+        guard let bytes else { return "" }
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw ConfigError(line: firstLineNotUTF8(bytes), message: "the line is not valid UTF-8")
         }

@@ -1,9 +1,5 @@
 // A service's stack for one type, as Linux-PAM assembles it: the service file (else `other`),
 // `include` and `@include` lines inlined, `substack` lines nested.
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// One module line of an assembled stack; a substack holds its own entries.
 public struct StackEntry: Equatable, Sendable {
     public let control: PAMControl
@@ -38,36 +34,29 @@ public struct AssembledStack: Equatable, Sendable {
     public var modules: [StackEntry] { entries.flatMap(\.flattened) }
 }
 
-/// A pam.d directory, under a root directory so that tests can point it at a fixture tree.
+/// A pam.d directory, under a root directory so that tests can point it at a fixture tree; every
+/// file is looked up inside the root (`RootedTree`), as Linux-PAM chrooted there would.
 public struct PAMDirectory: Sendable {
-    public let root: String
-    public let directory: String
+    public let tree: RootedTree
+    static let directory = "/etc/pam.d"
     /// Linux-PAM refuses deeper include chains; a loop ends here too.
     static let maxDepth = 16
 
-    public init(root: String = "/") {
-        self.root = root
-        self.directory = Self.join(root, "etc/pam.d")
-    }
+    public init(root: String = "/") { tree = RootedTree(root: root) }
 
     /// The service names: every regular file in the directory, sorted.
     public func services() -> [String] {
-        guard let dir = opendir(directory) else { return [] }
-        defer { closedir(dir) }
         var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
+        for entry in tree.entries(Self.directory) ?? [] where entry.isFile {
+            let name = entry.name
             if name.hasPrefix(".") || name.hasSuffix("~") || name.hasSuffix(".dpkg-old")
                 || name.hasSuffix(".dpkg-dist") || name.hasSuffix(".pam-old") || name.hasSuffix(".pam-new")
             {
                 continue
             }
-            var st = stat()
-            if stat(Self.join(directory, name), &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG { names.append(name) }
+            names.append(name)
         }
-        return names.sorted()
+        return names
     }
 
     /// Whether the service has a file of its own (else Linux-PAM uses `other`).
@@ -134,25 +123,9 @@ public struct PAMDirectory: Sendable {
     /// in the pam.d directory; absolute ones under the root.
     public func text(of name: String) -> String? {
         guard !name.isEmpty, !name.contains("\0") else { return nil }
-        let path = name.hasPrefix("/") ? Self.join(root, String(name.dropFirst())) : Self.join(directory, name)
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)  // a FIFO never blocks
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, st.st_size < 1 << 20 else { return nil }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 8192)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
-            bytes += chunk[0..<n]
+        guard case .file(let bytes)? = tree.read(name.hasPrefix("/") ? name : Self.directory + "/" + name) else {
+            return nil
         }
         return String(decoding: bytes, as: UTF8.self)
-    }
-
-    static func join(_ a: String, _ b: String) -> String {
-        if a.hasSuffix("/") { return a + b }
-        return a + "/" + b
     }
 }

@@ -8,13 +8,20 @@ import Glibc
 #endif
 
 enum DoctorChecks {
-    /// touchgate.conf under `root`; also the password service it names (the default when invalid).
+    /// touchgate.conf under `root` (looked up inside it, symlinks too); also the password service
+    /// it names (the default when invalid).
     static func config(root: String) -> (DoctorCheck, String) {
-        let path = under(root, ConfigFile.defaultPath)
+        let tree = RootedTree(root: root)
+        let path = tree.hostPath(ConfigFile.defaultPath)
         let restart = L("correct it (touchgate check-config %s), then: systemctl restart touchgated", cli, path)
         do {
-            let config = try ConfigFile.load(path: path)
-            if access(path, F_OK) != 0 {
+            let contents: [UInt8]?
+            switch tree.readFile(ConfigFile.defaultPath) {
+            case .success(let bytes): contents = bytes
+            case .failure(let error): throw ConfigReadError(path: path, reason: "\(error)")
+            }
+            let config = try ConfigFile.parse(contents: contents)
+            if contents == nil {
                 return (
                     DoctorCheck("config", .ok, L("%s: none, the defaults apply", cli, path)),
                     config.passwordService
@@ -364,11 +371,5 @@ enum DoctorChecks {
             }
         }
         return checks
-    }
-
-    /// `path` (absolute) under `root`.
-    static func under(_ root: String, _ path: String) -> String {
-        if root == "/" || root.isEmpty { return path }
-        return (root.hasSuffix("/") ? String(root.dropLast()) : root) + path
     }
 }

@@ -182,3 +182,18 @@ def test_doctor_tells_to_enroll_again_when_every_print_is_damaged(world, root, a
     damaged = [c for c in report["checks"] if c["check"] == "user" and c["status"] == "problem"]
     assert [c["fix"] for c in damaged] == [
         "enroll them again: touchgate enroll --user alice --finger right-index-finger"], report
+
+
+def test_doctor_reads_nothing_outside_its_root(world, root, alice):
+    """Symlinks and `..` resolve inside --root, as for a process chrooted there: a file of the
+    host is neither judged nor printed."""
+    host = world.dir / "host-secret"
+    host.write_text("secret-line-of-the-host\n")
+    pam = root / "etc" / "pam.d"
+    (pam / "su").symlink_to(host)
+    (pam / "login").write_text(f"@include ../../../../../../../..{host}\n@include common-auth\n")
+    conf = root / "etc" / "touchgate" / "touchgate.conf"
+    conf.unlink()
+    conf.symlink_to(host)
+    result, _ = doctor(world, root, json_out=False)
+    assert "secret-line" not in result.stdout + result.stderr, result

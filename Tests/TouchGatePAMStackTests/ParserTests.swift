@@ -94,4 +94,28 @@ import Testing
         let root = try FixtureRoot(["login": "", "sudo": "", "common-auth.pam-old": "", "x~": "", "su.dpkg-dist": ""])
         #expect(root.pam.services() == ["login", "sudo"])
     }
+
+    /// `--root DIR`: `..` stops at DIR and symlinks, absolute ones too, resolve inside it.
+    @Test func nothingOutsideTheRootIsRead() throws {
+        let host = try FixtureRoot(["secret": "auth required pam_host_secret.so\n"])
+        let root = try FixtureRoot([
+            "dots": "@include ../../../../../../../..\(host.path)/etc/pam.d/secret\n",
+            "inside": "auth required pam_inside.so\n",
+        ])
+        try root.symlink("etc/pam.d/absolute", to: host.path + "/etc/pam.d/secret")
+        try root.symlink("etc/pam.d/relative", to: "../../../../../../../.." + host.path + "/etc/pam.d/secret")
+        try root.symlink("etc/pam.d/system-auth", to: "/etc/pam.d/inside")  // an image's absolute link
+        for name in ["dots", "absolute", "relative"] {
+            let stack = root.pam.stack(service: name, type: "auth")
+            #expect(!stack.modules.contains { $0.moduleName == "pam_host_secret" }, "\(name)")
+        }
+        #expect(root.pam.stack(service: "system-auth", type: "auth").modules.map(\.moduleName) == ["pam_inside"])
+        // Module files are looked for inside the root too.
+        try root.makeDirectories("lib/security")
+        try root.write("lib/security/pam_inside.so", "")
+        try root.symlink("lib/security/pam_out.so", to: host.path + "/etc/pam.d/secret")
+        let locator = ModuleLocator(root: root.path)
+        #expect(locator.exists("pam_inside.so") && locator.exists("/lib/security/pam_inside.so"))
+        #expect(!locator.exists("pam_out.so") && !locator.exists(host.path + "/etc/pam.d/secret"))
+    }
 }

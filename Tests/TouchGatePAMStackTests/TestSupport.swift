@@ -32,6 +32,19 @@ final class FixtureRoot {
         guard fwrite(bytes, 1, bytes.count, f) == bytes.count else { throw FixtureError(what: "write \(relative)") }
     }
 
+    func symlink(_ relative: String, to target: String) throws {
+        guard Glibc.symlink(target, path + "/" + relative) == 0 else { throw FixtureError(what: "symlink \(relative)") }
+    }
+
+    /// Creates each directory of `relative` that is missing.
+    func makeDirectories(_ relative: String) throws {
+        var sofar = ""
+        for part in relative.split(separator: "/") {
+            sofar += (sofar.isEmpty ? "" : "/") + part
+            try makeDirectory(sofar)
+        }
+    }
+
     var pam: PAMDirectory { PAMDirectory(root: path) }
 
     deinit {
