@@ -12,8 +12,11 @@ public enum ModuleRole: Equatable, Sendable {
     /// Another fingerprint module (pam_fprintd): no finger in these runs.
     case otherFingerprint
     case permit, deny
-    /// A check the person at the prompt passes (pam_nologin, pam_succeed_if, pam_env, …).
+    /// A check that passes or fails for the person at the prompt (pam_succeed_if, pam_nologin,
+    /// pam_wheel, …): played both ways.
     case condition
+    /// A module that prepares rather than decides (pam_env, pam_faildelay, pam_gnome_keyring, …): succeeds.
+    case setup
     /// Succeeds only for root (pam_rootok); the person at the prompt is not root.
     case rootOnly
     /// Anything else: taken as PAM_IGNORE, so it decides nothing.
@@ -50,6 +53,8 @@ public enum ModuleRole: Equatable, Sendable {
                 self = .otherFingerprint
             } else if Self.conditionModules.contains(name) {
                 self = .condition
+            } else if Self.setupModules.contains(name) {
+                self = .setup
             } else {
                 self = .unknown
             }
@@ -71,27 +76,35 @@ public enum ModuleRole: Equatable, Sendable {
     static let fingerprintModules: Set<String> = ["pam_fprintd", "pam_fprint", "pam_howdy"]
 
     static let conditionModules: Set<String> = [
-        "pam_succeed_if", "pam_nologin", "pam_securetty", "pam_wheel", "pam_faildelay", "pam_group",
-        "pam_env", "pam_shells", "pam_access", "pam_time", "pam_listfile", "pam_localuser", "pam_echo",
-        "pam_cap", "pam_keyinit", "pam_loginuid", "pam_gnome_keyring", "pam_kwallet", "pam_kwallet5",
+        "pam_succeed_if", "pam_nologin", "pam_securetty", "pam_wheel", "pam_shells", "pam_access", "pam_time",
+        "pam_listfile", "pam_localuser", "pam_usertype",
+    ]
+
+    static let setupModules: Set<String> = [
+        "pam_faildelay", "pam_group", "pam_env", "pam_echo", "pam_cap", "pam_keyinit", "pam_loginuid",
+        "pam_gnome_keyring", "pam_kwallet", "pam_kwallet5",
     ]
 }
 
-/// One imagined authentication: what the reader and the typed password do.
+/// One imagined authentication: what the reader, the typed password and the conditions do.
 public struct Scenario: Equatable, Sendable {
-    /// What pam_touchgate's fingerprint line returns.
-    public var fingerprint: PAMResult
+    /// What pam_touchgate's fingerprint lines return; nil: they do nothing, as if not there.
+    public var fingerprint: PAMResult?
     /// The origin of the password module that accepts the password; nil: every password is wrong.
     public var acceptedBy: String?
+    /// The origins of the condition lines that fail (the others pass).
+    public var failing: Set<String>
 
-    public init(fingerprint: PAMResult, acceptedBy: String? = nil) {
+    public init(fingerprint: PAMResult?, acceptedBy: String? = nil, failing: Set<String> = []) {
         self.fingerprint = fingerprint
         self.acceptedBy = acceptedBy
+        self.failing = failing
     }
 
-    /// A module's result in this scenario; `missing` modules fail as Linux-PAM fails them.
-    public func result(of entry: StackEntry, missing: (StackEntry) -> Bool = { _ in false }) -> PAMResult {
-        if missing(entry) { return entry.quietIfMissing ? .ignore : .moduleUnknown }
+    /// A module's result in this scenario (nil: the line does nothing). A `missing` module's
+    /// line fails with PAM_MODULE_UNKNOWN, as Linux-PAM fails it (quiet `-type` lines too).
+    public func result(of entry: StackEntry, missing: (StackEntry) -> Bool = { _ in false }) -> PAMResult? {
+        if missing(entry) { return .moduleUnknown }
         switch ModuleRole(entry) {
         case .fingerprint: return fingerprint
         case .report: return .ignore
@@ -99,10 +112,23 @@ public struct Scenario: Equatable, Sendable {
         case .faillock(.authfail): return .authErr
         case .faillock: return .success
         case .otherFingerprint: return .authinfoUnavail
-        case .permit, .condition: return .success
+        case .condition: return failing.contains(entry.origin) ? .authErr : .success
+        case .permit, .setup: return .success
         case .deny: return .authErr
         case .rootOnly: return .authErr
         case .unknown: return .ignore
+        }
+    }
+
+    /// Every way the conditions of `entries` can turn out, at most 2^8 (further ones pass).
+    public static func conditionOutcomes(_ entries: [StackEntry]) -> [Set<String>] {
+        var origins: [String] = []
+        for entry in entries where ModuleRole(entry) == .condition && !origins.contains(entry.origin) {
+            origins.append(entry.origin)
+        }
+        origins = Array(origins.prefix(8))
+        return (0..<(1 << origins.count)).map { bits in
+            Set(origins.indices.filter { bits & (1 << $0) != 0 }.map { origins[$0] })
         }
     }
 }

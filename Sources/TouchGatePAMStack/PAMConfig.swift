@@ -1,71 +1,20 @@
-// One /etc/pam.d file as lines: type, control (with Linux-PAM's action maps), module and arguments.
+// One pam.d file as lines, as Debian 12's libpam (Linux-PAM 1.5.2 and Debian's `@include`) reads
+// it: a line Linux-PAM rejects is kept where it is, failing, as libpam keeps it.
 
-/// Linux-PAM's return codes, by the names its `[value=action]` controls use (pam_handlers.c).
-public enum PAMResult: Int, Sendable, CaseIterable, CustomStringConvertible {
-    case success = 0, openErr, symbolErr, serviceErr, systemErr, bufErr, permDenied, authErr
-    case credInsufficient, authinfoUnavail, userUnknown, maxtries, newAuthtokReqd, acctExpired
-    case sessionErr, credUnavail, credExpired, credErr, noModuleData, convErr, authtokErr
-    case authtokRecoverErr, authtokLockBusy, authtokDisableAging, tryAgain, ignore, abort
-    case authtokExpired, moduleUnknown, badItem, convAgain, incomplete
-
-    /// The keyword in a control, e.g. `authinfo_unavail`.
-    public var keyword: String { Self.keywords[rawValue] }
-
-    public var description: String { keyword }
-
-    public init?(keyword: String) {
-        guard let i = Self.keywords.firstIndex(of: keyword.lowercased()) else { return nil }
-        self.init(rawValue: i)
-    }
-
-    private static let keywords = [
-        "success", "open_err", "symbol_err", "service_err", "system_err", "buf_err", "perm_denied",
-        "auth_err", "cred_insufficient", "authinfo_unavail", "user_unknown", "maxtries",
-        "new_authtok_reqd", "acct_expired", "session_err", "cred_unavail", "cred_expired", "cred_err",
-        "no_module_data", "conv_err", "authtok_err", "authtok_recover_err", "authtok_lock_busy",
-        "authtok_disable_aging", "try_again", "ignore", "abort", "authtok_expired", "module_unknown",
-        "bad_item", "conv_again", "incomplete",
-    ]
-}
-
-/// What a line's control does with a module's result.
-public enum PAMAction: Equatable, Sendable {
-    case ignore, ok, done, bad, die, reset
-    case jump(Int)
-}
-
-/// A line's control: an action per result, or an include of another file.
-public enum PAMControl: Equatable, Sendable {
-    case actions([PAMResult: PAMAction], otherwise: PAMAction)
-    case include(String)
-    case substack(String)
-
-    /// `required`, `requisite`, `sufficient`, `optional`, `definitive`, as Linux-PAM defines them.
-    static func keyword(_ word: String) -> PAMControl? {
-        switch word.lowercased() {
-        case "required": return .actions([.success: .ok, .newAuthtokReqd: .ok, .ignore: .ignore], otherwise: .bad)
-        case "requisite": return .actions([.success: .ok, .newAuthtokReqd: .ok, .ignore: .ignore], otherwise: .die)
-        case "optional": return .actions([.success: .ok, .newAuthtokReqd: .ok], otherwise: .ignore)
-        case "sufficient": return .actions([.success: .done, .newAuthtokReqd: .done], otherwise: .ignore)
-        case "definitive":
-            return .actions([.success: .done, .newAuthtokReqd: .done, .ignore: .ignore], otherwise: .die)
-        default: return nil
-        }
-    }
-
-    public func action(for result: PAMResult) -> PAMAction {
-        guard case .actions(let map, let otherwise) = self else { return .ignore }
-        return map[result] ?? otherwise
-    }
-}
-
-/// One line of a PAM file, or an `@include`.
+/// One line of a PAM file.
 public struct PAMLine: Equatable, Sendable {
     public enum Kind: Equatable, Sendable {
-        /// `type control module args…`
-        case module(type: String, control: PAMControl, path: String, arguments: [String], quietIfMissing: Bool)
-        /// `@include FILE`: every type's lines of FILE.
-        case includeAll(String)
+        /// `type control module args…`. `type` nil: not a type Linux-PAM knows, and it puts the
+        /// line in the stack being read (auth for a service's own file). `rejected`: Linux-PAM
+        /// keeps the line but fails it whenever it is reached (PAM_PERM_DENIED); `module` may then
+        /// be nil (none given).
+        case module(
+            type: String?, control: PAMControl, module: String?, arguments: [String], quietIfMissing: Bool,
+            rejected: Bool)
+        /// `type include FILE` or `type substack FILE`; `file` nil when none is given.
+        case include(type: String?, file: String?, substack: Bool)
+        /// `@include FILE` (Debian): the lines of FILE of the types being read.
+        case includeAll(String?)
     }
 
     public let kind: Kind
@@ -73,140 +22,133 @@ public struct PAMLine: Equatable, Sendable {
     public let number: Int
 }
 
-/// A line Linux-PAM would reject, with where and why.
+/// Something wrong with a line, with where and why.
 public struct PAMSyntaxError: Error, Equatable, Sendable, CustomStringConvertible {
     public let file: String
     public let line: Int
     public let reason: String
     public var description: String { "\(file):\(line): \(reason)" }
+
+    public init(file: String, line: Int, reason: String) {
+        self.file = file
+        self.line = line
+        self.reason = reason
+    }
 }
 
 public enum PAMConfigParser {
-    /// The lines of one file's text; `file` names it in errors. Bad lines become errors, as
-    /// Linux-PAM logs them; the rest still count (it skips only the bad line).
-    public static func parse(_ text: String, file: String) -> (lines: [PAMLine], errors: [PAMSyntaxError]) {
-        var lines: [PAMLine] = []
-        var errors: [PAMSyntaxError] = []
-        for (number, logical) in logicalLines(text) {
-            let words = tokens(logical)
-            guard let first = words.first else { continue }
-            if first.lowercased() == "@include" {
-                guard words.count == 2 else {
-                    errors.append(PAMSyntaxError(file: file, line: number, reason: "@include takes one file name"))
-                    continue
+    /// What libpam reads in one file.
+    public struct Parsed: Equatable, Sendable {
+        public var lines: [PAMLine] = []
+        /// Lines Linux-PAM rejects (and keeps, failing), and readings that differ between versions.
+        public var errors: [PAMSyntaxError] = []
+        /// Why libpam stops reading the file and fails it, when it does (the lines before stay).
+        public var failure: PAMSyntaxError?
+    }
+
+    static let types = ["auth", "account", "password", "session"]
+
+    /// The lines of one file's bytes; `file` names it in errors.
+    public static func parse(_ data: [UInt8], file: String) -> Parsed {
+        var parsed = Parsed()
+        var reader = PAMLineReader(data)
+        reading: while true {
+            let assembled: AssembledLine
+            do {
+                guard let next = try reader.next() else { break reading }
+                assembled = next
+            } catch {
+                switch error {
+                case .danglingContinuation(let line):
+                    parsed.failure = PAMSyntaxError(
+                        file: file, line: line, reason: "the file ends in a '\\' continuation: Linux-PAM fails the file"
+                    )
+                case .tooLong(let line):
+                    parsed.failure = PAMSyntaxError(
+                        file: file, line: line,
+                        reason:
+                            "continued lines longer than Linux-PAM's 1023-byte line: it never finishes reading the file"
+                    )
                 }
-                lines.append(PAMLine(kind: .includeAll(words[1]), file: file, number: number))
-                continue
+                break reading
             }
-            guard words.count >= 3 else {
-                errors.append(
-                    PAMSyntaxError(file: file, line: number, reason: "expected 'type control module', got '\(logical)'")
+            let line = parseLine(assembled, file: file, errors: &parsed.errors)
+            if let gap = assembled.gapJoined {
+                parsed.errors.append(
+                    PAMSyntaxError(
+                        file: file, line: assembled.number,
+                        reason:
+                            "a '\\' continuation goes on past a blank or comment line to line \(gap): Linux-PAM 1.5 reads them as one line, later versions as two"
+                    ))
+            }
+            if assembled.bytes.contains(0x0D) {
+                parsed.errors.append(
+                    PAMSyntaxError(
+                        file: file, line: assembled.number,
+                        reason: "a carriage return (a file with CRLF line ends?): Linux-PAM takes it as part of a word")
                 )
-                continue
             }
-            var type = first.lowercased()
-            let quiet = type.hasPrefix("-")
-            if quiet { type.removeFirst() }
-            guard ["auth", "account", "password", "session"].contains(type) else {
-                errors.append(PAMSyntaxError(file: file, line: number, reason: "unknown type '\(first)'"))
-                continue
-            }
-            let control: PAMControl
-            switch words[1].lowercased() {
-            case "include": control = .include(words[2])
-            case "substack": control = .substack(words[2])
-            default:
-                guard let parsed = parseControl(words[1]) else {
-                    errors.append(PAMSyntaxError(file: file, line: number, reason: "bad control '\(words[1])'"))
-                    continue
-                }
-                control = parsed
-            }
-            let isInclude: Bool
-            if case .actions = control { isInclude = false } else { isInclude = true }
-            lines.append(
-                PAMLine(
-                    kind: .module(
-                        type: type, control: control, path: isInclude ? "" : words[2],
-                        arguments: Array(words.dropFirst(3)), quietIfMissing: quiet),
-                    file: file, number: number))
+            if let line { parsed.lines.append(line) }
         }
-        return (lines, errors)
+        return parsed
     }
 
-    /// `required` … or `[success=2 default=ignore]`.
-    static func parseControl(_ text: String) -> PAMControl? {
-        if let known = PAMControl.keyword(text) { return known }
-        guard text.hasPrefix("["), text.hasSuffix("]") else { return nil }
-        var map: [PAMResult: PAMAction] = [:]
-        var otherwise = PAMAction.ignore
-        for pair in text.dropFirst().dropLast().split(whereSeparator: { $0 == " " || $0 == "\t" }) {
-            let parts = pair.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2, let action = parseAction(String(parts[1])) else { return nil }
-            let key = parts[0].lowercased()
-            if key == "default" {
-                otherwise = action
-            } else if let result = PAMResult(keyword: key) {
-                map[result] = action
-            } else {
-                return nil
-            }
-        }
-        return .actions(map, otherwise: otherwise)
+    /// `text` as bytes.
+    public static func parse(_ text: String, file: String) -> Parsed { parse(Array(text.utf8), file: file) }
+
+    private static func string(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
+
+    /// As C's strcasecmp compares: ASCII letters only.
+    static func asciiLowercased(_ text: String) -> String {
+        String(decoding: text.utf8.map { (0x41...0x5A).contains($0) ? $0 + 0x20 : $0 }, as: UTF8.self)
     }
 
-    static func parseAction(_ text: String) -> PAMAction? {
-        switch text.lowercased() {
-        case "ignore": return .ignore
-        case "ok": return .ok
-        case "done": return .done
-        case "bad": return .bad
-        case "die": return .die
-        case "reset": return .reset
-        default:
-            guard let n = Int(text), n > 0 else { return nil }
-            return .jump(n)
+    /// One assembled line as `_pam_parse_conf_file` reads it.
+    private static func parseLine(_ assembled: AssembledLine, file: String, errors: inout [PAMSyntaxError]) -> PAMLine?
+    {
+        var words = PAMWords(assembled.bytes)
+        let number = assembled.number
+        func reject(_ reason: String) { errors.append(PAMSyntaxError(file: file, line: number, reason: reason)) }
+        func line(_ kind: PAMLine.Kind) -> PAMLine { PAMLine(kind: kind, file: file, number: number) }
+        guard var typeWord = words.word().map(string) else { return nil }
+        let quiet = typeWord.hasPrefix("-")
+        if quiet { typeWord.removeFirst() }
+        if asciiLowercased(typeWord) == "@include" {
+            let target = words.word().map(string)
+            if target == nil { reject("@include without a file: Linux-PAM fails the service") }
+            return line(.includeAll(target))
         }
-    }
-
-    /// Lines with comments removed and `\`-continuations joined, each with its first line's number.
-    static func logicalLines(_ text: String) -> [(Int, String)] {
-        var result: [(Int, String)] = []
-        var pending = ""
-        var start = 0
-        for (i, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            var line = Substring(raw)
-            if line.hasSuffix("\r") { line = line.dropLast() }
-            if pending.isEmpty { start = i + 1 }
-            // '#' starts a comment wherever it is (Linux-PAM strips it before splitting the line).
-            if let hash = line.firstIndex(of: "#") { line = line[..<hash] }
-            if line.hasSuffix("\\") {
-                pending += line.dropLast() + " "
-                continue
-            }
-            pending += line
-            result.append((start, pending))
-            pending = ""
+        let type = types.first { $0 == asciiLowercased(typeWord) }
+        var rejected = type == nil
+        if type == nil { reject("unknown type '\(typeWord)': Linux-PAM fails this line") }
+        guard let controlWord = words.word() else {
+            reject("no control: Linux-PAM fails this line")
+            return line(
+                .module(type: type, control: .allBad, module: nil, arguments: [], quietIfMissing: quiet, rejected: true)
+            )
         }
-        if !pending.isEmpty { result.append((start, pending)) }
-        return result
-    }
-
-    /// Words split on blanks; `[…]` is one word even with blanks inside (controls, arguments).
-    static func tokens(_ line: String) -> [String] {
-        var words: [String] = []
-        var current = ""
-        var depth = 0
-        for c in line {
-            if c == "[" { depth += 1 }
-            if c == "]" && depth > 0 { depth -= 1 }
-            if (c == " " || c == "\t") && depth == 0 {
-                if !current.isEmpty { words.append(current); current = "" }
-            } else {
-                current.append(c)
-            }
+        let word = asciiLowercased(string(controlWord))
+        if word == "include" || word == "substack" {
+            let target = words.word().map(string)
+            if target == nil { reject("\(word) without a file: Linux-PAM fails this line") }
+            return line(.include(type: type, file: target, substack: word == "substack"))
         }
-        if !current.isEmpty { words.append(current) }
-        return words
+        let control: PAMControl
+        if let known = PAMControl.keyword(word) {
+            control = known
+        } else {
+            let (parsed, error) = PAMControl.parse(controlWord)
+            control = parsed
+            if let error { reject("bad control (\(error)): Linux-PAM fails this line whatever the module returns") }
+        }
+        let module = words.word().map(string)
+        if module == nil {
+            rejected = true
+            reject("no module: Linux-PAM fails this line")
+        }
+        return line(
+            .module(
+                type: type, control: control, module: module, arguments: words.rest().map(string),
+                quietIfMissing: quiet, rejected: rejected))
     }
 }

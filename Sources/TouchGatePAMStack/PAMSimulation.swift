@@ -1,5 +1,5 @@
-// Runs an assembled stack the way Linux-PAM's dispatcher does (pam_dispatch.c), with each
-// module's result given by the caller: what a stack does when a module succeeds or fails.
+// Runs a handler list the way Linux-PAM 1.5.2's dispatcher does for pam_authenticate
+// (`_pam_dispatch_aux`, pam_dispatch.c), with each module's result given by the caller.
 
 /// One module reached during a run, and what it returned.
 public struct ModuleCall: Equatable, Sendable {
@@ -10,7 +10,7 @@ public struct ModuleCall: Equatable, Sendable {
 public struct SimulationOutcome: Equatable, Sendable {
     /// What pam_authenticate (or the type's call) would return.
     public let result: PAMResult
-    /// Every module reached, in order (substacks opened).
+    /// Every module reached, in order.
     public let calls: [ModuleCall]
 
     public var succeeded: Bool { result == .success }
@@ -20,73 +20,82 @@ public struct SimulationOutcome: Equatable, Sendable {
 }
 
 public enum PAMSimulator {
-    /// Linux-PAM's PAM_MUST_FAIL_CODE: the result when no module decided.
+    /// Linux-PAM's PAM_MUST_FAIL_CODE: a rejected line's result, and the result when no module decided.
     static let mustFail = PAMResult.permDenied
-
-    public static func run(_ entries: [StackEntry], module behaviour: (StackEntry) -> PAMResult) -> SimulationOutcome {
-        var calls: [ModuleCall] = []
-        let (status, _) = dispatch(entries, behaviour, &calls)
-        return SimulationOutcome(result: status, calls: calls)
-    }
 
     private enum Impression { case undecided, positive, negative }
 
-    /// One level of the stack; a substack is one more level whose result its line takes as a module's.
-    private static func dispatch(
-        _ entries: [StackEntry], _ behaviour: (StackEntry) -> PAMResult,
-        _ calls: inout [ModuleCall]
-    ) -> (PAMResult, Impression) {
+    /// `behaviour` gives each module line's result; nil makes the line do nothing (it still counts
+    /// in jumps), as if the module were not there.
+    ///
+    /// One list for the whole stack, substacks included one level deeper: the substack line
+    /// itself is skipped; a substack's modules act on the same impression and status as the
+    /// lines around it, saved on entering it for `reset`; `done` and `die` end only the level
+    /// they are on (`done` only once the impression is positive); a jump stays on its level and
+    /// one past its end makes the stack fail and goes on after it.
+    public static func run(_ entries: [StackEntry], module behaviour: (StackEntry) -> PAMResult?) -> SimulationOutcome {
+        var calls: [ModuleCall] = []
         var impression = Impression.undecided
         var status = mustFail
+        var saved: [Int: (Impression, PAMResult)] = [0: (.undecided, mustFail)]
+        var previousLevel = 0
         var i = 0
         while i < entries.count {
             let entry = entries[i]
-            let retval: PAMResult
-            if let inner = entry.substack {
-                let (innerStatus, innerImpression) = dispatch(inner, behaviour, &calls)
-                retval = innerImpression == .undecided ? .ignore : innerStatus
-            } else {
-                retval = behaviour(entry)
-                calls.append(ModuleCall(entry: entry, result: retval))
+            let level = entry.level
+            defer {
+                previousLevel = level
+                i += 1
             }
-            switch entry.control.action(for: retval) {
+            if previousLevel < level { saved[level] = (impression, status) }
+            let retval: PAMResult
+            switch entry.kind {
+            case .substack: continue
+            case .mustFail: retval = mustFail
+            case .module:
+                guard let result = behaviour(entry) else { continue }
+                retval = result
+                calls.append(ModuleCall(entry: entry, result: result))
+            }
+            // The module waits for the application: the call returns, to be resumed later.
+            if retval == .incomplete { return SimulationOutcome(result: .incomplete, calls: calls) }
+            var decided = false
+            let action = entry.control.action(for: retval)
+            switch action {
             case .reset:
-                impression = .undecided
-                status = mustFail
+                (impression, status) = saved[level] ?? (.undecided, mustFail)
             case .ok, .done:
+                // pam_authenticate takes even PAM_IGNORE as the status here (its chain is not frozen).
                 if impression == .undecided || (impression == .positive && status == .success) {
-                    if retval != .ignore {
-                        impression = .positive
-                        status = retval
-                    }
+                    impression = .positive
+                    status = retval
                 }
-                if impression != .negative && entry.control.action(for: retval) == .done {
-                    return finish(status, impression)
-                }
+                decided = impression == .positive && action == .done
             case .bad, .die:
                 if impression != .negative {
                     impression = .negative
                     status = retval == .ignore ? mustFail : retval
                 }
-                if entry.control.action(for: retval) == .die { return finish(status, impression) }
+                decided = action == .die
             case .ignore:
                 break
-            case .jump(let n):
-                // Skips n lines of this level; jumping past the end is "bad jump in stack".
-                if i + n >= entries.count {
-                    return (mustFail, .negative)
+            case .jump(var n):
+                // Skips n lines of this level, each with the deeper lines that follow it.
+                while i + 1 < entries.count && entries[i + 1].level >= level && n > 0 {
+                    repeat { i += 1 } while i + 1 < entries.count && entries[i + 1].level > level
+                    n -= 1
                 }
-                i += n
+                if n > 0 {  // "bad jump in stack"
+                    impression = .negative
+                    status = mustFail
+                }
             }
-            i += 1
+            if decided {
+                while i + 1 < entries.count && entries[i + 1].level >= level { i += 1 }
+            }
         }
-        return finish(status, impression)
-    }
-
-    private static func finish(_ status: PAMResult, _ impression: Impression) -> (PAMResult, Impression) {
         // A stack where nothing said yes does not succeed, whatever the last status was.
-        if impression != .positive && status == .success { return (mustFail, impression) }
-        if impression == .undecided { return (mustFail, impression) }
-        return (status, impression)
+        if status == .success && impression != .positive { status = mustFail }
+        return SimulationOutcome(result: status, calls: calls)
     }
 }

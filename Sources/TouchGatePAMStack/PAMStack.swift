@@ -1,16 +1,43 @@
-// A service's stack for one type, as Linux-PAM assembles it: the service file (else `other`),
-// `include` and `@include` lines inlined, `substack` lines nested.
-/// One module line of an assembled stack; a substack holds its own entries.
+// A service's stack for one type, as Debian 12's libpam builds its handler list: the service's
+// file (looked up in /etc/pam.d, then /usr/lib/pam.d), `other`'s lines for a type the service has
+// none of, `include` and `@include` inlined, a `substack` one level deeper, rejected lines kept.
+
+/// One entry of libpam's handler list for a type.
 public struct StackEntry: Equatable, Sendable {
+    public enum Kind: Equatable, Sendable {
+        /// A module line: Linux-PAM calls the module.
+        case module
+        /// A `substack` line: skipped when run (it counts in jumps); its lines follow one level deeper.
+        case substack
+        /// A line Linux-PAM keeps but fails whenever it is reached (PAM_PERM_DENIED): a type or
+        /// control it rejects, no module, an include it cannot read.
+        case mustFail
+    }
+
+    public let kind: Kind
     public let control: PAMControl
-    /// The module as written (`pam_unix.so` or an absolute path); empty for a substack.
+    /// The module as written (`pam_unix.so` or an absolute path); a substack's file; "" for none.
     public let module: String
     public let arguments: [String]
-    /// A `-type` line: Linux-PAM skips it quietly when the module is missing.
+    /// A `-type` line: Linux-PAM does not log it when the module is missing (it still fails).
     public let quietIfMissing: Bool
-    public let substack: [StackEntry]?
+    /// 0 in the service's stack, one more inside each substack.
+    public let level: Int
     /// Where it was written: `common-auth:17`.
     public let origin: String
+
+    public init(
+        kind: Kind = .module, control: PAMControl, module: String, arguments: [String] = [],
+        quietIfMissing: Bool = false, level: Int = 0, origin: String
+    ) {
+        self.kind = kind
+        self.control = control
+        self.module = module
+        self.arguments = arguments
+        self.quietIfMissing = quietIfMissing
+        self.level = level
+        self.origin = origin
+    }
 
     /// The module's file name without directory and `.so`: `pam_unix`.
     public var moduleName: String {
@@ -19,113 +46,195 @@ public struct StackEntry: Equatable, Sendable {
         return name
     }
 
-    /// Every module line, substacks opened, in order.
-    public var flattened: [StackEntry] { substack.map { $0.flatMap(\.flattened) } ?? [self] }
+    /// Whether the line names pam_touchgate.so, even with blanks or a carriage return stuck to it.
+    public var namesTouchgate: Bool {
+        var name = Substring(module.split(separator: "/").last ?? "")
+        while let last = name.last, last.isWhitespace { name = name.dropLast() }
+        return name == "pam_touchgate.so"
+    }
 }
 
 public struct AssembledStack: Equatable, Sendable {
+    /// libpam's handler list for the type, in order.
     public var entries: [StackEntry] = []
-    /// Lines Linux-PAM would reject, and includes it could not follow.
+    /// Problems of the lines read for it.
     public var errors: [PAMSyntaxError] = []
-    /// The file the service came from (`other` when the service has none), or nil when neither exists.
+    /// The file whose lines these are: the service's own, or `other` when the service's file has
+    /// no line of this type or is missing; nil when neither exists.
     public var serviceFile: String?
+    /// Why Linux-PAM cannot start the service at all (pam_start fails, every call fails).
+    public var failure: PAMSyntaxError?
 
-    /// Every module line, substacks opened.
-    public var modules: [StackEntry] { entries.flatMap(\.flattened) }
+    /// The lines Linux-PAM calls a module for.
+    public var modules: [StackEntry] { entries.filter { $0.kind == .module } }
 }
 
-/// A pam.d directory, under a root directory so that tests can point it at a fixture tree; every
-/// file is looked up inside the root (`RootedTree`), as Linux-PAM chrooted there would.
+/// The pam.d directories under a root directory (tests point it at a fixture tree).
 public struct PAMDirectory: Sendable {
     public let tree: RootedTree
-    static let directory = "/etc/pam.d"
-    /// Linux-PAM refuses deeper include chains; a loop ends here too.
+    /// Where Debian 12's libpam looks for a service or an include named without a directory.
+    public static let directories = ["/etc/pam.d", "/usr/lib/pam.d"]
+    /// Deeper include chains end here (libpam stops substacks at 16; an include loop at this).
     static let maxDepth = 16
 
     public init(root: String = "/") { tree = RootedTree(root: root) }
 
-    /// The service names: every regular file in the directory, sorted.
+    /// The service names: the regular files of both directories, backups left out, sorted.
     public func services() -> [String] {
-        var names: [String] = []
-        for entry in tree.entries(Self.directory) ?? [] where entry.isFile {
-            let name = entry.name
-            if name.hasPrefix(".") || name.hasSuffix("~") || name.hasSuffix(".dpkg-old")
-                || name.hasSuffix(".dpkg-dist") || name.hasSuffix(".pam-old") || name.hasSuffix(".pam-new")
-            {
-                continue
+        var names = Set<String>()
+        for dir in Self.directories {
+            for entry in tree.entries(dir) ?? [] where entry.isFile {
+                let name = entry.name
+                if name.hasPrefix(".") || name.hasSuffix("~") || name.hasSuffix(".dpkg-old")
+                    || name.hasSuffix(".dpkg-dist") || name.hasSuffix(".pam-old") || name.hasSuffix(".pam-new")
+                {
+                    continue
+                }
+                names.insert(name)
             }
-            names.append(name)
         }
-        return names
+        return names.sorted()
     }
 
-    /// Whether the service has a file of its own (else Linux-PAM uses `other`).
-    public func hasFile(_ service: String) -> Bool { text(of: service) != nil }
+    /// Whether Linux-PAM finds a file for the service (else it uses `other`).
+    public func hasFile(_ service: String) -> Bool { locate(service) != nil }
+
+    /// The file libpam opens for `name`: how it is shown and its bytes.
+    func locate(_ name: String) -> (shown: String, bytes: [UInt8])? {
+        guard !name.isEmpty, !name.contains("\0") else { return nil }
+        let candidates =
+            name.hasPrefix("/")
+            ? [(name, name)] : Self.directories.map { ($0 + "/" + name, $0 == "/etc/pam.d" ? name : $0 + "/" + name) }
+        for (path, shown) in candidates {
+            switch tree.read(path) {
+            case .file(let bytes)?: return (shown, bytes)
+            case .directory?: return (shown, [])  // fopen succeeds, the first read fails: no lines
+            case nil: continue
+            }
+        }
+        return nil
+    }
 
     /// The `type` stack of `service` (`auth`, …).
     public func stack(service: String, type: String) -> AssembledStack {
         var result = AssembledStack()
-        let file = text(of: service) != nil ? service : (text(of: "other") != nil ? "other" : nil)
-        guard let file else { return result }
-        result.serviceFile = file
-        result.entries = assemble(file: file, type: type, depth: 0, errors: &result.errors)
+        // A service without a file of its own: `other` alone. (For the service named "other" libpam
+        // reads the file twice; no application asks for it by that name.)
+        let ownName = service == "other" ? nil : locate(service).map { _ in service }
+        var own = Assembly(pam: self, type: type)
+        var other = Assembly(pam: self, type: type)
+        var failure: PAMSyntaxError?
+        if let ownName { failure = own.read(ownName) }
+        // libpam reads `other` too, for types the service lacks; failing there fails every service.
+        let otherExists = locate("other") != nil
+        if failure == nil && otherExists { failure = other.read("other") }
+        if failure == nil && ownName == nil && !otherExists {
+            failure = PAMSyntaxError(
+                file: service, line: 0, reason: "neither this service nor 'other' has a file: Linux-PAM fails it")
+        }
+        result.failure = failure
+        if !own.entries.isEmpty || !otherExists {
+            result.entries = own.entries
+            result.errors = own.errors
+            result.serviceFile = ownName.flatMap { locate($0)?.shown }
+        } else {
+            result.entries = other.entries
+            result.errors = own.errors + other.errors
+            result.serviceFile = "other"
+        }
         return result
     }
+}
 
-    /// `type`'s lines of `file`: includes inlined, substacks nested. A missing or looping include
-    /// is an error and contributes no lines (Linux-PAM then fails the whole stack).
-    private func assemble(file: String, type: String, depth: Int, errors: inout [PAMSyntaxError]) -> [StackEntry] {
-        guard let body = text(of: file) else { return [] }
-        let (lines, syntax) = PAMConfigParser.parse(body, file: file)
-        errors += syntax
-        var entries: [StackEntry] = []
-        for line in lines {
+/// One type's handler list being built from the files libpam reads.
+private struct Assembly {
+    let pam: PAMDirectory
+    let type: String
+    var entries: [StackEntry] = []
+    var errors: [PAMSyntaxError] = []
+
+    init(pam: PAMDirectory, type: String) {
+        self.pam = pam
+        self.type = type
+    }
+
+    /// Reads a service's own file (every type); the reason libpam fails it, if it does.
+    mutating func read(_ service: String) -> PAMSyntaxError? {
+        load(service, requested: nil, level: 0, depth: 0, from: nil)
+    }
+
+    /// Adds `name`'s lines of type `requested` (nil: every type, as for a service's own file) at
+    /// `level`. Returns why libpam fails the file (the lines before stay), nil when it reads it.
+    private mutating func load(
+        _ name: String?, requested: String?, level: Int, depth: Int, from: (file: String, line: Int)?
+    ) -> PAMSyntaxError? {
+        func failure(_ reason: String) -> PAMSyntaxError {
+            PAMSyntaxError(file: from?.file ?? name ?? "", line: from?.line ?? 0, reason: reason)
+        }
+        guard let name else { return failure("no file to include") }
+        guard depth < PAMDirectory.maxDepth else { return failure("includes nested too deep (a loop?)") }
+        guard let (file, bytes) = pam.locate(name) else { return failure("cannot read included file '\(name)'") }
+        let parsed = PAMConfigParser.parse(bytes, file: file)
+        for line in parsed.lines {
+            let lineErrors = parsed.errors.filter { $0.line == line.number }
             let origin = "\(file):\(line.number)"
-            func nested(_ target: String) -> [StackEntry]? {
-                guard depth + 1 < Self.maxDepth else {
-                    errors.append(
-                        PAMSyntaxError(file: file, line: line.number, reason: "includes nested too deep (a loop?)"))
-                    return nil
-                }
-                guard text(of: target) != nil else {
-                    errors.append(
-                        PAMSyntaxError(file: file, line: line.number, reason: "cannot read included file '\(target)'"))
-                    return nil
-                }
-                return assemble(file: target, type: type, depth: depth + 1, errors: &errors)
+            func add(_ kind: StackEntry.Kind, _ control: PAMControl, _ module: String?, _ args: [String], quiet: Bool) {
+                entries.append(
+                    StackEntry(
+                        kind: kind, control: control, module: module ?? "", arguments: args, quietIfMissing: quiet,
+                        level: level, origin: origin))
             }
             switch line.kind {
             case .includeAll(let target):
-                entries += nested(target) ?? []
-            case .module(let lineType, let control, let path, let arguments, let quiet):
+                // Debian's @include: the file's lines of the types being read; failing, it fails
+                // the file being read for every type, or is one failing line of the one type.
+                errors += lineErrors
+                guard
+                    let error = load(
+                        target, requested: requested, level: level, depth: depth + 1, from: (file, line.number))
+                else { continue }
+                if requested == nil { return error }
+                errors.append(error)
+                add(.mustFail, .allBad, target, [], quiet: false)
+            case .module(let lineType, let control, let module, let args, let quiet, let rejected):
+                // A type libpam does not know goes with the type being read (auth for a service's
+                // own file). A service's own file is read for every type: a line of another type
+                // can still fail it.
+                let lineType = lineType ?? requested ?? "auth"
+                guard requested == nil || lineType == requested else { continue }
+                if let reason = Self.unnamed(module) {
+                    return PAMSyntaxError(file: file, line: line.number, reason: reason)
+                }
                 guard lineType == type else { continue }
-                switch control {
-                case .include(let target):
-                    entries += nested(target) ?? []
-                case .substack(let target):
-                    let inner = nested(target) ?? []
-                    entries.append(
-                        StackEntry(
-                            control: PAMControl.keyword("required")!, module: "", arguments: [],
-                            quietIfMissing: quiet, substack: inner, origin: origin))
-                case .actions:
-                    entries.append(
-                        StackEntry(
-                            control: control, module: path, arguments: arguments,
-                            quietIfMissing: quiet, substack: nil, origin: origin))
+                errors += lineErrors
+                add(rejected ? .mustFail : .module, control, module, args, quiet: quiet)
+            case .include(let lineType, let target, let substack):
+                let lineType = lineType ?? requested ?? "auth"
+                guard requested == nil || lineType == requested else { continue }
+                if substack, let reason = Self.unnamed(target) {
+                    return PAMSyntaxError(file: file, line: line.number, reason: reason)
+                }
+                guard lineType == type else { continue }
+                errors += lineErrors
+                if substack { add(.substack, .allBad, target, [], quiet: false) }
+                let inner = level + (substack ? 1 : 0)
+                if let error = load(target, requested: type, level: inner, depth: depth + 1, from: (file, line.number))
+                {
+                    errors.append(error)
+                    add(.mustFail, .allBad, target, [], quiet: false)
                 }
             }
         }
-        return entries
+        return parsed.failure
     }
 
-    /// A file's text, nil when it is missing or not a readable regular file. Relative names are
-    /// in the pam.d directory; absolute ones under the root.
-    public func text(of name: String) -> String? {
-        guard !name.isEmpty, !name.contains("\0") else { return nil }
-        guard case .file(let bytes)? = tree.read(name.hasPrefix("/") ? name : Self.directory + "/" + name) else {
-            return nil
-        }
-        return String(decoding: bytes, as: UTF8.self)
+    /// libpam names each handler after its module (`extract_modulename`); a name that leaves
+    /// nothing (or "?") makes it fail the whole file.
+    private static func unnamed(_ module: String?) -> String? {
+        guard let module else { return nil }
+        var name = Substring(module.split(separator: "/", omittingEmptySubsequences: false).last ?? "")
+        if let dot = name.lastIndex(of: ".") { name = name[..<dot] }
+        guard name.isEmpty || name == "?" else { return nil }
+        return "'\(module)' names no module: Linux-PAM fails the file"
     }
 }

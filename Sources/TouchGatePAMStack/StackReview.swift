@@ -1,9 +1,11 @@
-// What `touchgate doctor` finds in /etc/pam.d: which services offer the fingerprint and whether
-// each stack keeps touchgate's promises; whether the daemon's password service is sane.
+// What `touchgate doctor` finds in pam.d: which services offer the fingerprint and whether each
+// stack keeps touchgate's promises; whether the daemon's password service is sane.
 
 /// Something wrong with one stack, for a person to fix.
 public enum StackProblem: Equatable, Sendable {
-    /// A fingerprint failure ends the stack even when the password is right.
+    /// Linux-PAM cannot start the service at all: every authentication through it fails.
+    case serviceFails(PAMSyntaxError)
+    /// A fingerprint failure ends the stack even when the password is right: the results that do.
     case fingerprintBlocksPassword(String)
     /// A password success never reaches the report line, so it cannot clear a lockout.
     case noReportAfterPassword
@@ -11,6 +13,8 @@ public enum StackProblem: Equatable, Sendable {
     case reportAfterWrongPassword(String)
     /// The stack succeeds with every password wrong and no finger.
     case acceptsWrongPassword
+    /// A condition line lets some people in without password or finger (a note: by design, often).
+    case conditionGrants(module: String, origin: String)
     /// pam_faillock's authfail runs although the password was right: a fingerprint failure counts.
     case faillockCountsFingerprint(String)
     /// A module file that is not installed.
@@ -19,37 +23,22 @@ public enum StackProblem: Equatable, Sendable {
     case syntax(PAMSyntaxError)
 }
 
-/// One service that offers the fingerprint.
+/// One service whose stack reaches pam_touchgate.so's fingerprint line, or names it in a line
+/// Linux-PAM rejects, or that Linux-PAM cannot start.
 public struct ServiceReview: Equatable, Sendable {
     public let service: String
-    /// Where its fingerprint lines come from (`common-auth:17`).
+    /// Where its working fingerprint lines come from (`common-auth:17`).
     public let fingerprintLines: [String]
     /// Whether a matching finger alone authenticates (no: a second factor, or a mistake).
     public let fingerprintSuffices: Bool
     /// Whether a password module follows (a GDM-style fingerprint-only service has none).
     public let hasPasswordModule: Bool
     public let problems: [StackProblem]
-}
 
-/// The daemon's own PAM service (config `password_service`).
-public struct PasswordServiceReview: Equatable, Sendable {
-    public let service: String
-    /// Whether /etc/pam.d has a file for it (else Linux-PAM would use `other`).
-    public let exists: Bool
-    /// The file Linux-PAM would read: the service, `other`, or nil.
-    public let file: String?
-    /// pam_touchgate.so lines it reaches (it must have none: the daemon would ask itself).
-    public let touchgateLines: [String]
-    /// The password modules it uses, in order.
-    public let passwordModules: [String]
-    /// Some password is accepted, and a wrong one refused.
-    public let acceptsPassword: Bool
-    public let refusesWrongPassword: Bool
-    /// Modules login uses to check passwords (and pam_faillock) that this service lacks.
-    public let missingFromLogin: [String]
-    /// The service login's passwords were compared with (`login`, else `common-auth`).
-    public let comparedWith: String?
-    public let problems: [StackProblem]
+    /// Whether the fingerprint works there: Linux-PAM starts the service and calls the module.
+    public var offersFingerprint: Bool {
+        !fingerprintLines.isEmpty && !problems.contains { if case .serviceFails = $0 { true } else { false } }
+    }
 }
 
 /// Another fingerprint module's line (pam_fprintd's, say) whose module is not installed: left
@@ -61,7 +50,8 @@ public struct LeftoverLine: Equatable, Sendable {
 }
 
 public struct PAMReview: Equatable, Sendable {
-    /// Services offering the fingerprint, sorted by name.
+    /// Services whose stacks reach or name pam_touchgate.so's fingerprint line, and those Linux-PAM
+    /// cannot start, sorted by name.
     public let services: [ServiceReview]
     /// In the services that offer no touchgate fingerprint: other fingerprint modules' lines whose
     /// module is not installed.
@@ -73,14 +63,23 @@ public struct PAMReview: Equatable, Sendable {
     public let faillockInUse: Bool
     public let passwordService: PasswordServiceReview
 
-    /// Reviews every service in `root`/etc/pam.d and the password service `passwordService`.
+    /// The results pam_touchgate.so's fingerprint line returns when it does not match (pam/:
+    /// tg_outcome.c, tg_env.c, pam_get_user's). PAM_INCOMPLETE is not played: the stack stops
+    /// there, to be resumed by the application.
+    public static let fingerprintFailures: [PAMResult] = [
+        .authinfoUnavail, .maxtries, .authErr, .userUnknown, .systemErr, .bufErr, .convErr, .abort,
+    ]
+
+    /// Reviews every service in `root`'s pam.d directories and the password service `passwordService`.
     /// `modules` tells which module files exist; nil skips that check.
     public static func review(
         root: String = "/", passwordService: String,
         modules: ModuleLocator? = nil
     ) -> PAMReview {
         let pam = PAMDirectory(root: root)
-        let missing: (StackEntry) -> Bool = { entry in modules.map { !$0.exists(entry.module) } ?? false }
+        let missing: (StackEntry) -> Bool = { entry in
+            entry.kind == .module && (modules.map { !$0.exists(entry.module) } ?? false)
+        }
         var services: [ServiceReview] = []
         var leftovers: [LeftoverLine] = []
         var faillock = false
@@ -111,93 +110,130 @@ public struct PAMReview: Equatable, Sendable {
     ) -> ServiceReview? {
         let modules = stack.modules
         let fingerprints = modules.filter { ModuleRole($0).isFingerprint }
-        guard !fingerprints.isEmpty else { return nil }
+        // A pam_touchgate line Linux-PAM rejects, or one it would never reach, still makes the
+        // service one to review: the person meant it to offer the finger.
+        let rejected = stack.entries.contains { entry in
+            let role = ModuleRole(entry)
+            return entry.namesTouchgate
+                && (entry.kind == .mustFail || missing(entry) || !role.isFingerprint && role != .report)
+        }
+        // A service Linux-PAM cannot start is said, whatever it was meant to offer (a broken `other`
+        // fails every service).
+        guard !fingerprints.isEmpty || rejected || stack.failure != nil else { return nil }
+        if let failure = stack.failure {
+            return ServiceReview(
+                service: name, fingerprintLines: fingerprints.map(\.origin), fingerprintSuffices: false,
+                hasPasswordModule: modules.contains { ModuleRole($0) == .password },
+                problems: [.serviceFails(failure)] + stack.errors.map(StackProblem.syntax))
+        }
         var problems = stack.errors.map(StackProblem.syntax)
-        problems += modules.filter(missing).filter { !$0.quietIfMissing }
-            .map { StackProblem.missingModule(module: $0.module, origin: $0.origin) }
-        func run(_ scenario: Scenario) -> SimulationOutcome {
-            PAMSimulator.run(stack.entries) { scenario.result(of: $0, missing: missing) }
+        // A `-type` line's missing module still fails the line; it matters where that failure counts.
+        problems += modules.filter {
+            missing($0) && (!$0.quietIfMissing || $0.control.action(for: .moduleUnknown) != .ignore)
         }
-        let isReport: (StackEntry) -> Bool = { ModuleRole($0) == .report }
-        let isAuthfail: (StackEntry) -> Bool = { ModuleRole($0) == .faillock(.authfail) }
-        let passwords = modules.filter { ModuleRole($0) == .password }
-        let eitherOr = fingerprints.contains { ModuleRole($0) == .fingerprint(eitherOr: true) }
-
-        let byFinger = run(Scenario(fingerprint: .success))
-        if byFinger.succeeded, let line = byFinger.calls.first(where: { isAuthfail($0.entry) }) {
-            problems.append(.faillockCountsFingerprint(line.entry.origin))
-        }
-        if !passwords.isEmpty {
-            // The module's two ways of not matching: the person chose the password, or no match.
-            var blocked: String?
-            var reported = true
-            for failure in [PAMResult.authinfoUnavail, .maxtries] {
-                let outcomes = passwords.map { run(Scenario(fingerprint: failure, acceptedBy: $0.origin)) }
-                if !outcomes.contains(where: \.succeeded) { blocked = blocked ?? failure.keyword }
-                for outcome in outcomes {
-                    if outcome.succeeded && !outcome.reached(isReport) { reported = false }
-                    // The password was right: pam_faillock's authfail can only be counting the finger.
-                    if let line = outcome.calls.first(where: { isAuthfail($0.entry) }),
-                        !problems.contains(.faillockCountsFingerprint(line.entry.origin))
-                    {
-                        problems.append(.faillockCountsFingerprint(line.entry.origin))
-                    }
-                }
-                let wrong = run(Scenario(fingerprint: failure))
-                if wrong.succeeded, !problems.contains(.acceptsWrongPassword) { problems.append(.acceptsWrongPassword) }
-                if let line = wrong.calls.first(where: { isReport($0.entry) }),
-                    !problems.contains(.reportAfterWrongPassword(line.entry.origin))
-                {
-                    problems.append(.reportAfterWrongPassword(line.entry.origin))
-                }
-            }
-            if let blocked { problems.append(.fingerprintBlocksPassword(blocked)) }
-            // With biometrics-or-password the daemon checks the password itself; no report needed.
-            if !reported && blocked == nil && !eitherOr { problems.append(.noReportAfterPassword) }
-        }
+        .map { StackProblem.missingModule(module: $0.module, origin: $0.origin) }
+        let play = StackPlay(entries: stack.entries, missing: missing)
+        problems += play.problems()
         return ServiceReview(
             service: name, fingerprintLines: fingerprints.map(\.origin),
-            fingerprintSuffices: byFinger.succeeded, hasPasswordModule: !passwords.isEmpty,
-            problems: problems)
+            fingerprintSuffices: play.fingerprintSuffices(),
+            hasPasswordModule: !play.passwords.isEmpty, problems: problems)
+    }
+}
+
+/// The imagined authentications through one stack: every way its conditions turn out, every
+/// result of the fingerprint line, the right password for each password module and a wrong one.
+struct StackPlay {
+    let entries: [StackEntry]
+    let missing: (StackEntry) -> Bool
+    let passwords: [StackEntry]
+    let conditions: [Set<String>]
+
+    init(entries: [StackEntry], missing: @escaping (StackEntry) -> Bool) {
+        self.entries = entries
+        self.missing = missing
+        passwords = entries.filter { $0.kind == .module && ModuleRole($0) == .password }
+        conditions = Scenario.conditionOutcomes(entries)
     }
 
-    static func reviewPasswordService(
-        _ name: String, _ pam: PAMDirectory,
-        _ missing: @escaping (StackEntry) -> Bool
-    ) -> PasswordServiceReview {
-        let stack = pam.stack(service: name, type: "auth")
-        let modules = stack.modules
-        var problems = stack.errors.map(StackProblem.syntax)
-        problems += modules.filter(missing).filter { !$0.quietIfMissing }
-            .map { StackProblem.missingModule(module: $0.module, origin: $0.origin) }
-        let passwords = modules.filter { ModuleRole($0) == .password }
-        // The daemon asks no finger of itself: its pam_touchgate lines, if any, answer "unavailable".
-        func run(_ acceptedBy: String?) -> SimulationOutcome {
-            PAMSimulator.run(stack.entries) {
-                Scenario(fingerprint: .authinfoUnavail, acceptedBy: acceptedBy).result(of: $0, missing: missing)
-            }
-        }
-        let accepts = passwords.contains { run($0.origin).succeeded }
-        let refuses = !run(nil).succeeded
+    func run(_ scenario: Scenario) -> SimulationOutcome {
+        PAMSimulator.run(entries) { scenario.result(of: $0, missing: missing) }
+    }
 
-        // The passwords login accepts: the modules of its stack that judge them.
-        let reference = pam.hasFile("login") ? "login" : (pam.hasFile("common-auth") ? "common-auth" : nil)
-        var lacking: [String] = []
-        if let reference {
-            let own = Set(modules.map(\.moduleName))
-            for entry in pam.stack(service: reference, type: "auth").modules {
-                let role = ModuleRole(entry)
-                guard role == .password || role.isFaillock else { continue }
-                if !own.contains(entry.moduleName) && !lacking.contains(entry.moduleName) {
-                    lacking.append(entry.moduleName)
+    static func isReport(_ entry: StackEntry) -> Bool { ModuleRole(entry) == .report }
+    static func isAuthfail(_ entry: StackEntry) -> Bool { ModuleRole(entry) == .faillock(.authfail) }
+    static func isFingerprint(_ entry: StackEntry) -> Bool { ModuleRole(entry).isFingerprint }
+
+    /// The condition line whose success ended the stack or jumped (a way in by design), if any.
+    static func grantingCondition(_ outcome: SimulationOutcome) -> StackEntry? {
+        outcome.calls.first { call in
+            guard ModuleRole(call.entry) == .condition, call.result == .success else { return false }
+            switch call.entry.control.action(for: .success) {
+            case .done, .jump: return true
+            default: return false
+            }
+        }?.entry
+    }
+
+    /// Whether a matching finger alone authenticates somewhere, not by a condition's grace.
+    func fingerprintSuffices() -> Bool {
+        conditions.contains { failing in
+            let out = run(Scenario(fingerprint: .success, failing: failing))
+            return out.succeeded && out.reached(Self.isFingerprint) && Self.grantingCondition(out) == nil
+        }
+    }
+
+    func problems() -> [StackProblem] {
+        var problems: [StackProblem] = []
+        func add(_ problem: StackProblem) { if !problems.contains(problem) { problems.append(problem) } }
+        let eitherOr = entries.contains { $0.kind == .module && ModuleRole($0) == .fingerprint(eitherOr: true) }
+        var blocked: [PAMResult] = []
+        var unreported = false
+        for failing in conditions {
+            let byFinger = run(Scenario(fingerprint: .success, failing: failing))
+            if byFinger.succeeded, let line = byFinger.calls.first(where: { Self.isAuthfail($0.entry) }) {
+                add(.faillockCountsFingerprint(line.entry.origin))
+            }
+            guard !passwords.isEmpty else { continue }
+            for failure in PAMReview.fingerprintFailures {
+                var accepted = false
+                for password in passwords {
+                    // The right password: what the stack does without the fingerprint line, and with it.
+                    let without = run(Scenario(fingerprint: nil, acceptedBy: password.origin, failing: failing))
+                    let with = run(Scenario(fingerprint: failure, acceptedBy: password.origin, failing: failing))
+                    if without.succeeded && !with.succeeded && !blocked.contains(failure) { blocked.append(failure) }
+                    accepted = accepted || with.succeeded
+                    let typed = with.calls.contains { $0.entry.origin == password.origin && $0.result == .success }
+                    if with.succeeded && typed && !with.reached(Self.isReport) { unreported = true }
+                    // The password was right: pam_faillock's authfail can only be counting the finger.
+                    if with.reached(Self.isFingerprint),
+                        let line = with.calls.first(where: { Self.isAuthfail($0.entry) })
+                    {
+                        add(.faillockCountsFingerprint(line.entry.origin))
+                    }
+                }
+                // With every condition passing, some password has to get through where a finger
+                // does (a stack that lets nobody in is not the fingerprint line's doing).
+                if failing.isEmpty && byFinger.succeeded && !accepted && !blocked.contains(failure) {
+                    blocked.append(failure)
+                }
+                let wrong = run(Scenario(fingerprint: failure, failing: failing))
+                if wrong.succeeded {
+                    if let grant = Self.grantingCondition(wrong) {
+                        add(.conditionGrants(module: grant.module, origin: grant.origin))
+                    } else {
+                        add(.acceptsWrongPassword)
+                    }
+                }
+                if let line = wrong.calls.first(where: { Self.isReport($0.entry) }) {
+                    add(.reportAfterWrongPassword(line.entry.origin))
                 }
             }
         }
-        return PasswordServiceReview(
-            service: name, exists: pam.hasFile(name), file: stack.serviceFile,
-            touchgateLines: modules.filter { $0.moduleName == "pam_touchgate" }.map(\.origin),
-            passwordModules: passwords.map(\.moduleName), acceptsPassword: accepts, refusesWrongPassword: refuses,
-            missingFromLogin: lacking, comparedWith: reference, problems: problems)
+        if !blocked.isEmpty { add(.fingerprintBlocksPassword(blocked.map(\.keyword).joined(separator: ", "))) }
+        // With biometrics-or-password the daemon checks the password itself; no report needed.
+        if unreported && blocked.isEmpty && !eitherOr { add(.noReportAfterPassword) }
+        return problems
     }
 }
 

@@ -77,13 +77,15 @@ enum DoctorChecks {
     /// Which services offer the fingerprint, and what is wrong in their stacks.
     static func pam(_ review: PAMReview) -> [DoctorCheck] {
         var checks: [DoctorCheck] = []
-        if review.services.isEmpty {
-            checks.append(
-                DoctorCheck(
-                    "pam", .problem, L("no PAM service offers the fingerprint", cli),
-                    fix: "pam-auth-update --enable touchgate"))
+        let offering = review.services.filter(\.offersFingerprint)
+        if offering.isEmpty {
+            // A line Linux-PAM rejects is corrected, not the fingerprint added again through common-auth.
+            let fix =
+                review.services.isEmpty
+                ? "pam-auth-update --enable touchgate" : L("correct the PAM lines named below", cli)
+            checks.append(DoctorCheck("pam", .problem, L("no PAM service offers the fingerprint", cli), fix: fix))
         } else {
-            let names = review.services.map(\.service).joined(separator: ", ")
+            let names = offering.map { shown($0.service) }.joined(separator: ", ")
             let source = review.commonAuthFingerprint ? L(" (through common-auth)", cli) : ""
             checks.append(DoctorCheck("pam", .ok, L("fingerprint offered by: %s%s", cli, names, source)))
         }
@@ -107,8 +109,15 @@ enum DoctorChecks {
     }
 
     static func stackProblem(_ problem: StackProblem, in service: String) -> DoctorCheck {
-        let name = "pam \(service)"
+        let name = "pam \(shown(service))"
         switch problem {
+        case .serviceFails(let error):
+            return DoctorCheck(
+                name, .problem,
+                L(
+                    "Linux-PAM cannot start this service, every authentication through it fails: %s", cli,
+                    shown("\(error)")),
+                fix: L("correct the line", cli))
         case .fingerprintBlocksPassword(let how):
             return DoctorCheck(
                 name, .problem,
@@ -128,81 +137,96 @@ enum DoctorChecks {
                 name, .problem,
                 L(
                     "the report line at %s is reached after a wrong password: it would clear a lockout without the password",
-                    cli, origin),
+                    cli, shown(origin)),
                 fix: L("place it where only a password success leads (after pam_unix's success jump)", cli))
         case .acceptsWrongPassword:
             return DoctorCheck(
                 name, .problem, L("the stack succeeds with a wrong password and no finger", cli),
                 fix: L("end the password part with pam_deny.so, as common-auth does", cli))
+        case .conditionGrants(let module, let origin):
+            return DoctorCheck(
+                name, .note,
+                L(
+                    "%s at %s lets a person in without password or finger when its condition holds", cli, shown(module),
+                    shown(origin)))
         case .faillockCountsFingerprint(let origin):
             return DoctorCheck(
                 name, .problem,
                 L(
                     "pam_faillock authfail at %s runs although the password was right: a fingerprint failure counts against the password",
-                    cli, origin),
+                    cli, shown(origin)),
                 fix: L(
                     "put the pam_touchgate.so line after pam_faillock preauth and let its failure go on to the password module (default=ignore)",
                     cli))
         case .missingModule(let module, let origin):
             return DoctorCheck(
-                name, .problem, L("%s: %s is not installed", cli, origin, module),
-                fix: L("install the package that provides %s, or remove the line", cli, module))
+                name, .problem, L("%s: %s is not installed", cli, shown(origin), shown(module)),
+                fix: L("install the package that provides %s, or remove the line", cli, shown(module)))
         case .syntax(let error):
-            return DoctorCheck(name, .problem, "\(error)", fix: L("correct the line", cli))
+            return DoctorCheck(name, .problem, shown("\(error)"), fix: L("correct the line", cli))
         }
     }
 
     /// The daemon's own password service.
     static func passwordService(_ r: PasswordServiceReview) -> [DoctorCheck] {
         let name = "password"
+        let service = shown(r.service)
         guard r.exists else {
-            let fallback = r.file.map { L(" (Linux-PAM would use '%s')", cli, $0) } ?? ""
+            let fallback = r.file.map { L(" (Linux-PAM would use '%s')", cli, shown($0)) } ?? ""
             return [
                 DoctorCheck(
-                    name, .problem, L("no /etc/pam.d/%s%s", cli, r.service, fallback),
+                    name, .problem, L("no /etc/pam.d/%s%s", cli, service, fallback),
                     fix: L("apt install --reinstall touchgate, or create it with: auth required pam_unix.so", cli))
             ]
         }
         var checks: [DoctorCheck] = []
+        if r.authFromOther {
+            checks.append(
+                DoctorCheck(
+                    name, .problem, L("service '%s' has no auth line: Linux-PAM runs those of 'other'", cli, service),
+                    fix: L("add: auth required pam_unix.so", cli)))
+        }
         if !r.touchgateLines.isEmpty {
             checks.append(
                 DoctorCheck(
                     name, .problem,
                     L(
                         "service '%s' reaches pam_touchgate.so (%s): the daemon would ask itself for a finger", cli,
-                        r.service, r.touchgateLines.joined(separator: ", ")),
+                        service, r.touchgateLines.map(shown).joined(separator: ", ")),
                     fix: L(
-                        "list the password modules in /etc/pam.d/%s instead of including common-auth", cli, r.service)))
+                        "list the password modules in /etc/pam.d/%s instead of including common-auth", cli, service)))
         }
         if !r.acceptsPassword {
             checks.append(
                 DoctorCheck(
-                    name, .problem, L("service '%s' accepts no password", cli, r.service),
+                    name, .problem, L("service '%s' accepts no password", cli, service),
                     fix: L("add: auth required pam_unix.so", cli)))
         }
         if !r.refusesWrongPassword {
             checks.append(
                 DoctorCheck(
-                    name, .problem, L("service '%s' accepts a wrong password", cli, r.service),
+                    name, .problem, L("service '%s' accepts a wrong password", cli, service),
                     fix: L("remove pam_permit.so lines that can decide it", cli)))
         }
         if !r.missingFromLogin.isEmpty, let reference = r.comparedWith {
-            let lacking = r.missingFromLogin.joined(separator: ", ")
+            let lacking = r.missingFromLogin.map(shown).joined(separator: ", ")
             checks.append(
                 DoctorCheck(
                     name, .problem,
                     L(
                         "'%s' also uses %s, which service '%s' lacks: they accept different passwords", cli, reference,
-                        lacking, r.service),
-                    fix: L("copy those lines from common-auth into /etc/pam.d/%s", cli, r.service)))
+                        lacking, service),
+                    fix: L(
+                        "copy those lines (%s) into /etc/pam.d/%s", cli,
+                        r.missingFromLoginLines.map(shown).joined(separator: ", "), service)))
         }
         for problem in r.problems { checks.append(stackProblem(problem, in: r.service)) }
         if checks.isEmpty {
-            let modules = r.passwordModules.joined(separator: ", ")
+            let modules = r.passwordModules.map(shown).joined(separator: ", ")
             checks.append(
                 DoctorCheck(
                     name, .ok,
-                    L("service '%s' checks passwords with %s, without pam_touchgate.so", cli, r.service, modules)))
+                    L("service '%s' checks passwords with %s, without pam_touchgate.so", cli, service, modules)))
         }
         let networked = r.passwordModules.filter(ModuleRole.networkModules.contains).map { "\($0).so" }
         if !networked.isEmpty {
@@ -211,7 +235,7 @@ enum DoctorChecks {
                     name, .note,
                     L(
                         "service '%s' uses %s, which reach their servers over the network; the daemon's unit opens none",
-                        cli, r.service, networked.joined(separator: ", ")),
+                        cli, service, networked.joined(separator: ", ")),
                     fix: L(
                         "a drop-in for touchgated.service adding AF_INET AF_INET6 to RestrictAddressFamilies= and the servers to IPAddressAllow=",
                         cli)))

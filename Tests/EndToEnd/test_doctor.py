@@ -184,6 +184,33 @@ def test_doctor_tells_to_enroll_again_when_every_print_is_damaged(world, root, a
         "enroll them again: touchgate enroll --user alice --finger right-index-finger"], report
 
 
+def test_doctor_names_a_service_whose_fingerprint_line_linux_pam_rejects(world, root, alice):
+    """A typo in the type keeps the line in place, failing: the service is named, and the fix is
+    the line, not a second fingerprint line through pam-auth-update."""
+    (root / "etc" / "pam.d" / "common-auth").write_text(COMMON_AUTH.replace("auth\t[success=2", "auht\t[success=2"))
+    result, report = doctor(world, root)
+    assert result.returncode == 1
+    problems = [c for c in report["checks"] if c["status"] == "problem"]
+    assert problems[0] == {"check": "pam", "status": "problem", "summary": "no PAM service offers the fingerprint",
+                           "fix": "correct the PAM lines named below"}, problems
+    assert {"check": "pam login", "status": "problem",
+            "summary": "common-auth:1: unknown type 'auht': Linux-PAM fails this line",
+            "fix": "correct the line"} in problems, problems
+
+
+def test_doctor_finds_a_password_service_without_auth_lines_running_others(world, root, alice):
+    """Linux-PAM falls back to `other` per type: a touchgate file without auth lines runs other's."""
+    (root / "etc" / "pam.d" / "other").write_text("@include common-auth\n")
+    (root / "etc" / "pam.d" / "touchgate").write_text("account required pam_deny.so\n")
+    result, report = doctor(world, root)
+    assert result.returncode == 1
+    summaries = [c["summary"] for c in report["checks"] if c["check"] == "password"]
+    assert summaries[:2] == [
+        "service 'touchgate' has no auth line: Linux-PAM runs those of 'other'",
+        "service 'touchgate' reaches pam_touchgate.so (common-auth:1, common-auth:5): "
+        "the daemon would ask itself for a finger"], summaries
+
+
 def test_doctor_reads_nothing_outside_its_root(world, root, alice):
     """Symlinks and `..` resolve inside --root, as for a process chrooted there: a file of the
     host is neither judged nor printed."""
@@ -197,3 +224,4 @@ def test_doctor_reads_nothing_outside_its_root(world, root, alice):
     conf.symlink_to(host)
     result, _ = doctor(world, root, json_out=False)
     assert "secret-line" not in result.stdout + result.stderr, result
+    assert "pam login  Linux-PAM cannot start this service" in result.stdout, result.stdout

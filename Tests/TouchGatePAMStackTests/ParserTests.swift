@@ -1,7 +1,16 @@
-// Reading pam.d files as Linux-PAM does: controls, continuations, comments, includes, `other`.
+// Reading pam.d files as Debian 12's libpam (Linux-PAM 1.5.2) does: controls, continuations,
+// comments, rejected lines. What each case does was checked against the real library.
 import Glibc
 import Testing
 @testable import TouchGatePAMStack
+
+/// The module lines of `text` as (module, arguments).
+func modules(_ text: String) -> [(String?, [String])] {
+    PAMConfigParser.parse(text, file: "f").lines.compactMap {
+        guard case .module(_, _, let module, let args, _, _) = $0.kind else { return nil }
+        return (module, args)
+    }
+}
 
 @Suite struct ParserTests {
     @Test func keywordControlsAreLinuxPAMsActionMaps() {
@@ -13,109 +22,170 @@ import Testing
         #expect(PAMControl.keyword("sufficient")!.action(for: .success) == .done)
         #expect(PAMControl.keyword("sufficient")!.action(for: .authErr) == .ignore)
         #expect(PAMControl.keyword("optional")!.action(for: .authErr) == .ignore)
+        #expect(PAMControl.keyword("Required") == required)
+        #expect(PAMControl.keyword("definitive") == nil)
     }
 
+    func control(_ text: String) -> (PAMControl, String?) { PAMControl.parse(Array(text.utf8)) }
+
     @Test func bracketControlsMapEachResultAndTheDefault() {
-        let c = PAMConfigParser.parseControl("[success=2 new_authtok_reqd=done authinfo_unavail=ignore default=die]")
-        #expect(c?.action(for: .success) == .jump(2))
-        #expect(c?.action(for: .newAuthtokReqd) == .done)
-        #expect(c?.action(for: .authinfoUnavail) == .ignore)
-        #expect(c?.action(for: .maxtries) == .die)
-        #expect(PAMConfigParser.parseControl("[success=zero]") == nil)
-        #expect(PAMConfigParser.parseControl("[no_such_result=ok]") == nil)
-        #expect(PAMConfigParser.parseControl("[success=0]") == nil)
+        let (c, error) = control("success=2 new_authtok_reqd=done authinfo_unavail=ignore default=die")
+        #expect(error == nil)
+        #expect(c.action(for: .success) == .jump(2))
+        #expect(c.action(for: .newAuthtokReqd) == .done)
+        #expect(c.action(for: .authinfoUnavail) == .ignore)
+        #expect(c.action(for: .maxtries) == .die)
+    }
+
+    /// `_pam_set_default_control(actions, _PAM_ACTION_BAD)` after the parse.
+    @Test func aResultTheControlDoesNotNameFails() {
+        let (c, error) = control("success=2")
+        #expect(error == nil)
+        #expect(c.action(for: .success) == .jump(2))
+        #expect(c.action(for: .authinfoUnavail) == .bad)
+        #expect(c.action(for: .ignore) == .bad)
+    }
+
+    /// Linux-PAM compares with strncmp: the case counts, a name is matched by its start, and a
+    /// control it cannot parse makes every result `bad`.
+    @Test func controlsLinuxPAMRejectsMakeEveryResultBad() {
+        for text in [
+            "SUCCESS=done DEFAULT=ignore", "success=OK", "definitive", "success=+1", "success=0", "success=00",
+            "success=1x", "successful=ok", "success=", "no_such_result=ok", "success=oka",
+        ] {
+            let (c, error) = control(text)
+            #expect(c == .allBad, "\(text)")
+            #expect(error != nil, "\(text)")
+        }
+        #expect(control("SUCCESS=done").1 == "expecting return value; [...SUCCESS=done]")
+        #expect(control("success=OK").1 == "expecting jump number; [...OK]")
+    }
+
+    @Test func controlsLinuxPAMAcceptsThoughTheyLookOdd() {
+        let spaced = control(" success = done  default = ignore ")
+        #expect(spaced.1 == nil && spaced.0.action(for: .success) == .done && spaced.0.action(for: .authErr) == .ignore)
+        // No blank is needed after an action: `okdefault` is `ok` then `default`.
+        let glued = control("success=okdefault=ignore")
+        #expect(glued.1 == nil && glued.0.action(for: .success) == .ok && glued.0.action(for: .authErr) == .ignore)
+        // A second default fills only what is still unset; a later value overrides.
+        let twice = control("default=ignore default=bad success=ok")
+        #expect(twice.0.action(for: .authErr) == .ignore && twice.0.action(for: .success) == .ok)
+        #expect(control("success=ok default=ignore success=bad").0.action(for: .success) == .bad)
+        #expect(control("incomplete=ignore conv_again=ignore").1 == nil)
+    }
+
+    @Test func anUnbracketedValueActionControlIsParsedToo() throws {
+        let lines = PAMConfigParser.parse("auth success=ok pam_a.so\n", file: "f").lines
+        guard case .module(_, let c, _, _, _, let rejected) = try #require(lines.first).kind else {
+            Issue.record("not a module line")
+            return
+        }
+        #expect(!rejected && c.action(for: .success) == .ok && c.action(for: .authErr) == .bad)
     }
 
     @Test func linesKeepTheirNumbersThroughCommentsAndContinuations() {
         let text =
             "# comment\nauth [success=1 \\\n default=ignore] pam_unix.so nullok # trailing\n\n-auth optional pam_x.so a b\n"
-        let (lines, errors) = PAMConfigParser.parse(text, file: "svc")
-        #expect(errors.isEmpty)
-        #expect(lines.count == 2)
-        guard case .module(let type, let control, let path, let args, let quiet) = lines[0].kind else {
-            Issue.record("not a module line"); return
+        let parsed = PAMConfigParser.parse(text, file: "svc")
+        #expect(parsed.errors.isEmpty && parsed.failure == nil)
+        #expect(parsed.lines.count == 2)
+        guard case .module(let type, let control, let path, let args, let quiet, _) = parsed.lines[0].kind else {
+            Issue.record("not a module line")
+            return
         }
-        #expect(lines[0].number == 2)
+        #expect(parsed.lines[0].number == 2)
         #expect(type == "auth" && path == "pam_unix.so" && args == ["nullok"] && !quiet)
         #expect(control.action(for: .success) == .jump(1))
-        guard case .module(_, _, _, let args2, let quiet2) = lines[1].kind else {
-            Issue.record("not a module line"); return
+        guard case .module(_, _, _, let args2, let quiet2, _) = parsed.lines[1].kind else {
+            Issue.record("not a module line")
+            return
         }
-        #expect(lines[1].number == 5 && quiet2 && args2 == ["a", "b"])
+        #expect(parsed.lines[1].number == 5 && quiet2 && args2 == ["a", "b"])
     }
 
-    @Test func badLinesAreErrorsNamingTheirLineAndTheRestStillCounts() {
-        let (lines, errors) = PAMConfigParser.parse(
-            "auth required\nbogus required pam_x.so\nauth [x] pam_y.so\nauth required pam_unix.so\n", file: "f")
-        #expect(errors.map(\.line) == [1, 2, 3])
-        #expect(errors[1].description == "f:2: unknown type 'bogus'")
-        #expect(lines.count == 1)
-    }
-
-    @Test func includesAreInlinedForTheirTypeAndSubstacksNested() throws {
-        let root = try FixtureRoot([
-            "svc":
-                "auth requisite pam_nologin.so\nauth include inc\n@include all\nauth substack sub\naccount required pam_y.so\n",
-            "inc": "auth required pam_a.so\naccount required pam_not_auth.so\n",
-            "all": "auth required pam_b.so\nsession required pam_s.so\n",
-            "sub": "auth required pam_c.so\n",
-        ])
-        let stack = root.pam.stack(service: "svc", type: "auth")
-        #expect(stack.errors.isEmpty)
-        #expect(stack.serviceFile == "svc")
-        #expect(stack.entries.map(\.moduleName) == ["pam_nologin", "pam_a", "pam_b", ""])
-        #expect(stack.entries[3].substack?.map(\.moduleName) == ["pam_c"])
-        #expect(stack.modules.map(\.origin) == ["svc:1", "inc:1", "all:1", "sub:1"])
-    }
-
-    @Test func aServiceWithoutAFileIsOther() throws {
-        let root = try FixtureRoot(["other": "auth required pam_deny.so\n"])
-        let stack = root.pam.stack(service: "nosuch", type: "auth")
-        #expect(stack.serviceFile == "other")
-        #expect(stack.modules.map(\.moduleName) == ["pam_deny"])
-        #expect(!root.pam.hasFile("nosuch"))
-    }
-
-    @Test func missingAndLoopingIncludesAreErrors() throws {
-        let root = try FixtureRoot(["a": "@include b\n", "b": "@include a\n", "c": "auth include nowhere\n"])
-        #expect(root.pam.stack(service: "a", type: "auth").errors.contains { $0.reason.contains("too deep") })
-        let c = root.pam.stack(service: "c", type: "auth")
-        #expect(c.errors.map(\.description) == ["c:1: cannot read included file 'nowhere'"])
-    }
-
-    @Test(.timeLimit(.minutes(1))) func anIncludedFIFOIsUnreadableInsteadOfWaitedOn() throws {
-        let root = try FixtureRoot(["c": "auth include pipe\n"])
-        #expect(mkfifo(root.path + "/etc/pam.d/pipe", 0o600) == 0)
-        let c = root.pam.stack(service: "c", type: "auth")
-        #expect(c.errors.map(\.description) == ["c:1: cannot read included file 'pipe'"])
-    }
-
-    @Test func servicesAreTheRegularFilesButNotBackups() throws {
-        let root = try FixtureRoot(["login": "", "sudo": "", "common-auth.pam-old": "", "x~": "", "su.dpkg-dist": ""])
-        #expect(root.pam.services() == ["login", "sudo"])
-    }
-
-    /// `--root DIR`: `..` stops at DIR and symlinks, absolute ones too, resolve inside it.
-    @Test func nothingOutsideTheRootIsRead() throws {
-        let host = try FixtureRoot(["secret": "auth required pam_host_secret.so\n"])
-        let root = try FixtureRoot([
-            "dots": "@include ../../../../../../../..\(host.path)/etc/pam.d/secret\n",
-            "inside": "auth required pam_inside.so\n",
-        ])
-        try root.symlink("etc/pam.d/absolute", to: host.path + "/etc/pam.d/secret")
-        try root.symlink("etc/pam.d/relative", to: "../../../../../../../.." + host.path + "/etc/pam.d/secret")
-        try root.symlink("etc/pam.d/system-auth", to: "/etc/pam.d/inside")  // an image's absolute link
-        for name in ["dots", "absolute", "relative"] {
-            let stack = root.pam.stack(service: name, type: "auth")
-            #expect(!stack.modules.contains { $0.moduleName == "pam_host_secret" }, "\(name)")
+    /// 1.5.2 skips a blank or comment line inside a continuation and glues the next line on: the
+    /// line after a commented-out argument becomes arguments.
+    @Test func aContinuationGoesOnPastBlankAndCommentLines() {
+        for gap in ["#\ttry_first_pass", "", "   "] {
+            let text = "auth [success=1 default=ignore] pam_unix.so nullok \\\n\(gap)\nauth requisite pam_deny.so\n"
+            let parsed = PAMConfigParser.parse(text, file: "f")
+            let lines = modules(text)
+            #expect(lines.count == 1)
+            #expect(lines.first?.0 == "pam_unix.so")
+            #expect(lines.first?.1 == ["nullok", "auth", "requisite", "pam_deny.so"])
+            #expect(parsed.errors.map(\.line) == [1])
+            #expect(parsed.errors.first?.reason.contains("line 3") == true)
         }
-        #expect(root.pam.stack(service: "system-auth", type: "auth").modules.map(\.moduleName) == ["pam_inside"])
-        // Module files are looked for inside the root too.
-        try root.makeDirectories("lib/security")
-        try root.write("lib/security/pam_inside.so", "")
-        try root.symlink("lib/security/pam_out.so", to: host.path + "/etc/pam.d/secret")
-        let locator = ModuleLocator(root: root.path)
-        #expect(locator.exists("pam_inside.so") && locator.exists("/lib/security/pam_inside.so"))
-        #expect(!locator.exists("pam_out.so") && !locator.exists(host.path + "/etc/pam.d/secret"))
+    }
+
+    /// Linux-PAM looks back past blanks for the `\`.
+    @Test func blanksAfterTheBackslashStillContinue() {
+        let lines = modules("auth required pam_touchgate.so \\   \n\ttimeout=10\nauth required pam_unix.so\n")
+        #expect(lines.map(\.0) == ["pam_touchgate.so", "pam_unix.so"])
+        #expect(lines.first?.1 == ["timeout=10"])
+    }
+
+    @Test func aBackslashBeforeACommentIsAWordNotAContinuation() {
+        let lines = modules("auth required pam_a.so x \\ # note\nauth required pam_b.so\n")
+        #expect(lines.map(\.0) == ["pam_a.so", "pam_b.so"])
+        #expect(lines.first?.1 == ["x", "\\"])
+    }
+
+    /// "Incomplete read": libpam fails the file, so the service cannot start.
+    @Test func aContinuationAtTheEndOfTheFileFailsIt() {
+        for end in ["auth optional pam_touchgate.so report \\\n", "auth optional pam_x.so \\\n\n# c\n", "a b c \\"] {
+            let parsed = PAMConfigParser.parse("auth required pam_unix.so\n" + end, file: "f")
+            #expect(parsed.failure?.line == 2, "\(end)")
+            #expect(parsed.lines.count == 1)
+        }
+    }
+
+    /// A CRLF file: the '\r' stays in each line's last word (`pam_deny.so\r` is no module), which
+    /// Swift's "\r\n" Character would hide.
+    @Test func aCarriageReturnStaysInTheLastWord() {
+        let text = "auth [success=1 default=ignore] pam_unix.so\r\nauth requisite pam_deny.so\r\n"
+        let parsed = PAMConfigParser.parse(text, file: "f")
+        #expect(modules(text).map(\.0) == ["pam_unix.so\r", "pam_deny.so\r"])
+        #expect(parsed.errors.map(\.line) == [1, 2])
+        #expect(parsed.errors.allSatisfy { $0.reason.contains("carriage return") })
+        // Nor does a `\` before the '\r' continue the line.
+        #expect(modules("auth required pam_a.so \\\r\nauth required pam_b.so\n").count == 2)
+    }
+
+    /// fgets reads at most 1023 bytes at once: a longer line goes on as a line of its own. A
+    /// continuation that fills the buffer to its last byte makes libpam read on forever.
+    @Test func aLineLongerThanLibpamsBufferIsCutInTwo() {
+        let long = "auth required pam_a.so " + String(repeating: "x", count: 1000) + " pam_b.so b\n"
+        let lines = modules(long)
+        #expect(lines.map(\.0) == ["pam_a.so", nil])  // `pam_b.so` is the second line's type
+        #expect(lines.first?.1 == [String(repeating: "x", count: 1000)])
+        let endless = "auth required pam_a.so " + String(repeating: "x", count: 999) + "\\\nauth required pam_b.so\n"
+        #expect(PAMConfigParser.parse(endless, file: "f").failure?.line == 1)
+    }
+
+    @Test func wordsInBracketsAreOneWordWithoutTheBrackets() {
+        let lines = modules("auth [success=ok]pam_a.so [a b\\]c] d[e f]\n")
+        #expect(lines.first?.0 == "pam_a.so")
+        #expect(lines.first?.1 == ["a b]c", "d[e", "f]"])
+    }
+
+    /// Linux-PAM keeps a line it rejects, failing: nothing after it moves up.
+    @Test func rejectedLinesStayWhereTheyAreAndFail() {
+        let parsed = PAMConfigParser.parse(
+            "auth required\nbogus required pam_x.so\nauth [x] pam_y.so\nauth\nauth required pam_unix.so\n", file: "f")
+        #expect(parsed.errors.map(\.line) == [1, 2, 3, 4])
+        #expect(parsed.errors[1].description == "f:2: unknown type 'bogus': Linux-PAM fails this line")
+        #expect(parsed.lines.count == 5)
+        let rejected = parsed.lines.map { line -> Bool in
+            if case .module(_, _, _, _, _, let rejected) = line.kind { return rejected }
+            return false
+        }
+        // `[x]` is a control Linux-PAM cannot parse: the module runs, every result fails.
+        #expect(rejected == [true, true, false, true, false])
+    }
+
+    @Test func atIncludeTakesItsFileAndIgnoresWhatFollows() {
+        let lines = PAMConfigParser.parse("@include common-auth extra\n  -@INCLUDE other-file\n", file: "f").lines
+        #expect(lines.map(\.kind) == [.includeAll("common-auth"), .includeAll("other-file")])
     }
 }

@@ -55,6 +55,49 @@ func run(_ entries: [StackEntry], _ results: [String: PAMResult]) -> SimulationO
         #expect(run(s, ["pam_o": .authErr]).result == .permDenied)
     }
 
+    /// The substack's modules share the service's impression: once a failure made it negative,
+    /// `done` no longer ends the substack (Linux-PAM ran the report line after a wrong password only).
+    @Test func aSubstackGoesOnWithTheStacksStateSoFar() throws {
+        let root = try FixtureRoot([
+            "t":
+                "auth [success=done default=ignore] pam_touchgate.so\nauth required pam_unix.so\nauth substack sub\n",
+            "sub":
+                "auth [success=done default=ignore] pam_succeed_if.so uid >= 0\nauth optional pam_touchgate.so report\n",
+        ])
+        let s = root.pam.stack(service: "t", type: "auth").entries
+        let results: [String: PAMResult] = ["pam_touchgate": .authinfoUnavail, "pam_succeed_if": .success]
+        var wrong = results
+        wrong["pam_unix"] = .authErr
+        let afterWrong = PAMSimulator.run(s) { $0.arguments == ["report"] ? .ignore : wrong[$0.moduleName] }
+        #expect(afterWrong.result == .authErr && afterWrong.calls.last?.entry.origin == "sub:2")
+        var right = results
+        right["pam_unix"] = .success
+        let afterRight = PAMSimulator.run(s) { $0.arguments == ["report"] ? .ignore : right[$0.moduleName] }
+        #expect(afterRight.result == .success && afterRight.calls.last?.entry.origin == "sub:1")
+    }
+
+    @Test func aJumpPastTheEndOfASubstackFailsAndGoesOnAfterIt() throws {
+        let root = try FixtureRoot([
+            "t": "auth substack sub\nauth required pam_after.so\n",
+            "sub": "auth [success=2 default=ignore] pam_in.so\nauth required pam_permit.so\n",
+        ])
+        let out = run(root.pam.stack(service: "t", type: "auth").entries, ["pam_in": .success, "pam_after": .success])
+        #expect(out.calls.map(\.entry.moduleName) == ["pam_in", "pam_after"])
+        #expect(out.result == .permDenied)
+    }
+
+    /// pam_authenticate takes PAM_IGNORE as the status when an `ok` meets it first.
+    @Test func okOnIgnoreMakesIgnoreTheResult() throws {
+        let s = try stack("auth [default=ok] pam_a.so\nauth required pam_b.so\n")
+        #expect(run(s, ["pam_a": .ignore, "pam_b": .success]).result == .ignore)
+    }
+
+    @Test func aRejectedLineFailsWithPermDeniedWhereItStands() throws {
+        let s = try stack("auth optional pam_a.so\nbogus required pam_x.so\nauth sufficient pam_b.so\n")
+        let out = run(s, ["pam_a": .success, "pam_b": .success])
+        #expect(out.result == .permDenied && out.calls.map(\.entry.moduleName) == ["pam_a", "pam_b"])
+    }
+
     @Test func aSubstacksDoneEndsOnlyTheSubstack() throws {
         let root = try FixtureRoot([
             "t": "auth substack s\nauth required pam_after.so\n",
