@@ -34,6 +34,8 @@ public struct ServiceReview: Equatable, Sendable {
     /// Whether a password module follows (a GDM-style fingerprint-only service has none).
     public let hasPasswordModule: Bool
     public let problems: [StackProblem]
+    /// Whether some line of its stack names pam_touchgate.so (working or not).
+    public let namesTouchgate: Bool
 
     /// Whether the fingerprint works there: Linux-PAM starts the service and calls the module.
     public var offersFingerprint: Bool {
@@ -124,7 +126,8 @@ public struct PAMReview: Equatable, Sendable {
             return ServiceReview(
                 service: name, fingerprintLines: fingerprints.map(\.origin), fingerprintSuffices: false,
                 hasPasswordModule: modules.contains { ModuleRole($0) == .password },
-                problems: [.serviceFails(failure)] + stack.errors.map(StackProblem.syntax))
+                problems: [.serviceFails(failure)] + stack.errors.map(StackProblem.syntax),
+                namesTouchgate: stack.entries.contains(where: \.namesTouchgate))
         }
         var problems = stack.errors.map(StackProblem.syntax)
         // A `-type` line's missing module still fails the line; it matters where that failure counts.
@@ -137,7 +140,8 @@ public struct PAMReview: Equatable, Sendable {
         return ServiceReview(
             service: name, fingerprintLines: fingerprints.map(\.origin),
             fingerprintSuffices: play.fingerprintSuffices(),
-            hasPasswordModule: !play.passwords.isEmpty, problems: problems)
+            hasPasswordModule: !play.passwords.isEmpty, problems: problems,
+            namesTouchgate: stack.entries.contains(where: \.namesTouchgate))
     }
 }
 

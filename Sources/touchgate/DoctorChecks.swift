@@ -81,8 +81,8 @@ enum DoctorChecks {
         if offering.isEmpty {
             // A line Linux-PAM rejects is corrected, not the fingerprint added again through common-auth.
             let fix =
-                review.services.isEmpty
-                ? "pam-auth-update --enable touchgate" : L("correct the PAM lines named below", cli)
+                review.services.contains(where: \.namesTouchgate)
+                ? L("correct the PAM lines named below", cli) : "pam-auth-update --enable touchgate"
             checks.append(DoctorCheck("pam", .problem, L("no PAM service offers the fingerprint", cli), fix: fix))
         } else {
             let names = offering.map { shown($0.service) }.joined(separator: ", ")

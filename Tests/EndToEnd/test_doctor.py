@@ -146,6 +146,23 @@ def test_doctor_without_the_profile_says_how_to_enable_it(world, root, alice):
                        "fix": "pam-auth-update --enable touchgate"}
 
 
+def test_doctor_without_the_profile_says_so_beside_a_service_linux_pam_cannot_start(world, root, alice):
+    """A broken service that never named pam_touchgate.so is said, and the fingerprint is still
+    missing from common-auth."""
+    (root / "etc" / "pam.d" / "common-auth").write_text(
+        "auth [success=1 default=ignore] pam_unix.so nullok\nauth requisite pam_deny.so\nauth required pam_permit.so\n")
+    (root / "etc" / "pam.d" / "chfn").write_text("auth required pam_rootok.so \\\n")
+    result, report = doctor(world, root)
+    problems = [c for c in report["checks"] if c["status"] == "problem"]
+    assert problems == [
+        {"check": "pam", "status": "problem", "summary": "no PAM service offers the fingerprint",
+         "fix": "pam-auth-update --enable touchgate"},
+        {"check": "pam chfn", "status": "problem",
+         "summary": "Linux-PAM cannot start this service, every authentication through it fails: "
+                    "chfn:1: the file ends in a '\\' continuation: Linux-PAM fails the file",
+         "fix": "correct the line"}], problems
+
+
 def test_doctor_notes_a_password_module_that_needs_the_network_the_unit_closes(world, root, alice):
     (root / "etc" / "pam.d" / "touchgate").write_text(
         "auth [success=2 default=ignore] pam_krb5.so minimum_uid=1000\n"
