@@ -223,7 +223,11 @@ struct StackPlay {
                 }
                 let wrong = run(Scenario(fingerprint: failure, failing: failing))
                 if wrong.succeeded {
-                    if let grant = Self.grantingCondition(wrong) {
+                    // A condition's grace is a way in only where no password was refused on the
+                    // way: a stack that asked a password module, heard no and let the person in
+                    // accepts a wrong password, whatever a condition jumped over before.
+                    let refused = wrong.calls.contains { ModuleRole($0.entry) == .password && $0.result != .success }
+                    if !refused, let grant = Self.grantingCondition(wrong) {
                         add(.conditionGrants(module: grant.module, origin: grant.origin))
                     } else {
                         add(.acceptsWrongPassword)

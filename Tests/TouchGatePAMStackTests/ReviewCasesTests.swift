@@ -139,6 +139,27 @@ func problems(_ files: [String: String], of service: String = "login") throws ->
         #expect(p == [.conditionGrants(module: "pam_succeed_if.so", origin: "lightdm:2")])
     }
 
+    /// A condition that jumped earlier does not make a wrong password's way in a design: pam_unix
+    /// was asked and refused the password, and the stack still let the person in (Linux-PAM 1.5.2,
+    /// pam_deny standing in for the finger and the password: Success).
+    @Test func aWrongPasswordLetInAfterAConditionJumpedIsAProblem() throws {
+        let p = try #require(
+            try problems(
+                [
+                    "myapp": """
+                    auth [success=1 default=ignore] pam_succeed_if.so uid >= 1000 quiet
+                    auth requisite pam_deny.so
+                    auth [success=3 default=ignore] pam_touchgate.so
+                    auth [success=1 default=ignore] pam_unix.so
+                    auth sufficient pam_permit.so
+                    auth optional pam_touchgate.so report
+                    auth required pam_permit.so
+
+                    """
+                ], of: "myapp"))
+        #expect(p == [.acceptsWrongPassword])
+    }
+
     /// A password service whose file has no auth line runs `other`'s: common-auth, pam_touchgate.
     @Test func aPasswordServiceWithoutAuthLinesRunsOthers() throws {
         var files = packaged
