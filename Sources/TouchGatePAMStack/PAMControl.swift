@@ -33,6 +33,8 @@ public enum PAMResult: Int, Sendable, CaseIterable, CustomStringConvertible {
 /// What a line's control does with a module's result.
 public enum PAMAction: Equatable, Sendable {
     case ignore, ok, done, bad, die, reset
+    /// Skip that many lines; a negative number (one that wrapped in Linux-PAM's int) is a jump it
+    /// calls bad: the stack fails there and goes on.
     case jump(Int)
 
     /// In Linux-PAM's order (pam_tokens.h), which decides the first name a word starts with.
@@ -81,8 +83,10 @@ public struct PAMControl: Equatable, Sendable {
     /// A control that is no keyword, as `_pam_parse_control` reads it (the brackets already
     /// stripped by the tokenizer): `value=action` pairs, blanks allowed around `=`, names matched
     /// case-sensitively by prefix in Linux-PAM's order, `default=` filling only what is still
-    /// unset, and every result not named failing (`bad`). The error is Linux-PAM's words and the
-    /// rest of the text, when it rejected the control and made every result `bad`.
+    /// unset, and every result not named failing (`bad`). A jump number is read into a 32-bit int
+    /// as libpam reads it, wrapping: -1 to -5 are `ok`, `done`, `bad`, `die`, `reset`, -6 leaves the
+    /// result unset, other negatives are jumps Linux-PAM calls bad. The error is Linux-PAM's words
+    /// and the rest of the text, when it rejected the control and made every result `bad`.
     public static func parse(_ text: [UInt8]) -> (control: PAMControl, error: String?) {
         var set: [PAMAction?] = Array(repeating: nil, count: PAMResult.allCases.count)
         var i = 0
@@ -108,19 +112,23 @@ public struct PAMControl: Equatable, Sendable {
             i += 1
             skipSpace()
             if i == text.count { return failure("expecting action") }
-            var action: PAMAction
+            var action: PAMAction?
             if let (name, named) = PAMAction.named.first(where: { starts(with: $0.0) }) {
                 i += name.utf8.count
                 action = named
             } else {
                 guard (0x30...0x39).contains(text[i]) else { return failure("expecting jump number") }
-                var n = 0
+                var n: Int32 = 0
                 while i < text.count, (0x30...0x39).contains(text[i]) {
-                    n = min(n * 10 + Int(text[i] - 0x30), 1 << 30)
+                    n = n &* 10 &+ Int32(text[i] - 0x30)
                     i += 1
                 }
-                if n == 0 { return failure("expecting non-zero") }
-                action = .jump(n)
+                switch n {
+                case 0: return failure("expecting non-zero")
+                case -5 ... -1: action = PAMAction.named[Int(-n)].1
+                case -6: action = nil  // _PAM_ACTION_UNDEF: as if not named
+                default: action = .jump(Int(n))
+                }
             }
             if index < PAMResult.allCases.count {
                 set[index] = action

@@ -85,7 +85,7 @@ public enum PAMSimulator {
                     repeat { i += 1 } while i + 1 < entries.count && entries[i + 1].level > level
                     n -= 1
                 }
-                if n > 0 {  // "bad jump in stack"
+                if n != 0 {  // "bad jump in stack": past the end, or a number that wrapped below -6
                     impression = .negative
                     status = mustFail
                 }

@@ -173,7 +173,8 @@ struct StackPlay {
         outcome.calls.first { call in
             guard ModuleRole(call.entry) == .condition, call.result == .success else { return false }
             switch call.entry.control.action(for: .success) {
-            case .done, .jump: return true
+            case .done: return true
+            case .jump(let n): return n > 0
             default: return false
             }
         }?.entry

@@ -74,6 +74,24 @@ func modules(_ text: String) -> [(String?, [String])] {
         #expect(control("incomplete=ignore conv_again=ignore").1 == nil)
     }
 
+    /// `_pam_parse_control` reads the number into a 32-bit int that wraps: -1 to -5 are the named
+    /// actions (ok, done, bad, die, reset), -6 leaves the result unset, 0 is rejected and other
+    /// negatives are a jump Linux-PAM calls bad. Each was run through Debian 12's libpam.
+    @Test func jumpNumbersWrapAsLinuxPAMsInt() {
+        #expect(control("success=4294967295 default=bad").0.action(for: .success) == .ok)
+        #expect(control("success=4294967294").0.action(for: .success) == .done)
+        #expect(control("success=4294967291 default=ignore").0.action(for: .success) == .reset)
+        #expect(control("success=4294967298 default=ignore").0.action(for: .success) == .jump(2))
+        // -6: unset, so `default` (before or after it) or else `bad` decides.
+        #expect(control("success=4294967290 default=ok").0.action(for: .success) == .ok)
+        #expect(control("default=ok success=4294967290").0.action(for: .success) == .bad)
+        #expect(control("success=4294967290").0.action(for: .success) == .bad)
+        #expect(control("success=4294967289 default=ignore").0.action(for: .success) == .jump(-7))
+        #expect(control("success=2147483648 default=ignore").0.action(for: .success) == .jump(-2_147_483_648))
+        let zero = control("success=4294967296 default=ok")
+        #expect(zero.0 == .allBad && zero.1 == "expecting non-zero; [... default=ok]")
+    }
+
     @Test func anUnbracketedValueActionControlIsParsedToo() throws {
         let lines = PAMConfigParser.parse("auth success=ok pam_a.so\n", file: "f").lines
         guard case .module(_, let c, _, _, _, let rejected) = try #require(lines.first).kind else {

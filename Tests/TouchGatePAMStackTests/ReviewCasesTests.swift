@@ -160,6 +160,23 @@ func problems(_ files: [String: String], of service: String = "login") throws ->
         #expect(p == [.acceptsWrongPassword])
     }
 
+    /// 4294967291 is -5 in Linux-PAM's int: `reset`, which wipes out the refused password
+    /// (Debian 12's libpam, pam_deny standing in for the finger and the password: Success).
+    @Test func aJumpNumberThatWrapsToResetLetsAWrongPasswordIn() throws {
+        let p = try problems([
+            "login": """
+            auth [success=2 default=ignore] pam_touchgate.so
+            auth [success=1 default=ignore] pam_unix.so
+            auth required pam_deny.so
+            auth [success=4294967291 default=ignore] pam_permit.so
+            auth required pam_permit.so
+            auth optional pam_touchgate.so report
+
+            """
+        ])
+        #expect(p?.contains(.acceptsWrongPassword) == true)
+    }
+
     /// A password service whose file has no auth line runs `other`'s: common-auth, pam_touchgate.
     @Test func aPasswordServiceWithoutAuthLinesRunsOthers() throws {
         var files = packaged

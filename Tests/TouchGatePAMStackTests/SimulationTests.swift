@@ -34,6 +34,14 @@ func run(_ entries: [StackEntry], _ results: [String: PAMResult]) -> SimulationO
         #expect(run(s, ["pam_a": .success, "pam_permit": .success]).result == .permDenied)
     }
 
+    /// A number that wrapped below -6 is no jump to Linux-PAM: "bad jump in stack", the stack
+    /// fails and goes on with the next line.
+    @Test func aNegativeJumpFailsTheStackWhereItStands() throws {
+        let s = try stack("auth [success=4294967289 default=ignore] pam_a.so\nauth required pam_permit.so\n")
+        let out = run(s, ["pam_a": .success, "pam_permit": .success])
+        #expect(out.result == .permDenied && out.calls.map(\.entry.moduleName) == ["pam_a", "pam_permit"])
+    }
+
     @Test func sufficientEndsTheStackOnSuccessUnlessSomethingFailedBefore() throws {
         let s = try stack("auth required pam_r.so\nauth sufficient pam_s.so\nauth required pam_deny.so\n")
         #expect(run(s, ["pam_r": .success, "pam_s": .success, "pam_deny": .authErr]).result == .success)
