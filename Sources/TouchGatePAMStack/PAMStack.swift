@@ -1,6 +1,7 @@
 // A service's stack for one type, as Debian 12's libpam builds its handler list: the service's
 // file (looked up in /etc/pam.d, then /usr/lib/pam.d), `other`'s lines for a type the service has
-// none of, `include` and `@include` inlined, a `substack` one level deeper, rejected lines kept.
+// none of, `include` and `@include` inlined (a name without a directory is /etc/pam.d's alone), a
+// `substack` one level deeper, rejected lines kept.
 
 /// One entry of libpam's handler list for a type.
 public struct StackEntry: Equatable, Sendable {
@@ -72,7 +73,8 @@ public struct AssembledStack: Equatable, Sendable {
 /// The pam.d directories under a root directory (tests point it at a fixture tree).
 public struct PAMDirectory: Sendable {
     public let tree: RootedTree
-    /// Where Debian 12's libpam looks for a service or an include named without a directory.
+    /// Where Debian 12's libpam looks for a service's file (and `other`) named without a directory.
+    /// An include of such a name is looked for in the first alone.
     public static let directories = ["/etc/pam.d", "/usr/lib/pam.d"]
     /// Deeper include chains end here (libpam stops substacks at 16; an include loop at this).
     static let maxDepth = 16
@@ -99,12 +101,15 @@ public struct PAMDirectory: Sendable {
     /// Whether Linux-PAM finds a file for the service (else it uses `other`).
     public func hasFile(_ service: String) -> Bool { locate(service) != nil }
 
-    /// The file libpam opens for `name`: how it is shown and its bytes.
-    func locate(_ name: String) -> (shown: String, bytes: [UInt8])? {
+    /// The file libpam opens for `name`: how it is shown and its bytes. A service's file falls back
+    /// to /usr/lib/pam.d; an `include`, `substack` or `@include` target (`included`) does not:
+    /// libpam builds its path as /etc/pam.d/NAME.
+    func locate(_ name: String, included: Bool = false) -> (shown: String, bytes: [UInt8])? {
         guard !name.isEmpty, !name.contains("\0") else { return nil }
+        let directories = included ? Array(Self.directories.prefix(1)) : Self.directories
         let candidates =
             name.hasPrefix("/")
-            ? [(name, name)] : Self.directories.map { ($0 + "/" + name, $0 == "/etc/pam.d" ? name : $0 + "/" + name) }
+            ? [(name, name)] : directories.map { ($0 + "/" + name, $0 == "/etc/pam.d" ? name : $0 + "/" + name) }
         for (path, shown) in candidates {
             switch tree.read(path) {
             case .file(let bytes)?: return (shown, bytes)
@@ -173,7 +178,9 @@ private struct Assembly {
         }
         guard let name else { return failure("no file to include") }
         guard depth < PAMDirectory.maxDepth else { return failure("includes nested too deep (a loop?)") }
-        guard let (file, bytes) = pam.locate(name) else { return failure("cannot read included file '\(name)'") }
+        guard let (file, bytes) = pam.locate(name, included: from != nil) else {
+            return failure("cannot read included file '\(name)'")
+        }
         let parsed = PAMConfigParser.parse(bytes, file: file)
         for line in parsed.lines {
             let lineErrors = parsed.errors.filter { $0.line == line.number }

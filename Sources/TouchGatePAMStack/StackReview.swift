@@ -95,7 +95,9 @@ public struct PAMReview: Equatable, Sendable {
                     .map { LeftoverLine(service: name, module: $0.module, origin: $0.origin) }
             }
         }
-        let common = pam.hasFile("common-auth") ? pam.stack(service: "common-auth", type: "auth").modules : []
+        // What services' `@include common-auth` reads: /etc/pam.d's file alone.
+        let commonAuth = "/etc/pam.d/common-auth"
+        let common = pam.hasFile(commonAuth) ? pam.stack(service: commonAuth, type: "auth").modules : []
         if common.contains(where: { ModuleRole($0).isFaillock }) { faillock = true }
         return PAMReview(
             services: services, leftoverLines: leftovers,

@@ -120,20 +120,43 @@ import Testing
     }
 
     /// Debian's libpam opens /usr/lib/pam.d/NAME when /etc/pam.d/NAME is not there (polkitd
-    /// installs polkit-1 there), for services and includes alike.
+    /// installs polkit-1 there), for a service's file and `other`.
     @Test func usrLibPamDComesAfterEtcPamD() throws {
         let root = try FixtureRoot([
             "login": "auth include common-auth\n", "common-auth": "auth required pam_unix.so\n",
         ])
         try root.makeDirectories("usr/lib/pam.d")
-        try root.write("usr/lib/pam.d/polkit-1", "@include common-auth\n@include vendor-auth\n")
+        try root.write("usr/lib/pam.d/polkit-1", "@include common-auth\n@include /usr/lib/pam.d/vendor-auth\n")
         try root.write("usr/lib/pam.d/vendor-auth", "auth required pam_vendor.so\n")
         try root.write("usr/lib/pam.d/login", "auth required pam_shadowed.so\n")
-        #expect(root.pam.services() == ["common-auth", "login", "polkit-1", "vendor-auth"])
+        try root.write("usr/lib/pam.d/other", "auth required pam_vendor_other.so\n")
+        #expect(root.pam.services() == ["common-auth", "login", "other", "polkit-1", "vendor-auth"])
         let polkit = root.pam.stack(service: "polkit-1", type: "auth")
-        #expect(polkit.serviceFile == "/usr/lib/pam.d/polkit-1" && polkit.errors.isEmpty)
+        #expect(polkit.serviceFile == "/usr/lib/pam.d/polkit-1" && polkit.errors.isEmpty && polkit.failure == nil)
         #expect(polkit.modules.map(\.origin) == ["common-auth:1", "/usr/lib/pam.d/vendor-auth:1"])
         #expect(root.pam.stack(service: "login", type: "auth").modules.map(\.moduleName) == ["pam_unix"])
+        #expect(root.pam.stack(service: "nosuch", type: "auth").modules.map(\.moduleName) == ["pam_vendor_other"])
+    }
+
+    /// An `include`, `substack` or `@include` of a name without a directory opens /etc/pam.d/NAME
+    /// alone (Debian 12's libpam, services in /etc/pam.d and /usr/lib/pam.d alike): a file only in
+    /// /usr/lib/pam.d is one it cannot read.
+    @Test func anIncludeIsLookedForInEtcPamDAlone() throws {
+        let root = try FixtureRoot([
+            "inc": "auth include vendor\nauth required pam_permit.so\n", "sub": "auth substack vendor\n",
+            "at": "@include vendor\nauth required pam_permit.so\n",
+        ])
+        try root.makeDirectories("usr/lib/pam.d")
+        try root.write("usr/lib/pam.d/vendor", "auth required pam_vendor.so\n")
+        try root.write("usr/lib/pam.d/vendorsvc", "auth include vendor\n")
+        let inc = root.pam.stack(service: "inc", type: "auth")
+        #expect(inc.errors.map(\.description) == ["inc:1: cannot read included file 'vendor'"])
+        #expect(inc.entries.map(\.kind) == [.mustFail, .module] && inc.failure == nil)
+        #expect(root.pam.stack(service: "sub", type: "auth").entries.map(\.kind) == [.substack, .mustFail])
+        #expect(
+            root.pam.stack(service: "at", type: "auth").failure?.description
+                == "at:1: cannot read included file 'vendor'")
+        #expect(root.pam.stack(service: "vendorsvc", type: "auth").entries.map(\.kind) == [.mustFail])
     }
 
     /// `--root DIR`: `..` stops at DIR and symlinks, absolute ones too, resolve inside it.
