@@ -27,7 +27,8 @@ public struct PAMSyntaxError: Error, Equatable, Sendable, CustomStringConvertibl
     public let file: String
     public let line: Int
     public let reason: String
-    public var description: String { "\(file):\(line): \(reason)" }
+    /// `file:line: reason`; `file: reason` for the whole file (line 0).
+    public var description: String { line == 0 ? "\(file): \(reason)" : "\(file):\(line): \(reason)" }
 
     public init(file: String, line: Int, reason: String) {
         self.file = file

@@ -65,6 +65,8 @@ public struct AssembledStack: Equatable, Sendable {
     public var serviceFile: String?
     /// Why Linux-PAM cannot start the service at all (pam_start fails, every call fails).
     public var failure: PAMSyntaxError?
+    /// Why doctor could not build the stack (a file too large to read): nothing else here counts.
+    public var unreviewed: PAMSyntaxError?
 
     /// The lines Linux-PAM calls a module for.
     public var modules: [StackEntry] { entries.filter { $0.kind == .module } }
@@ -79,7 +81,9 @@ public struct PAMDirectory: Sendable {
     /// Deeper include chains end here (libpam stops substacks at 16; an include loop at this).
     static let maxDepth = 16
 
-    public init(root: String = "/") { tree = RootedTree(root: root) }
+    public init(root: String = "/", maxFileSize: Int = RootedTree.defaultMaxFileSize) {
+        tree = RootedTree(root: root, maxFileSize: maxFileSize)
+    }
 
     /// The service names: the regular files of both directories, backups left out, sorted.
     public func services() -> [String] {
@@ -101,10 +105,22 @@ public struct PAMDirectory: Sendable {
     /// Whether Linux-PAM finds a file for the service (else it uses `other`).
     public func hasFile(_ service: String) -> Bool { locate(service) != nil }
 
-    /// The file libpam opens for `name`: how it is shown and its bytes. A service's file falls back
-    /// to /usr/lib/pam.d; an `include`, `substack` or `@include` target (`included`) does not:
-    /// libpam builds its path as /etc/pam.d/NAME.
-    func locate(_ name: String, included: Bool = false) -> (shown: String, bytes: [UInt8])? {
+    enum Located {
+        case file(shown: String, bytes: [UInt8])
+        /// There, but larger than doctor reads: Linux-PAM reads it, so it is not missing.
+        case tooLarge(shown: String)
+
+        var shown: String {
+            switch self {
+            case .file(let shown, _), .tooLarge(let shown): shown
+            }
+        }
+    }
+
+    /// The file libpam opens for `name`. A service's file falls back to /usr/lib/pam.d; an
+    /// `include`, `substack` or `@include` target (`included`) does not: libpam builds its path as
+    /// /etc/pam.d/NAME.
+    func locate(_ name: String, included: Bool = false) -> Located? {
         guard !name.isEmpty, !name.contains("\0") else { return nil }
         let directories = included ? Array(Self.directories.prefix(1)) : Self.directories
         let candidates =
@@ -112,8 +128,9 @@ public struct PAMDirectory: Sendable {
             ? [(name, name)] : directories.map { ($0 + "/" + name, $0 == "/etc/pam.d" ? name : $0 + "/" + name) }
         for (path, shown) in candidates {
             switch tree.read(path) {
-            case .file(let bytes)?: return (shown, bytes)
-            case .directory?: return (shown, [])  // fopen succeeds, the first read fails: no lines
+            case .file(let bytes)?: return .file(shown: shown, bytes: bytes)
+            case .directory?: return .file(shown: shown, bytes: [])  // fopen succeeds, the first read fails: no lines
+            case .tooLarge?: return .tooLarge(shown: shown)
             case nil: continue
             }
         }
@@ -138,6 +155,13 @@ public struct PAMDirectory: Sendable {
                 file: service, line: 0, reason: "neither this service nor 'other' has a file: Linux-PAM fails it")
         }
         result.failure = failure
+        if let unreviewed = own.unreviewed ?? other.unreviewed {
+            // Neither missing nor `other`'s: a stack doctor did not see whole.
+            result.unreviewed = unreviewed
+            result.failure = nil
+            result.serviceFile = ownName.flatMap { locate($0)?.shown } ?? "other"
+            return result
+        }
         if !own.entries.isEmpty || !otherExists {
             result.entries = own.entries
             result.errors = own.errors
@@ -157,6 +181,8 @@ private struct Assembly {
     let type: String
     var entries: [StackEntry] = []
     var errors: [PAMSyntaxError] = []
+    /// A file doctor did not read: the rest of the reading stops.
+    var unreviewed: PAMSyntaxError?
 
     init(pam: PAMDirectory, type: String) {
         self.pam = pam
@@ -178,8 +204,16 @@ private struct Assembly {
         }
         guard let name else { return failure("no file to include") }
         guard depth < PAMDirectory.maxDepth else { return failure("includes nested too deep (a loop?)") }
-        guard let (file, bytes) = pam.locate(name, included: from != nil) else {
-            return failure("cannot read included file '\(name)'")
+        let file: String
+        let bytes: [UInt8]
+        switch pam.locate(name, included: from != nil) {
+        case .file(let shown, let content)?: (file, bytes) = (shown, content)
+        case .tooLarge(let shown)?:
+            let size = pam.tree.maxFileSize
+            let limit = size % (1 << 20) == 0 ? "\(size >> 20) MiB" : "\(size) bytes"
+            unreviewed = PAMSyntaxError(file: shown, line: 0, reason: "over \(limit): not read")
+            return nil
+        case nil: return failure("cannot read included file '\(name)'")
         }
         let parsed = PAMConfigParser.parse(bytes, file: file)
         for line in parsed.lines {
@@ -196,10 +230,10 @@ private struct Assembly {
                 // Debian's @include: the file's lines of the types being read; failing, it fails
                 // the file being read for every type, or is one failing line of the one type.
                 errors += lineErrors
-                guard
-                    let error = load(
-                        target, requested: requested, level: level, depth: depth + 1, from: (file, line.number))
-                else { continue }
+                let error = load(
+                    target, requested: requested, level: level, depth: depth + 1, from: (file, line.number))
+                if unreviewed != nil { return nil }
+                guard let error else { continue }
                 if requested == nil { return error }
                 errors.append(error)
                 add(.mustFail, .allBad, target, [], quiet: false)
@@ -225,8 +259,9 @@ private struct Assembly {
                 errors += lineErrors
                 if substack { add(.substack, .allBad, target, [], quiet: false) }
                 let inner = level + (substack ? 1 : 0)
-                if let error = load(target, requested: type, level: inner, depth: depth + 1, from: (file, line.number))
-                {
+                let error = load(target, requested: type, level: inner, depth: depth + 1, from: (file, line.number))
+                if unreviewed != nil { return nil }
+                if let error {
                     errors.append(error)
                     add(.mustFail, .allBad, target, [], quiet: false)
                 }

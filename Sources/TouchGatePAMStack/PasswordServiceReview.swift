@@ -33,6 +33,13 @@ extension PAMReview {
         _ missing: @escaping (StackEntry) -> Bool
     ) -> PasswordServiceReview {
         let stack = pam.stack(service: name, type: "auth")
+        if let why = stack.unreviewed {
+            // Nothing said about a stack doctor did not see whole, but that.
+            return PasswordServiceReview(
+                service: name, exists: pam.hasFile(name), file: stack.serviceFile, touchgateLines: [],
+                passwordModules: [], acceptsPassword: true, refusesWrongPassword: true, missingFromLogin: [],
+                missingFromLoginLines: [], comparedWith: nil, problems: [.notReviewed(why)])
+        }
         let modules = stack.modules
         var problems = stack.failure.map { [StackProblem.serviceFails($0)] } ?? []
         problems += stack.errors.map(StackProblem.syntax)

@@ -10,10 +10,15 @@ public struct RootedTree: Sendable {
     public let root: String
     /// Linux's limit on symlinks followed in one lookup.
     static let maxLinks = 40
-    /// Larger files are not read (no pam.d file or config is anywhere near).
-    public static let maxFileSize = 1 << 20
+    /// Larger files are not read whole: `read` says so (libpam reads any size; no real pam.d file
+    /// or config is anywhere near).
+    public static let defaultMaxFileSize = 64 << 20
+    public let maxFileSize: Int
 
-    public init(root: String = "/") { self.root = root.isEmpty ? "/" : root }
+    public init(root: String = "/", maxFileSize: Int = Self.defaultMaxFileSize) {
+        self.root = root.isEmpty ? "/" : root
+        self.maxFileSize = maxFileSize
+    }
 
     /// The path on this system of `path` (absolute, inside the tree), for messages only.
     public func hostPath(_ path: String) -> String {
@@ -92,9 +97,11 @@ public struct RootedTree: Sendable {
     public enum Content: Equatable, Sendable {
         case file([UInt8])
         case directory
+        /// A regular file longer than `maxFileSize`: not read.
+        case tooLarge
     }
 
-    /// A regular file's bytes, or that `path` is a directory; nil when it cannot be read.
+    /// A regular file's bytes, or that `path` is a directory or too large; nil when it cannot be read.
     public func read(_ path: String) -> Content? {
         guard let node = open(path) else { return nil }
         return contents(node)
@@ -105,14 +112,14 @@ public struct RootedTree: Sendable {
         defer { close(node.fd) }
         if node.type == S_IFDIR { return .directory }
         var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 8192)
+        var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
             let n = chunk.withUnsafeMutableBytes { Glibc.read(node.fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
             if n < 0 { return nil }
             if n == 0 { break }
             bytes += chunk[0..<n]
-            if bytes.count > Self.maxFileSize { return nil }
+            if bytes.count > maxFileSize { return .tooLarge }
         }
         return .file(bytes)
     }
@@ -126,6 +133,7 @@ public struct RootedTree: Sendable {
         switch contents(node) {
         case .file(let bytes)?: return .success(bytes)
         case .directory?: return .failure(Errno(code: EISDIR))
+        case .tooLarge?: return .failure(Errno(code: EFBIG))
         case nil: return .failure(Errno(code: EIO))
         }
     }

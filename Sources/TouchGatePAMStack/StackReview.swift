@@ -21,6 +21,8 @@ public enum StackProblem: Equatable, Sendable {
     case missingModule(module: String, origin: String)
     /// Lines Linux-PAM rejects, includes it cannot follow.
     case syntax(PAMSyntaxError)
+    /// A file doctor does not read (too large): the stack is not reviewed.
+    case notReviewed(PAMSyntaxError)
 }
 
 /// One service whose stack reaches pam_touchgate.so's fingerprint line, or names it in a line
@@ -40,6 +42,13 @@ public struct ServiceReview: Equatable, Sendable {
     /// Whether the fingerprint works there: Linux-PAM starts the service and calls the module.
     public var offersFingerprint: Bool {
         !fingerprintLines.isEmpty && !problems.contains { if case .serviceFails = $0 { true } else { false } }
+    }
+
+    /// A service whose stack doctor could not build.
+    static func unreviewed(_ service: String, _ why: PAMSyntaxError) -> ServiceReview {
+        ServiceReview(
+            service: service, fingerprintLines: [], fingerprintSuffices: false, hasPasswordModule: false,
+            problems: [.notReviewed(why)], namesTouchgate: false)
     }
 }
 
@@ -78,7 +87,10 @@ public struct PAMReview: Equatable, Sendable {
         root: String = "/", passwordService: String,
         modules: ModuleLocator? = nil
     ) -> PAMReview {
-        let pam = PAMDirectory(root: root)
+        review(pam: PAMDirectory(root: root), passwordService: passwordService, modules: modules)
+    }
+
+    static func review(pam: PAMDirectory, passwordService: String, modules: ModuleLocator? = nil) -> PAMReview {
         let missing: (StackEntry) -> Bool = { entry in
             entry.kind == .module && (modules.map { !$0.exists(entry.module) } ?? false)
         }
@@ -112,6 +124,7 @@ public struct PAMReview: Equatable, Sendable {
         _ name: String, _ stack: AssembledStack,
         _ missing: @escaping (StackEntry) -> Bool
     ) -> ServiceReview? {
+        if let why = stack.unreviewed { return .unreviewed(name, why) }
         let modules = stack.modules
         let fingerprints = modules.filter { ModuleRole($0).isFingerprint }
         // A pam_touchgate line Linux-PAM rejects, or one it would never reach, still makes the

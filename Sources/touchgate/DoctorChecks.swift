@@ -164,6 +164,8 @@ enum DoctorChecks {
                 fix: L("install the package that provides %s, or remove the line", cli, shown(module)))
         case .syntax(let error):
             return DoctorCheck(name, .problem, shown("\(error)"), fix: L("correct the line", cli))
+        case .notReviewed(let error):
+            return DoctorCheck(name, .problem, L("doctor cannot review this service: %s", cli, shown("\(error)")))
         }
     }
 

@@ -177,6 +177,25 @@ func problems(_ files: [String: String], of service: String = "login") throws ->
         #expect(p?.contains(.acceptsWrongPassword) == true)
     }
 
+    /// A service file doctor does not read whole is a problem, not a service that uses `other`.
+    @Test func aServiceFileTooLargeToReadIsAProblem() throws {
+        var files = packaged
+        files["myapp"] = String(repeating: "#\n", count: 3000) + "auth sufficient pam_permit.so\n"
+        files["touchgate"] = files["myapp"]
+        let root = try FixtureRoot(files)
+        let r = PAMReview.review(pam: PAMDirectory(root: root.path, maxFileSize: 4096), passwordService: "touchgate")
+        let myapp = try #require(r.services.first { $0.service == "myapp" })
+        #expect(
+            myapp.problems == [
+                .notReviewed(PAMSyntaxError(file: "myapp", line: 0, reason: "over 4096 bytes: not read"))
+            ])
+        #expect(!myapp.offersFingerprint)
+        #expect(
+            r.passwordService.problems == [
+                .notReviewed(PAMSyntaxError(file: "touchgate", line: 0, reason: "over 4096 bytes: not read"))
+            ])
+    }
+
     /// A password service whose file has no auth line runs `other`'s: common-auth, pam_touchgate.
     @Test func aPasswordServiceWithoutAuthLinesRunsOthers() throws {
         var files = packaged

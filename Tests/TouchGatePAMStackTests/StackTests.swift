@@ -159,6 +159,39 @@ import Testing
         #expect(root.pam.stack(service: "vendorsvc", type: "auth").entries.map(\.kind) == [.mustFail])
     }
 
+    /// libpam reads a file to its end, however long: a service file over 1 MiB is read whole, not
+    /// taken for missing (and `other` run instead).
+    @Test func aLongFileIsReadToItsEnd() throws {
+        let padding = String(repeating: "# " + String(repeating: "x", count: 97) + "\n", count: 11_000)
+        let root = try FixtureRoot([
+            "myapp": padding + "auth [success=1 default=ignore] pam_touchgate.so\nauth sufficient pam_permit.so\n",
+            "other": "auth required pam_deny.so\n",
+        ])
+        #expect(root.pam.hasFile("myapp"))
+        let stack = root.pam.stack(service: "myapp", type: "auth")
+        #expect(stack.serviceFile == "myapp" && stack.unreviewed == nil)
+        #expect(stack.modules.map(\.origin) == ["myapp:11001", "myapp:11002"])
+    }
+
+    /// A file past the size doctor reads is not reviewed: never missing, never `other` instead.
+    @Test func aFileTooLargeToReadIsNotReviewed() throws {
+        let big = String(repeating: "#\n", count: 3000) + "auth required pam_permit.so\n"
+        let root = try FixtureRoot([
+            "myapp": big, "inc": "auth include big\n", "big": big, "other": "auth required pam_deny.so\n",
+        ])
+        let pam = PAMDirectory(root: root.path, maxFileSize: 4096)
+        #expect(pam.hasFile("myapp"))
+        let own = pam.stack(service: "myapp", type: "auth")
+        #expect(own.unreviewed?.description == "myapp: over 4096 bytes: not read")
+        #expect(own.serviceFile == "myapp" && own.entries.isEmpty)
+        #expect(pam.stack(service: "inc", type: "auth").unreviewed?.description == "big: over 4096 bytes: not read")
+        // A large `other` leaves every service unreviewed: Linux-PAM reads it for each.
+        try root.write("etc/pam.d/other", big)
+        try root.write("etc/pam.d/small", "auth required pam_permit.so\n")
+        let now = PAMDirectory(root: root.path, maxFileSize: 4096)
+        #expect(now.stack(service: "small", type: "auth").unreviewed?.file == "other")
+    }
+
     /// `--root DIR`: `..` stops at DIR and symlinks, absolute ones too, resolve inside it.
     @Test func nothingOutsideTheRootIsRead() throws {
         let host = try FixtureRoot(["secret": "auth required pam_host_secret.so\n"])
