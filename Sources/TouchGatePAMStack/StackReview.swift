@@ -214,29 +214,34 @@ struct StackPlay {
             if byFinger.succeeded, let line = byFinger.calls.first(where: { Self.isAuthfail($0.entry) }) {
                 add(.faillockCountsFingerprint(line.entry.origin))
             }
-            guard !passwords.isEmpty else { continue }
             for failure in PAMReview.fingerprintFailures {
-                var accepted = false
-                for password in passwords {
-                    // The right password: what the stack does without the fingerprint line, and with it.
-                    let without = run(Scenario(fingerprint: nil, acceptedBy: password.origin, failing: failing))
-                    let with = run(Scenario(fingerprint: failure, acceptedBy: password.origin, failing: failing))
-                    if without.succeeded && !with.succeeded && !blocked.contains(failure) { blocked.append(failure) }
-                    accepted = accepted || with.succeeded
-                    let typed = with.calls.contains { $0.entry.origin == password.origin && $0.result == .success }
-                    if with.succeeded && typed && !with.reached(Self.isReport) { unreported = true }
-                    // The password was right: pam_faillock's authfail can only be counting the finger.
-                    if with.reached(Self.isFingerprint),
-                        let line = with.calls.first(where: { Self.isAuthfail($0.entry) })
-                    {
-                        add(.faillockCountsFingerprint(line.entry.origin))
+                // Each right password (none in a fingerprint-only service).
+                if !passwords.isEmpty {
+                    var accepted = false
+                    for password in passwords {
+                        // The right password: what the stack does without the fingerprint line, and with it.
+                        let without = run(Scenario(fingerprint: nil, acceptedBy: password.origin, failing: failing))
+                        let with = run(Scenario(fingerprint: failure, acceptedBy: password.origin, failing: failing))
+                        if without.succeeded && !with.succeeded && !blocked.contains(failure) {
+                            blocked.append(failure)
+                        }
+                        accepted = accepted || with.succeeded
+                        let typed = with.calls.contains { $0.entry.origin == password.origin && $0.result == .success }
+                        if with.succeeded && typed && !with.reached(Self.isReport) { unreported = true }
+                        // The password was right: pam_faillock's authfail can only be counting the finger.
+                        if with.reached(Self.isFingerprint),
+                            let line = with.calls.first(where: { Self.isAuthfail($0.entry) })
+                        {
+                            add(.faillockCountsFingerprint(line.entry.origin))
+                        }
+                    }
+                    // With every condition passing, some password has to get through where a finger
+                    // does (a stack that lets nobody in is not the fingerprint line's doing).
+                    if failing.isEmpty && byFinger.succeeded && !accepted && !blocked.contains(failure) {
+                        blocked.append(failure)
                     }
                 }
-                // With every condition passing, some password has to get through where a finger
-                // does (a stack that lets nobody in is not the fingerprint line's doing).
-                if failing.isEmpty && byFinger.succeeded && !accepted && !blocked.contains(failure) {
-                    blocked.append(failure)
-                }
+                // Every password wrong, or none asked for: the failed finger has to fail the stack.
                 let wrong = run(Scenario(fingerprint: failure, failing: failing))
                 if wrong.succeeded {
                     // A condition's grace is a way in only where no password was refused on the

@@ -142,6 +142,16 @@ let packaged: [String: String] = [
         #expect(!s.hasPasswordModule && s.fingerprintSuffices && s.problems.isEmpty)
     }
 
+    /// Without a password module a failed finger has to fail the stack too: one that lets the
+    /// person in anyway accepts anybody (Debian 12's libpam, the finger failing: Success).
+    @Test func aFingerprintServiceThatLetsInWithoutTheFingerIsFound() throws {
+        let r = try review([
+            "myapp": "auth [success=1 default=ignore] pam_touchgate.so\nauth sufficient pam_permit.so\n"
+        ])
+        let s = try #require(r.services.first)
+        #expect(!s.hasPasswordModule && s.problems == [.acceptsWrongPassword])
+    }
+
     @Test func aPasswordServiceThatIncludesCommonAuthReachesTouchgate() throws {
         var files = packaged
         files["touchgate"] = "@include common-auth\n"
