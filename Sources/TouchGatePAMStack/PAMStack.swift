@@ -78,8 +78,8 @@ public struct PAMDirectory: Sendable {
     /// Where Debian 12's libpam looks for a service's file (and `other`) named without a directory.
     /// An include of such a name is looked for in the first alone.
     public static let directories = ["/etc/pam.d", "/usr/lib/pam.d"]
-    /// Deeper include chains end here (libpam stops substacks at 16; an include loop at this).
-    static let maxDepth = 16
+    /// Each file read and parsed once, for every stack of this directory's review.
+    let files = ParsedFiles()
 
     public init(root: String = "/", maxFileSize: Int = RootedTree.defaultMaxFileSize) {
         tree = RootedTree(root: root, maxFileSize: maxFileSize)
@@ -105,22 +105,27 @@ public struct PAMDirectory: Sendable {
     /// Whether Linux-PAM finds a file for the service (else it uses `other`).
     public func hasFile(_ service: String) -> Bool { locate(service) != nil }
 
-    enum Located {
-        case file(shown: String, bytes: [UInt8])
+    enum Located: Sendable {
+        case file(ParsedFile)
         /// There, but larger than doctor reads: Linux-PAM reads it, so it is not missing.
         case tooLarge(shown: String)
 
         var shown: String {
             switch self {
-            case .file(let shown, _), .tooLarge(let shown): shown
+            case .file(let file): file.shown
+            case .tooLarge(let shown): shown
             }
         }
     }
 
-    /// The file libpam opens for `name`. A service's file falls back to /usr/lib/pam.d; an
+    /// The file libpam opens for `name`, parsed. A service's file falls back to /usr/lib/pam.d; an
     /// `include`, `substack` or `@include` target (`included`) does not: libpam builds its path as
     /// /etc/pam.d/NAME.
     func locate(_ name: String, included: Bool = false) -> Located? {
+        files.value(for: name + (included ? "\0include" : "\0service")) { find(name, included: included) }
+    }
+
+    private func find(_ name: String, included: Bool) -> Located? {
         guard !name.isEmpty, !name.contains("\0") else { return nil }
         let directories = included ? Array(Self.directories.prefix(1)) : Self.directories
         let candidates =
@@ -128,8 +133,10 @@ public struct PAMDirectory: Sendable {
             ? [(name, name)] : directories.map { ($0 + "/" + name, $0 == "/etc/pam.d" ? name : $0 + "/" + name) }
         for (path, shown) in candidates {
             switch tree.read(path) {
-            case .file(let bytes)?: return .file(shown: shown, bytes: bytes)
-            case .directory?: return .file(shown: shown, bytes: [])  // fopen succeeds, the first read fails: no lines
+            case .file(let bytes)?: return .file(ParsedFile(shown: shown, bytes: bytes))
+            case .directory?:
+                // fopen succeeds, the first read fails: no lines.
+                return .file(ParsedFile(shown: shown, bytes: []))
             case .tooLarge?: return .tooLarge(shown: shown)
             case nil: continue
             }
@@ -172,111 +179,5 @@ public struct PAMDirectory: Sendable {
             result.serviceFile = "other"
         }
         return result
-    }
-}
-
-/// One type's handler list being built from the files libpam reads.
-private struct Assembly {
-    let pam: PAMDirectory
-    let type: String
-    var entries: [StackEntry] = []
-    var errors: [PAMSyntaxError] = []
-    /// A file doctor did not read: the rest of the reading stops.
-    var unreviewed: PAMSyntaxError?
-
-    init(pam: PAMDirectory, type: String) {
-        self.pam = pam
-        self.type = type
-    }
-
-    /// Reads a service's own file (every type); the reason libpam fails it, if it does.
-    mutating func read(_ service: String) -> PAMSyntaxError? {
-        load(service, requested: nil, level: 0, depth: 0, from: nil)
-    }
-
-    /// Adds `name`'s lines of type `requested` (nil: every type, as for a service's own file) at
-    /// `level`. Returns why libpam fails the file (the lines before stay), nil when it reads it.
-    private mutating func load(
-        _ name: String?, requested: String?, level: Int, depth: Int, from: (file: String, line: Int)?
-    ) -> PAMSyntaxError? {
-        func failure(_ reason: String) -> PAMSyntaxError {
-            PAMSyntaxError(file: from?.file ?? name ?? "", line: from?.line ?? 0, reason: reason)
-        }
-        guard let name else { return failure("no file to include") }
-        guard depth < PAMDirectory.maxDepth else { return failure("includes nested too deep (a loop?)") }
-        let file: String
-        let bytes: [UInt8]
-        switch pam.locate(name, included: from != nil) {
-        case .file(let shown, let content)?: (file, bytes) = (shown, content)
-        case .tooLarge(let shown)?:
-            let size = pam.tree.maxFileSize
-            let limit = size % (1 << 20) == 0 ? "\(size >> 20) MiB" : "\(size) bytes"
-            unreviewed = PAMSyntaxError(file: shown, line: 0, reason: "over \(limit): not read")
-            return nil
-        case nil: return failure("cannot read included file '\(name)'")
-        }
-        let parsed = PAMConfigParser.parse(bytes, file: file)
-        for line in parsed.lines {
-            let lineErrors = parsed.errors.filter { $0.line == line.number }
-            let origin = "\(file):\(line.number)"
-            func add(_ kind: StackEntry.Kind, _ control: PAMControl, _ module: String?, _ args: [String], quiet: Bool) {
-                entries.append(
-                    StackEntry(
-                        kind: kind, control: control, module: module ?? "", arguments: args, quietIfMissing: quiet,
-                        level: level, origin: origin))
-            }
-            switch line.kind {
-            case .includeAll(let target):
-                // Debian's @include: the file's lines of the types being read; failing, it fails
-                // the file being read for every type, or is one failing line of the one type.
-                errors += lineErrors
-                let error = load(
-                    target, requested: requested, level: level, depth: depth + 1, from: (file, line.number))
-                if unreviewed != nil { return nil }
-                guard let error else { continue }
-                if requested == nil { return error }
-                errors.append(error)
-                add(.mustFail, .allBad, target, [], quiet: false)
-            case .module(let lineType, let control, let module, let args, let quiet, let rejected):
-                // A type libpam does not know goes with the type being read (auth for a service's
-                // own file). A service's own file is read for every type: a line of another type
-                // can still fail it.
-                let lineType = lineType ?? requested ?? "auth"
-                guard requested == nil || lineType == requested else { continue }
-                if let reason = Self.unnamed(module) {
-                    return PAMSyntaxError(file: file, line: line.number, reason: reason)
-                }
-                guard lineType == type else { continue }
-                errors += lineErrors
-                add(rejected ? .mustFail : .module, control, module, args, quiet: quiet)
-            case .include(let lineType, let target, let substack):
-                let lineType = lineType ?? requested ?? "auth"
-                guard requested == nil || lineType == requested else { continue }
-                if substack, let reason = Self.unnamed(target) {
-                    return PAMSyntaxError(file: file, line: line.number, reason: reason)
-                }
-                guard lineType == type else { continue }
-                errors += lineErrors
-                if substack { add(.substack, .allBad, target, [], quiet: false) }
-                let inner = level + (substack ? 1 : 0)
-                let error = load(target, requested: type, level: inner, depth: depth + 1, from: (file, line.number))
-                if unreviewed != nil { return nil }
-                if let error {
-                    errors.append(error)
-                    add(.mustFail, .allBad, target, [], quiet: false)
-                }
-            }
-        }
-        return parsed.failure
-    }
-
-    /// libpam names each handler after its module (`extract_modulename`); a name that leaves
-    /// nothing (or "?") makes it fail the whole file.
-    private static func unnamed(_ module: String?) -> String? {
-        guard let module else { return nil }
-        var name = Substring(module.split(separator: "/", omittingEmptySubsequences: false).last ?? "")
-        if let dot = name.lastIndex(of: ".") { name = name[..<dot] }
-        guard name.isEmpty || name == "?" else { return nil }
-        return "'\(module)' names no module: Linux-PAM fails the file"
     }
 }

@@ -102,9 +102,67 @@ import Testing
         #expect(root.pam.stack(service: "login", type: "auth").failure != nil)
     }
 
-    @Test func missingAndLoopingIncludesAreErrors() throws {
-        let root = try FixtureRoot(["a": "auth include b\n", "b": "auth include a\n"])
-        #expect(root.pam.stack(service: "a", type: "auth").errors.contains { $0.reason.contains("too deep") })
+    /// An include loop: Linux-PAM 1.5.2 reads the file again inside itself, one more file open and
+    /// one call deeper each time, until it can open no more files (every authentication then
+    /// fails, or pam_start does) or the application crashes. Doctor says so at once, for a file
+    /// that includes itself three times too (libpam would never finish that one).
+    @Test(.timeLimit(.minutes(1))) func anIncludeLoopFailsTheServiceAndEndsAtOnce() throws {
+        let root = try FixtureRoot([
+            "loop": "auth include loop\nauth include loop\nauth include loop\nauth required pam_permit.so\n",
+            "a": "auth include b\n", "b": "@include a\n",
+            "acct": "auth required pam_permit.so\naccount include acct\n",
+        ])
+        let started = ContinuousClock.now
+        #expect(
+            root.pam.stack(service: "loop", type: "auth").failure
+                == PAMSyntaxError(
+                    file: "loop", line: 1,
+                    reason:
+                        "an include loop ('loop' is included inside itself): Linux-PAM reads it until it runs out of open files or crashes"
+                ))
+        #expect(
+            root.pam.stack(service: "a", type: "auth").failure?.description.hasPrefix("b:1: an include loop") == true)
+        // Linux-PAM reads every type's lines when it starts the service: a loop of account lines too.
+        #expect(root.pam.stack(service: "acct", type: "auth").failure?.line == 2)
+        #expect(ContinuousClock.now - started < .seconds(10))
+    }
+
+    /// A substack is one level deeper each time: libpam 1.5.2 loads nothing 16 deep, and the line
+    /// there fails (a substack of itself then a pam_permit line: Permission denied).
+    @Test func aSubstackOfItselfEndsSixteenDeep() throws {
+        let root = try FixtureRoot(["sub": "auth substack sub\nauth required pam_permit.so\n"])
+        let sub = root.pam.stack(service: "sub", type: "auth")
+        #expect(sub.failure == nil && sub.unreviewed == nil)
+        let kinds: [StackEntry.Kind] =
+            Array(repeating: .substack, count: 16) + [.mustFail] + Array(repeating: .module, count: 16)
+        #expect(sub.entries.map(\.kind) == kinds)
+        #expect(sub.entries.map(\.level).max() == 15)
+        #expect(sub.errors.map(\.description) == ["sub:1: substacks nested 16 deep: Linux-PAM reads none deeper"])
+        #expect(PAMSimulator.run(sub.entries) { _ in .success }.result == .permDenied)
+    }
+
+    /// Includes that multiply (each file three times the next) are not followed without end.
+    @Test(.timeLimit(.minutes(1))) func includesWithoutEndAreNotReviewed() throws {
+        let root = try FixtureRoot(["fan": "auth substack fan\nauth substack fan\nauth substack fan\n"])
+        let started = ContinuousClock.now
+        let fan = root.pam.stack(service: "fan", type: "auth")
+        #expect(fan.unreviewed?.reason.hasSuffix(": not reviewed") == true && fan.failure == nil)
+        #expect(ContinuousClock.now - started < .seconds(10))
+    }
+
+    /// A review reads and parses each file once, however many stacks include it.
+    @Test func eachFileIsReadOnce() throws {
+        let root = try FixtureRoot([
+            "login": debianLogin, "sudo": debianSudo, "other": debianOther, "common-auth": debianCommonAuth,
+            "common-account": "account required pam_unix.so\n",
+        ])
+        let pam = root.pam
+        for service in ["login", "sudo", "nosuch"] {
+            #expect(pam.stack(service: service, type: "auth").modules.map(\.origin).contains("common-auth:1"))
+        }
+        // login, sudo, nosuch and other as services; common-auth, common-account and
+        // common-session-noninteractive (missing) as includes.
+        #expect(pam.files.lookupCount == 7)
     }
 
     @Test(.timeLimit(.minutes(1))) func anIncludedFIFOIsUnreadableInsteadOfWaitedOn() throws {
