@@ -43,6 +43,22 @@ static inline void fake_send(int fd, struct tg_writer *w)
         tg_send_all(fd, w->buf, len, tg_deadline_after(2000));
 }
 
+/* A RESULT's fields: CODE, then REASON and MESSAGE unless NULL, SECONDS when above 0 and FLAGS
+ * when not 0. */
+static inline void fake_put_result(struct tg_writer *w, int32_t code, const char *reason,
+                                   int32_t seconds, int32_t flags, const char *message)
+{
+    tg_put_int(w, TG_TAG_CODE, code);
+    if (reason != NULL)
+        tg_put_string(w, TG_TAG_REASON, reason);
+    if (seconds > 0)
+        tg_put_int(w, TG_TAG_SECONDS, seconds);
+    if (flags != 0)
+        tg_put_int(w, TG_TAG_FLAGS, flags);
+    if (message != NULL)
+        tg_put_string(w, TG_TAG_MESSAGE, message);
+}
+
 /* A RESULT with FLAGS (0: none sent); reason and message may be NULL. */
 static inline void fake_result_flags(int fd, uint32_t id, int32_t code, const char *reason,
                                      const char *message, int32_t flags)
@@ -50,13 +66,7 @@ static inline void fake_result_flags(int fd, uint32_t id, int32_t code, const ch
     uint8_t buf[TG_FRAME_BUFFER];
     struct tg_writer w;
     tg_writer_init(&w, buf, sizeof(buf), TG_KIND_RESULT, id);
-    tg_put_int(&w, TG_TAG_CODE, code);
-    if (reason != NULL)
-        tg_put_string(&w, TG_TAG_REASON, reason);
-    if (flags != 0)
-        tg_put_int(&w, TG_TAG_FLAGS, flags);
-    if (message != NULL)
-        tg_put_string(&w, TG_TAG_MESSAGE, message);
+    fake_put_result(&w, code, reason, 0, flags, message);
     fake_send(fd, &w);
 }
 

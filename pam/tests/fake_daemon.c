@@ -15,15 +15,7 @@ static void result(int fd, uint32_t id, int32_t code, const char *reason, const 
     uint8_t buf[TG_FRAME_BUFFER];
     struct tg_writer w;
     tg_writer_init(&w, buf, sizeof(buf), TG_KIND_RESULT, id);
-    tg_put_int(&w, TG_TAG_CODE, code);
-    if (reason != NULL)
-        tg_put_string(&w, TG_TAG_REASON, reason);
-    if (seconds > 0)
-        tg_put_int(&w, TG_TAG_SECONDS, seconds);
-    if (flags != 0)
-        tg_put_int(&w, TG_TAG_FLAGS, flags);
-    if (message != NULL)
-        tg_put_string(&w, TG_TAG_MESSAGE, message);
+    fake_put_result(&w, code, reason, seconds, flags, message);
     fake_send(fd, &w);
 }
 

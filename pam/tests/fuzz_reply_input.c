@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fake.h"
 #include "tg_codec.h"
 
 struct seed {
@@ -44,13 +45,7 @@ static void seed_result(struct seed *s, uint32_t id, int32_t code, const char *r
 {
     struct tg_writer w;
     tg_writer_init(&w, s->buf + s->len, sizeof(s->buf) - s->len, TG_KIND_RESULT, id);
-    tg_put_int(&w, TG_TAG_CODE, code);
-    if (reason != NULL)
-        tg_put_string(&w, TG_TAG_REASON, reason);
-    if (flags != 0)
-        tg_put_int(&w, TG_TAG_FLAGS, flags);
-    if (message != NULL)
-        tg_put_string(&w, TG_TAG_MESSAGE, message);
+    fake_put_result(&w, code, reason, 0, flags, message);
     seed_frame(s, &w);
 }
 
