@@ -9,7 +9,6 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "fake.h"
@@ -35,13 +34,9 @@ static void fill_in_id(uint8_t *s, size_t n, uint32_t id)
     }
 }
 
-static bool module_returned(void)
-{
-    struct pollfd pfd = { .fd = done[0], .events = POLLIN };
-    return poll(&pfd, 1, 0) == 1;
-}
-
-/* Waits until the module read all that was sent: false if it hung up or returned first. */
+/* Waits until the module read all that was sent: false if it hung up or returned first. No event
+ * says that a peer read a socket's queue, so the queue is looked at again while waiting, at most
+ * 1 ms at a time, on the two events that end the wait early: the module hanging up or returning. */
 static bool consumed(int fd)
 {
     uint64_t deadline = tg_deadline_after(2000);
@@ -49,13 +44,12 @@ static bool consumed(int fd)
         int queued = 0;
         if (ioctl(fd, SIOCOUTQ, &queued) != 0 || queued == 0)
             return true;
-        struct pollfd pfd = { .fd = fd, .events = POLLRDHUP };
-        if (poll(&pfd, 1, 0) == 1 || module_returned())
+        struct pollfd pfd[2] = { { .fd = fd, .events = POLLRDHUP },
+                                 { .fd = done[0], .events = POLLIN } };
+        if (poll(pfd, 2, i < 100 ? 0 : 1) > 0)
             return false;
         if (i < 100)
             sched_yield();
-        else
-            nanosleep(&(struct timespec){ .tv_nsec = 10000 }, NULL);
     }
     return true; /* the rest is sent anyway: the module's own deadlines decide */
 }
