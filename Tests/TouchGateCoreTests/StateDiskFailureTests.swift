@@ -12,6 +12,17 @@ import TouchGateThreads
 import TouchGateWire
 
 extension UserStateStoreTests {
+    /// A store whose first read of a state fails with `failure`; the reads after it read the file.
+    func storeFailingFirstRead(_ dir: String, _ failure: Int32) throws -> UserStateStore {
+        let reads = Atomic(0)
+        return try store(
+            dir,
+            readFile: { user, users, policy, now throws(StorageError) in
+                guard reads.add(1, ordering: .relaxed).oldValue > 0 else { throw .io("read \(user)", failure) }
+                return try UserStateStore.readState(user, users: users, policy: policy, now: now)
+            })
+    }
+
     @Test func aFailedWriteIsReportedBeforeTheReplyAndTheChangeIsKeptInMemory() async throws {
         try await withTemporaryDirectory { dir in
             let states = try store(dir)
@@ -64,13 +75,7 @@ extension UserStateStoreTests {
             let backedOff = UserState(
                 enabled: true, consecutiveWrongPasswords: 7, backoffStep: 3, backoffUntil: clock.now() + 600)
             try await store(dir).update("alice", .beforeReply) { _ in backedOff }
-            let reads = Atomic(0)
-            let restarted = try store(
-                dir,
-                readFile: { user, users, policy, now throws(StorageError) in
-                    guard reads.add(1, ordering: .relaxed).oldValue > 0 else { throw .io("read \(user)", EIO) }
-                    return try UserStateStore.readState(user, users: users, policy: policy, now: now)
-                })
+            let restarted = try storeFailingFirstRead(dir, EIO)
             await #expect(throws: StorageError.io("read alice", EIO)) { try await restarted.read("alice") }
             #expect(try await restarted.read("alice") == .state(backedOff))
             #expect(directoryEntries("\(dir)/users/alice") == ["state.json"])
@@ -105,13 +110,7 @@ extension UserStateStoreTests {
             let kept = UserState(
                 enabled: false, consecutiveWrongPasswords: 7, backoffStep: 3, backoffUntil: clock.now())
             try await store(dir).update("alice", .beforeReply) { _ in kept }
-            let reads = Atomic(0)
-            let states = try store(
-                dir,
-                readFile: { user, users, policy, now throws(StorageError) in
-                    guard reads.add(1, ordering: .relaxed).oldValue > 0 else { throw .io("read \(user)", failure) }
-                    return try UserStateStore.readState(user, users: users, policy: policy, now: now)
-                })
+            let states = try storeFailingFirstRead(dir, failure)
             var changed = false
             await #expect(throws: StorageError.io("read alice", failure)) {
                 try await states.update("alice", .beforeReply, overUnreadable: true) { _ in
