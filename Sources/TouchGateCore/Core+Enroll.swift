@@ -16,18 +16,18 @@ extension Core {
         guard let served = await served(selector) else { return refusal(for: .noReader, timeout: 0) }
         // Prints must be sealed and the TPM cannot seal them now: refused before a scan, not after
         // the last one (docs/spec.md §9, a TPM that does not answer: no print is written).
-        switch await prints.sealingState() {
-        case .unavailable(let why)?:
+        let unsealable: (why: String, refusal: Refusal)? =
+            switch await prints.sealingState() {
+            case .unavailable(let why)?: (why, Self.sealingRefusal)
+            case .refused(_, let why)?:
+                (why, Refusal(.internalError, reason: .printsSealed, text: .enrollSealingRefused))
+            default: nil
+            }
+        if let unsealable {
             clientLine(
-                uid: caller.uid, "enroll refused: the print would have to be sealed, and \(why)",
+                uid: caller.uid, "enroll refused: the print would have to be sealed, and \(unsealable.why)",
                 metadata: ["user": "\(user)"])
-            return Self.sealingRefusal
-        case .refused(_, let why)?:
-            clientLine(
-                uid: caller.uid, "enroll refused: the print would have to be sealed, and \(why)",
-                metadata: ["user": "\(user)"])
-            return Refusal(.internalError, reason: .printsSealed, text: .enrollSealingRefused)
-        default: break
+            return unsealable.refusal
         }
         let reader = served.reader, info = served.info
         let ctx = EventContext(user: user, origin: origin, policy: nil, byUID: caller.uid)
